@@ -1,0 +1,1 @@
+"""Triton kernels and launchers (shipped as spherekit.kernels)."""

@@ -1,0 +1,354 @@
+"""Triton kernels for info_nce: one streaming forward, a dq/dh backward and a dc backward.
+
+No kernel ever writes a B x N tensor. The forward streams candidate tiles through an online
+logsumexp and computes the target dot, the hard-negative dots and the BCE term in the same pass; it
+stores only per-row statistics (loss, logsumexp). Each backward kernel recomputes its logit tiles.
+Products accumulate in fp32; fp16/bf16 operands go to tl.dot as they are, fp32 with "ieee" precision.
+Math: spherekit.reference.info_nce.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+_INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+@triton.jit
+def _softplus(x):
+    return tl.maximum(x, 0.0) + tl.log(1.0 + tl.exp(-tl.abs(x)))
+
+
+@triton.jit
+def _dot_tile(q_ptr, stride_qb, stride_qd, o_b, m_b, c_ptr, stride_cn, stride_cd, o_n, m_n, D,
+              BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr):
+    """x[b, n] = <q[o_b[b]], c[o_n[n]]> over all of D, fp32 accumulation."""
+    acc = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
+    for d0 in range(0, D, BLOCK_D):
+        o_d = d0 + tl.arange(0, BLOCK_D)
+        m_d = o_d < D
+        b_q = tl.load(q_ptr + o_b[:, None] * stride_qb + o_d[None, :] * stride_qd,
+                      mask=m_b[:, None] & m_d[None, :], other=0.0)
+        b_c = tl.load(c_ptr + o_n[:, None] * stride_cn + o_d[None, :] * stride_cd,
+                      mask=m_n[:, None] & m_d[None, :], other=0.0)
+        acc = tl.dot(b_q, tl.trans(b_c), acc, input_precision=PRECISION)
+    return acc
+
+
+@triton.jit
+def _row_dots(q_ptr, stride_qb, stride_qd, c_ptr, stride_cn, stride_cd, h_ptr, stride_hb, stride_hk, stride_hd,
+              o_b, m_b, b_t, D, K, HAS_HN: tl.constexpr,
+              BLOCK_B: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Per-row dots in fp32: <q_i, c_{t_i}> (BLOCK_B,) and <q_i, h_ik> (BLOCK_B, BLOCK_K)."""
+    o_k = tl.arange(0, BLOCK_K)
+    m_k = o_k < K
+    dot_t = tl.zeros((BLOCK_B,), dtype=tl.float32)
+    dot_h = tl.zeros((BLOCK_B, BLOCK_K), dtype=tl.float32)
+    for d0 in range(0, D, BLOCK_D):
+        o_d = d0 + tl.arange(0, BLOCK_D)
+        m_d = o_d < D
+        m_bd = m_b[:, None] & m_d[None, :]
+        b_q = tl.load(q_ptr + o_b[:, None] * stride_qb + o_d[None, :] * stride_qd, mask=m_bd, other=0.0)
+        b_q = b_q.to(tl.float32)
+        b_ct = tl.load(c_ptr + b_t[:, None] * stride_cn + o_d[None, :] * stride_cd, mask=m_bd, other=0.0)
+        dot_t += tl.sum(b_q * b_ct.to(tl.float32), axis=1)
+        if HAS_HN:
+            p_h = h_ptr + o_b[:, None, None] * stride_hb + o_k[None, :, None] * stride_hk \
+                + o_d[None, None, :] * stride_hd
+            m_h = m_bd[:, None, :] & m_k[None, :, None]
+            b_h = tl.load(p_h, mask=m_h, other=0.0).to(tl.float32)
+            dot_h += tl.sum(b_q[:, None, :] * b_h, axis=2)
+    return dot_t, dot_h
+
+
+@triton.jit
+def _logits_tile(x, inv_tau, o_n, m_n, b_t, b_ql, cl_ptr, lb_ptr, stride_lb0, stride_lb1,
+                 HAS_LABELS: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """Dots -> logits: /tau, + label bias on negatives, false negatives and padding at -inf."""
+    s = x * inv_tau
+    is_t = o_n[None, :] == b_t[:, None]
+    allowed = m_n[None, :] & (b_t[:, None] >= 0)
+    if HAS_LABELS:
+        b_cl = tl.load(cl_ptr + o_n, mask=m_n, other=0)
+        allowed = allowed & ((b_cl[None, :] != b_ql[:, None]) | is_t)
+        if HAS_BIAS:
+            m_bias = allowed & (is_t == 0)
+            b_bias = tl.load(lb_ptr + b_ql[:, None] * stride_lb0 + b_cl[None, :] * stride_lb1, mask=m_bias,
+                             other=0.0)
+            s = s + tl.where(m_bias, b_bias, 0.0)
+    return tl.where(allowed, s, float("-inf")), is_t
+
+
+@triton.jit
+def _info_nce_fwd_kernel(
+    loss_ptr, lse_ptr,
+    q_ptr, stride_qb, stride_qd,
+    c_ptr, stride_cn, stride_cd,
+    h_ptr, stride_hb, stride_hk, stride_hd,
+    t_ptr, ql_ptr, cl_ptr,
+    lb_ptr, stride_lb0, stride_lb1,
+    tau_ptr,
+    B, N, D, K,
+    bce_weight, bce_scale, bce_bias,
+    HAS_LABELS: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_HN: tl.constexpr, HN_SOFTMAX: tl.constexpr,
+    HAS_BCE: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    pid = tl.program_id(0).to(tl.int64)
+    o_b = pid * BLOCK_B + tl.arange(0, BLOCK_B)
+    m_b = o_b < B
+    b_t = tl.load(t_ptr + o_b, mask=m_b, other=-100)
+    valid = m_b & (b_t != -100)
+    b_t = tl.where(valid, b_t, 0)
+    b_ql = tl.zeros((BLOCK_B,), dtype=tl.int64)
+    if HAS_LABELS:
+        b_ql = tl.load(ql_ptr + o_b, mask=m_b, other=0)
+    inv_tau = 1.0 / tl.load(tau_ptr)
+
+    m_run = tl.full((BLOCK_B,), float("-inf"), dtype=tl.float32)
+    l_run = tl.zeros((BLOCK_B,), dtype=tl.float32)
+    for n0 in range(0, N, BLOCK_N):
+        o_n = n0 + tl.arange(0, BLOCK_N)
+        m_n = o_n < N
+        x = _dot_tile(q_ptr, stride_qb, stride_qd, o_b, m_b, c_ptr, stride_cn, stride_cd, o_n, m_n, D,
+                      BLOCK_B, BLOCK_N, BLOCK_D, PRECISION)
+        s, is_t = _logits_tile(x, inv_tau, o_n, m_n, b_t, b_ql, cl_ptr, lb_ptr, stride_lb0, stride_lb1,
+                               HAS_LABELS, HAS_BIAS)
+        m_new = tl.maximum(m_run, tl.max(s, axis=1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        l_run = l_run * tl.exp(m_run - m_safe) + tl.sum(tl.exp(s - m_safe[:, None]), axis=1)
+        m_run = m_new
+
+    dot_t, dot_h = _row_dots(q_ptr, stride_qb, stride_qd, c_ptr, stride_cn, stride_cd, h_ptr, stride_hb,
+                             stride_hk, stride_hd, o_b, m_b, b_t, D, K, HAS_HN, BLOCK_B, BLOCK_K, BLOCK_D)
+    m_k = tl.arange(0, BLOCK_K) < K
+    if HN_SOFTMAX:
+        s_h = tl.where(m_k[None, :], dot_h * inv_tau, float("-inf"))
+        m_new = tl.maximum(m_run, tl.max(s_h, axis=1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        l_run = l_run * tl.exp(m_run - m_safe) + tl.sum(tl.exp(s_h - m_safe[:, None]), axis=1)
+        m_run = m_new
+    lse = m_run + tl.log(l_run)
+    loss = lse - dot_t * inv_tau
+    if HAS_BCE:
+        z_pos = bce_scale * dot_t + bce_bias
+        z_neg = bce_scale * dot_h + bce_bias
+        bce = _softplus(-z_pos) + tl.sum(tl.where(m_k[None, :], _softplus(z_neg), 0.0), axis=1)
+        loss += bce_weight * bce / (K + 1)
+    tl.store(loss_ptr + o_b, tl.where(valid, loss, 0.0), mask=m_b)
+    tl.store(lse_ptr + o_b, lse, mask=m_b)
+
+
+@triton.jit
+def _info_nce_bwd_dq_kernel(
+    dq_ptr, stride_dqb, stride_dqd,
+    dh_ptr, stride_dhb, stride_dhk, stride_dhd,
+    beta_ptr, dtau_ptr,
+    g_ptr, lse_ptr,
+    q_ptr, stride_qb, stride_qd,
+    c_ptr, stride_cn, stride_cd,
+    h_ptr, stride_hb, stride_hk, stride_hd,
+    t_ptr, ql_ptr, cl_ptr,
+    lb_ptr, stride_lb0, stride_lb1,
+    tau_ptr,
+    B, N, D, K,
+    bce_weight, bce_scale, bce_bias,
+    HAS_LABELS: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_HN: tl.constexpr, HN_SOFTMAX: tl.constexpr,
+    HAS_BCE: tl.constexpr, NEED_DH: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_K: tl.constexpr,
+    BLOCK_DV: tl.constexpr,
+):
+    """Program (row block, d-slice): dq[rows, slice] (+ dh[rows, :, slice]); the d-slice-0 programs also
+    write beta (the target's extra dot-gradient, reused by the dc kernel) and the per-row dtau term."""
+    pid_b = tl.program_id(0).to(tl.int64)
+    pid_v = tl.program_id(1).to(tl.int64)
+    o_b = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
+    m_b = o_b < B
+    b_t = tl.load(t_ptr + o_b, mask=m_b, other=-100)
+    valid = m_b & (b_t != -100)
+    b_t = tl.where(valid, b_t, 0)
+    b_ql = tl.zeros((BLOCK_B,), dtype=tl.int64)
+    if HAS_LABELS:
+        b_ql = tl.load(ql_ptr + o_b, mask=m_b, other=0)
+    inv_tau = 1.0 / tl.load(tau_ptr)
+    b_g = tl.where(valid, tl.load(g_ptr + o_b, mask=m_b, other=0.0), 0.0)
+    b_lse = tl.load(lse_ptr + o_b, mask=m_b, other=0.0)
+    g_tau = b_g * inv_tau
+
+    dot_t, dot_h = _row_dots(q_ptr, stride_qb, stride_qd, c_ptr, stride_cn, stride_cd, h_ptr, stride_hb,
+                             stride_hk, stride_hd, o_b, m_b, b_t, D, K, HAS_HN, BLOCK_B, BLOCK_K, BLOCK_D)
+    o_k = tl.arange(0, BLOCK_K)
+    m_k = o_k < K
+    # softmax part of dL/d(dot) at the target is -g/tau; the BCE positive pair adds beta_bce
+    beta = -g_tau
+    tau_acc = -g_tau * dot_t
+    g_h = tl.zeros((BLOCK_B, BLOCK_K), dtype=tl.float32)
+    if HN_SOFTMAX:
+        g_h = tl.where(m_k[None, :], tl.exp(dot_h * inv_tau - b_lse[:, None]) * g_tau[:, None], 0.0)
+        tau_acc += tl.sum(g_h * dot_h, axis=1)
+    if HAS_BCE:
+        coef = b_g * bce_weight * bce_scale / (K + 1)
+        beta += -tl.sigmoid(-(bce_scale * dot_t + bce_bias)) * coef
+        g_h += tl.where(m_k[None, :], tl.sigmoid(bce_scale * dot_h + bce_bias) * coef[:, None], 0.0)
+
+    o_v = pid_v * BLOCK_DV + tl.arange(0, BLOCK_DV)
+    m_v = o_v < D
+    acc = tl.zeros((BLOCK_B, BLOCK_DV), dtype=tl.float32)
+    for n0 in range(0, N, BLOCK_N):
+        o_n = n0 + tl.arange(0, BLOCK_N)
+        m_n = o_n < N
+        x = _dot_tile(q_ptr, stride_qb, stride_qd, o_b, m_b, c_ptr, stride_cn, stride_cd, o_n, m_n, D,
+                      BLOCK_B, BLOCK_N, BLOCK_D, PRECISION)
+        s, is_t = _logits_tile(x, inv_tau, o_n, m_n, b_t, b_ql, cl_ptr, lb_ptr, stride_lb0, stride_lb1,
+                               HAS_LABELS, HAS_BIAS)
+        p_g = tl.exp(s - b_lse[:, None]) * g_tau[:, None]
+        tau_acc += tl.sum(p_g * x, axis=1)
+        grad = p_g + tl.where(is_t, beta[:, None], 0.0)
+        b_c = tl.load(c_ptr + o_n[:, None] * stride_cn + o_v[None, :] * stride_cd,
+                      mask=m_n[:, None] & m_v[None, :], other=0.0)
+        acc = tl.dot(grad.to(b_c.dtype), b_c, acc, input_precision=PRECISION)
+
+    if HAS_HN:
+        p_h = h_ptr + o_b[:, None, None] * stride_hb + o_k[None, :, None] * stride_hk + o_v[None, None, :] * stride_hd
+        m_h = m_b[:, None, None] & m_k[None, :, None] & m_v[None, None, :]
+        b_h = tl.load(p_h, mask=m_h, other=0.0).to(tl.float32)
+        acc += tl.sum(g_h[:, :, None] * b_h, axis=1)
+        if NEED_DH:
+            b_q = tl.load(q_ptr + o_b[:, None] * stride_qb + o_v[None, :] * stride_qd,
+                          mask=m_b[:, None] & m_v[None, :], other=0.0).to(tl.float32)
+            p_dh = dh_ptr + o_b[:, None, None] * stride_dhb + o_k[None, :, None] * stride_dhk \
+                + o_v[None, None, :] * stride_dhd
+            tl.store(p_dh, g_h[:, :, None] * b_q[:, None, :], mask=m_h)
+    tl.store(dq_ptr + o_b[:, None] * stride_dqb + o_v[None, :] * stride_dqd, acc, mask=m_b[:, None] & m_v[None, :])
+    if pid_v == 0:
+        tl.store(beta_ptr + o_b, beta, mask=m_b)
+        tl.store(dtau_ptr + o_b, -tau_acc * inv_tau, mask=m_b)
+
+
+@triton.jit
+def _info_nce_bwd_dc_kernel(
+    dc_ptr, stride_dcn, stride_dcd,
+    beta_ptr, g_ptr, lse_ptr,
+    q_ptr, stride_qb, stride_qd,
+    c_ptr, stride_cn, stride_cd,
+    t_ptr, ql_ptr, cl_ptr,
+    lb_ptr, stride_lb0, stride_lb1,
+    tau_ptr,
+    B, N, D,
+    HAS_LABELS: tl.constexpr, HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
+):
+    """Program (candidate block, d-slice): dc[cols, slice] = sum over row blocks of grad^T q."""
+    pid_n = tl.program_id(0).to(tl.int64)
+    pid_v = tl.program_id(1).to(tl.int64)
+    o_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_n = o_n < N
+    o_v = pid_v * BLOCK_DV + tl.arange(0, BLOCK_DV)
+    m_v = o_v < D
+    inv_tau = 1.0 / tl.load(tau_ptr)
+    acc = tl.zeros((BLOCK_N, BLOCK_DV), dtype=tl.float32)
+    for b0 in range(0, B, BLOCK_B):
+        o_b = b0 + tl.arange(0, BLOCK_B)
+        m_b = o_b < B
+        b_t = tl.load(t_ptr + o_b, mask=m_b, other=-100)
+        valid = m_b & (b_t != -100)
+        b_t = tl.where(valid, b_t, 0)
+        b_ql = tl.zeros((BLOCK_B,), dtype=tl.int64)
+        if HAS_LABELS:
+            b_ql = tl.load(ql_ptr + o_b, mask=m_b, other=0)
+        g_tau = tl.where(valid, tl.load(g_ptr + o_b, mask=m_b, other=0.0), 0.0) * inv_tau
+        b_lse = tl.load(lse_ptr + o_b, mask=m_b, other=0.0)
+        beta = tl.load(beta_ptr + o_b, mask=m_b, other=0.0)
+        x = _dot_tile(q_ptr, stride_qb, stride_qd, o_b, m_b, c_ptr, stride_cn, stride_cd, o_n, m_n, D,
+                      BLOCK_B, BLOCK_N, BLOCK_D, PRECISION)
+        s, is_t = _logits_tile(x, inv_tau, o_n, m_n, b_t, b_ql, cl_ptr, lb_ptr, stride_lb0, stride_lb1,
+                               HAS_LABELS, HAS_BIAS)
+        grad = tl.exp(s - b_lse[:, None]) * g_tau[:, None] + tl.where(is_t, beta[:, None], 0.0)
+        b_q = tl.load(q_ptr + o_b[:, None] * stride_qb + o_v[None, :] * stride_qd,
+                      mask=m_b[:, None] & m_v[None, :], other=0.0)
+        acc = tl.dot(tl.trans(grad.to(b_q.dtype)), b_q, acc, input_precision=PRECISION)
+    tl.store(dc_ptr + o_n[:, None] * stride_dcn + o_v[None, :] * stride_dcd, acc, mask=m_n[:, None] & m_v[None, :])
+
+
+def _config(D: int, K: int) -> dict:
+    """Block sizes. The interpreter wants small tiles; GPU sizes are a first guess, to be tuned on a GPU."""
+    block_k = triton.next_power_of_2(max(K, 1))
+    if _INTERPRET:
+        return dict(BLOCK_B=16, BLOCK_N=16, BLOCK_D=32, BLOCK_K=block_k, BLOCK_DV=32)
+    return dict(BLOCK_B=64, BLOCK_N=64, BLOCK_D=64, BLOCK_K=block_k,
+                BLOCK_DV=min(256, triton.next_power_of_2(D)))
+
+
+def _precision(dtype: torch.dtype) -> str:
+    return "ieee" if dtype == torch.float32 else "tf32"  # tf32 is ignored for fp16/bf16 operands
+
+
+def _common(q, c, h, targets, ql, cl, label_bias, tau):
+    dummy = torch.empty(0, dtype=torch.int64, device=q.device)
+    h_ = h if h is not None else q.new_empty((1, 1, 1))
+    lb = label_bias if label_bias is not None else q.new_empty((1, 1), dtype=torch.float32)
+    return (
+        (q, q.stride(0), q.stride(1)),
+        (c, c.stride(0), c.stride(1)),
+        (h_, h_.stride(0), h_.stride(1), h_.stride(2)),
+        (targets, ql if ql is not None else dummy, cl if cl is not None else dummy),
+        (lb, lb.stride(0), lb.stride(1)),
+        tau,
+    )
+
+
+def forward(q, c, targets, h, tau, ql, cl, label_bias, hn_softmax, bce_weight, bce_scale, bce_bias):
+    """-> (loss per row (B,) fp32, logsumexp per row (B,) fp32)."""
+    B, D = q.shape
+    N = c.shape[0]
+    K = 0 if h is None else h.shape[1]
+    cfg = _config(D, K)
+    loss = torch.empty(B, dtype=torch.float32, device=q.device)
+    lse = torch.empty_like(loss)
+    (qa, ca, ha, ta, lba, tau_) = _common(q, c, h, targets, ql, cl, label_bias, tau)
+    grid = (triton.cdiv(B, cfg["BLOCK_B"]),)
+    _info_nce_fwd_kernel[grid](
+        loss, lse, *qa, *ca, *ha, *ta, *lba, tau_, B, N, D, K,
+        float(bce_weight), float(bce_scale), float(bce_bias),
+        HAS_LABELS=ql is not None, HAS_BIAS=label_bias is not None, HAS_HN=h is not None,
+        HN_SOFTMAX=bool(hn_softmax and h is not None), HAS_BCE=bool(h is not None and bce_weight != 0.0),
+        PRECISION=_precision(q.dtype), BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"],
+        BLOCK_K=cfg["BLOCK_K"],
+    )
+    return loss, lse
+
+
+def backward(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, hn_softmax, bce_weight, bce_scale,
+             bce_bias, need_dq, need_dc, need_dh, need_dtau):
+    """-> (dq fp32 or None, dc fp32 or None, dh fp32 or None, dtau 0-dim fp32 or None)."""
+    B, D = q.shape
+    N = c.shape[0]
+    K = 0 if h is None else h.shape[1]
+    cfg = _config(D, K)
+    (qa, ca, ha, ta, lba, tau_) = _common(q, c, h, targets, ql, cl, label_bias, tau)
+    g = grad_rows.float().contiguous()
+    dq = torch.empty((B, D), dtype=torch.float32, device=q.device)  # also needed for beta/dtau
+    dh = torch.empty((B, K, D), dtype=torch.float32, device=q.device) if need_dh else q.new_empty((1, 1, 1))
+    beta = torch.empty(B, dtype=torch.float32, device=q.device)
+    dtau_rows = torch.empty(B, dtype=torch.float32, device=q.device)
+    flags = dict(HAS_LABELS=ql is not None, HAS_BIAS=label_bias is not None, PRECISION=_precision(q.dtype),
+                 BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"], BLOCK_DV=cfg["BLOCK_DV"])
+    grid = (triton.cdiv(B, cfg["BLOCK_B"]), triton.cdiv(D, cfg["BLOCK_DV"]))
+    _info_nce_bwd_dq_kernel[grid](
+        dq, dq.stride(0), dq.stride(1), dh, dh.stride(0), dh.stride(1), dh.stride(2), beta, dtau_rows, g, lse,
+        *qa, *ca, *ha, *ta, *lba, tau_, B, N, D, K, float(bce_weight), float(bce_scale), float(bce_bias),
+        HAS_HN=h is not None, HN_SOFTMAX=bool(hn_softmax and h is not None),
+        HAS_BCE=bool(h is not None and bce_weight != 0.0), NEED_DH=bool(need_dh), BLOCK_K=cfg["BLOCK_K"], **flags,
+    )
+    dc = None
+    if need_dc:
+        dc = torch.empty((N, D), dtype=torch.float32, device=q.device)
+        grid = (triton.cdiv(N, cfg["BLOCK_N"]), triton.cdiv(D, cfg["BLOCK_DV"]))
+        _info_nce_bwd_dc_kernel[grid](
+            dc, dc.stride(0), dc.stride(1), beta, g, lse, *qa, *ca, *ta, *lba, tau_, B, N, D, **flags,
+        )
+    return (dq if need_dq else None, dc, dh if need_dh else None, dtau_rows.sum() if need_dtau else None)

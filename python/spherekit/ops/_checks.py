@@ -1,0 +1,82 @@
+"""Argument validation shared by the ops: every error names the argument, the expected and the actual."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def check_tensor(name: str, x, *, ndim: int | None = None, dtypes=None, device: torch.device | None = None) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if ndim is not None and x.dim() != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(x.shape)}")
+    if dtypes is not None and x.dtype not in dtypes:
+        raise TypeError(f"{name} must have dtype in {[str(d) for d in dtypes]}, got {x.dtype}")
+    if device is not None and x.device != device:
+        raise ValueError(f"{name} must be on device {device}, got {x.device}")
+
+
+def check_dim(name: str, x: Tensor, dim: int, expected: int, what: str) -> None:
+    if x.shape[dim] != expected:
+        raise ValueError(f"{name}.shape[{dim}] must equal {what} ({expected}), got shape {tuple(x.shape)}")
+
+
+def check_nonempty(name: str, x: Tensor) -> None:
+    if x.numel() == 0:
+        raise ValueError(f"{name} is empty (shape {tuple(x.shape)}); an empty batch has no loss")
+
+
+def check_finite(**tensors: Tensor | None) -> None:
+    """One pass per float tensor and a single host sync for all of them: raise naming each bad tensor."""
+    named = [(n, t) for n, t in tensors.items() if t is not None and t.is_floating_point()]
+    if not named:
+        return
+    flags = torch.stack([torch.isfinite(t).all() for _, t in named]).cpu()
+    bad = [n for (n, _), ok in zip(named, flags.tolist()) if not ok]
+    if bad:
+        raise ValueError(f"NaN or Inf found in {', '.join(bad)}")
+
+
+def check_log_weights(name: str, x: Tensor) -> None:
+    """Log-weights: -inf is allowed (weight 0), NaN and +inf are not."""
+    if bool((torch.isnan(x) | torch.isposinf(x)).any()):
+        raise ValueError(f"{name} contains NaN or +Inf (-Inf is allowed and means weight 0)")
+
+
+def check_index_range(name: str, x: Tensor, low: int, high: int, *, ignore: int | None = None) -> None:
+    """All entries in [low, high) (entries equal to `ignore` are allowed)."""
+    vals = x if ignore is None else x[x != ignore]
+    if vals.numel() == 0:
+        return
+    lo, hi = int(vals.min()), int(vals.max())
+    if lo < low or hi >= high:
+        extra = f" (or {ignore} to ignore a row)" if ignore is not None else ""
+        raise ValueError(f"{name} must lie in [{low}, {high}){extra}, got values in [{lo}, {hi}]")
+
+
+def as_temperature(temperature, device: torch.device) -> Tensor:
+    """A positive float or 0-dim floating tensor -> 0-dim fp32 tensor on `device` (grad preserved)."""
+    if isinstance(temperature, Tensor):
+        if temperature.dim() != 0 or not temperature.is_floating_point():
+            raise ValueError(
+                f"temperature must be a float or a 0-dim floating tensor, got shape {tuple(temperature.shape)} "
+                f"dtype {temperature.dtype}"
+            )
+        if temperature.device != device:
+            raise ValueError(f"temperature must be on device {device}, got {temperature.device}")
+        if not float(temperature.detach()) > 0:
+            raise ValueError(f"temperature must be > 0, got {float(temperature.detach())}")
+        return temperature.float()
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+        raise TypeError(f"temperature must be a float or a 0-dim tensor, got {type(temperature).__name__}")
+    if not temperature > 0 or temperature != temperature:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    return torch.tensor(float(temperature), dtype=torch.float32, device=device)
+
+
+def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")

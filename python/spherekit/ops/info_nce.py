@@ -1,0 +1,250 @@
+"""info_nce: InfoNCE / MNRL over in-batch candidates and hard negatives, fused with a BCE hard-negative
+term, without materialising the B x N logit matrix. The math is in spherekit.reference.info_nce.
+
+The public function validates and normalises arguments, then calls two torch.library custom ops
+(spherekit::info_nce_fwd / spherekit::info_nce_bwd) so torch.compile traces through them.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from .. import _backend, reference
+from . import _checks as C
+from . import _info_nce_chunked
+
+IGNORE_INDEX = -100
+HARD_NEGATIVE_MODES = ("bce", "softmax", "both")
+REDUCTIONS = ("mean", "sum", "none")
+SUPPORTED = ("triton", "cpu", "reference")
+
+
+def _impl(backend: str):
+    if backend == "triton":
+        return _backend.triton_kernels("info_nce")
+    return _info_nce_chunked
+
+
+@torch.library.custom_op("spherekit::info_nce_fwd", mutates_args=())
+def _info_nce_fwd(
+    queries: Tensor, candidates: Tensor, targets: Tensor, hard_negatives: Optional[Tensor], temperature: Tensor,
+    query_labels: Optional[Tensor], candidate_labels: Optional[Tensor], label_bias: Optional[Tensor],
+    hn_softmax: bool, bce_weight: float, bce_scale: float, bce_bias: float, backend: str,
+) -> tuple[Tensor, Tensor]:
+    return _impl(backend).forward(
+        queries, candidates, targets, hard_negatives, temperature, query_labels, candidate_labels, label_bias,
+        hn_softmax, bce_weight, bce_scale, bce_bias,
+    )
+
+
+@_info_nce_fwd.register_fake
+def _(queries, *args):
+    rows = queries.new_empty(queries.shape[0], dtype=torch.float32)
+    return rows, torch.empty_like(rows)
+
+
+@torch.library.custom_op("spherekit::info_nce_bwd", mutates_args=())
+def _info_nce_bwd(
+    grad_rows: Tensor, queries: Tensor, candidates: Tensor, targets: Tensor, hard_negatives: Optional[Tensor],
+    temperature: Tensor, query_labels: Optional[Tensor], candidate_labels: Optional[Tensor],
+    label_bias: Optional[Tensor], lse: Tensor, hn_softmax: bool, bce_weight: float, bce_scale: float,
+    bce_bias: float, need_dq: bool, need_dc: bool, need_dh: bool, need_dtau: bool, backend: str,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    grads = _impl(backend).backward(
+        grad_rows, queries, candidates, targets, hard_negatives, temperature, query_labels, candidate_labels,
+        label_bias, lse, hn_softmax, bce_weight, bce_scale, bce_bias, need_dq, need_dc, need_dh, need_dtau,
+    )
+    like = (queries, candidates, hard_negatives, temperature)
+    # custom ops return tensors, never None: a gradient that was not asked for is an empty tensor
+    return tuple(
+        g.to(ref.dtype) if g is not None else queries.new_empty(0) for g, ref in zip(grads, like)
+    )
+
+
+@_info_nce_bwd.register_fake
+def _(grad_rows, queries, candidates, targets, hard_negatives, temperature, ql, cl, lb, lse, hn_softmax,
+      bce_weight, bce_scale, bce_bias, need_dq, need_dc, need_dh, need_dtau, backend):
+    def like(flag, ref):
+        return torch.empty_like(ref) if flag and ref is not None else queries.new_empty(0)
+
+    return like(need_dq, queries), like(need_dc, candidates), like(need_dh, hard_negatives), \
+        like(need_dtau, temperature)
+
+
+def _setup_context(ctx, inputs, output):
+    (q, c, t, h, tau, ql, cl, lb, hn_softmax, bce_weight, bce_scale, bce_bias, backend) = inputs
+    ctx.save_for_backward(q, c, t, h, tau, ql, cl, lb, output[1])
+    ctx.options = (hn_softmax, bce_weight, bce_scale, bce_bias)
+    ctx.backend = backend
+
+
+def _backward(ctx, grad_rows, _grad_lse):
+    q, c, t, h, tau, ql, cl, lb, lse = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    need_dq, need_dc, need_dh, need_dtau = need[0], need[1], need[3] and h is not None, need[4]
+    dq, dc, dh, dtau = torch.ops.spherekit.info_nce_bwd(
+        grad_rows.contiguous(), q, c, t, h, tau, ql, cl, lb, lse, *ctx.options,
+        need_dq, need_dc, need_dh, need_dtau, ctx.backend,
+    )
+    return (dq if need_dq else None, dc if need_dc else None, None, dh if need_dh else None,
+            dtau if need_dtau else None) + (None,) * 8
+
+
+torch.library.register_autograd("spherekit::info_nce_fwd", _backward, setup_context=_setup_context)
+
+
+def _validate(q, c, targets, h, query_labels, candidate_labels, label_bias, hard_negative_mode, reduction,
+              bce_weight, bce_scale, bce_bias):
+    C.check_tensor("queries", q, ndim=2, dtypes=C.FLOAT_DTYPES)
+    device, dtype = q.device, q.dtype
+    C.check_nonempty("queries", q)
+    C.check_tensor("candidates", c, ndim=2, device=device)
+    if c.dtype != dtype:
+        raise TypeError(f"candidates must have the dtype of queries ({dtype}), got {c.dtype}")
+    C.check_nonempty("candidates", c)
+    C.check_dim("candidates", c, 1, q.shape[1], "the embedding size d of queries")
+    batch, n_cand = q.shape[0], c.shape[0]
+    if targets is None:
+        if n_cand < batch:
+            raise ValueError(
+                f"targets=None pairs query i with candidate i, which needs N >= B; got B={batch}, N={n_cand}"
+            )
+    else:
+        C.check_tensor("targets", targets, ndim=1, dtypes=(torch.int64,), device=device)
+        C.check_dim("targets", targets, 0, batch, "the number of queries B")
+        C.check_index_range("targets", targets, 0, n_cand, ignore=IGNORE_INDEX)
+    if h is not None:
+        C.check_tensor("hard_negatives", h, ndim=3, device=device)
+        if h.dtype != dtype:
+            raise TypeError(f"hard_negatives must have the dtype of queries ({dtype}), got {h.dtype}")
+        C.check_dim("hard_negatives", h, 0, batch, "the number of queries B")
+        C.check_dim("hard_negatives", h, 2, q.shape[1], "the embedding size d of queries")
+        if h.shape[1] == 0:
+            raise ValueError("hard_negatives has k=0 negatives per query; pass None instead")
+    if (query_labels is None) != (candidate_labels is None):
+        raise ValueError("query_labels and candidate_labels must be given together")
+    if query_labels is not None:
+        C.check_tensor("query_labels", query_labels, ndim=1, dtypes=(torch.int64,), device=device)
+        C.check_dim("query_labels", query_labels, 0, batch, "the number of queries B")
+        C.check_tensor("candidate_labels", candidate_labels, ndim=1, dtypes=(torch.int64,), device=device)
+        C.check_dim("candidate_labels", candidate_labels, 0, n_cand, "the number of candidates N")
+    if label_bias is not None:
+        if query_labels is None:
+            raise ValueError("label_bias is indexed by labels: pass query_labels and candidate_labels too")
+        C.check_tensor("label_bias", label_bias, ndim=2, dtypes=C.FLOAT_DTYPES, device=device)
+        if label_bias.shape[0] != label_bias.shape[1]:
+            raise ValueError(f"label_bias must be square (E, E), got shape {tuple(label_bias.shape)}")
+        if label_bias.requires_grad:
+            raise ValueError("label_bias receives no gradient; pass label_bias.detach()")
+        n_labels = label_bias.shape[0]
+        C.check_index_range("query_labels", query_labels, 0, n_labels)
+        C.check_index_range("candidate_labels", candidate_labels, 0, n_labels)
+    C.check_choice("hard_negative_mode", hard_negative_mode, HARD_NEGATIVE_MODES)
+    C.check_choice("reduction", reduction, REDUCTIONS)
+    for name, value in (("bce_weight", bce_weight), ("bce_scale", bce_scale), ("bce_bias", bce_bias)):
+        if not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
+            raise ValueError(f"{name} must be a finite float, got {value!r}")
+
+
+def _check_denominators(targets, h, hn_softmax, query_labels, candidate_labels, n_cand):
+    """Each valid row needs a negative: another allowed candidate, or a hard negative in the softmax."""
+    if hn_softmax and h is not None:
+        return
+    valid = targets != IGNORE_INDEX
+    if query_labels is None:
+        if n_cand < 2 and bool(valid.any()):
+            raise ValueError("every query's denominator holds only its target (N=1, no hard negatives in the "
+                             "softmax): the loss would be identically 0")
+        return
+    # candidates whose label differs from the query's, counted per label via sorting: O((B + N) log N)
+    sorted_cl, _ = torch.sort(candidate_labels)
+    same = torch.searchsorted(sorted_cl, query_labels, right=True) - torch.searchsorted(sorted_cl, query_labels)
+    n_other = n_cand - same
+    bad = valid & (n_other == 0)
+    if bool(bad.any()):
+        row = int(torch.nonzero(bad)[0])
+        raise ValueError(
+            f"query {row}: every candidate shares its label {int(query_labels[row])}, so after masking false "
+            "negatives its denominator holds only the target (no negatives)"
+        )
+
+
+def info_nce(
+    queries: Tensor,
+    candidates: Tensor,
+    targets: Tensor | None = None,
+    hard_negatives: Tensor | None = None,
+    *,
+    temperature: float | Tensor = 0.05,
+    hard_negative_mode: str = "bce",
+    bce_weight: float = 0.5,
+    bce_scale: float = 20.0,
+    bce_bias: float = -10.0,
+    query_labels: Tensor | None = None,
+    candidate_labels: Tensor | None = None,
+    label_bias: Tensor | None = None,
+    candidate_grad: bool = True,
+    reduction: str = "mean",
+    backend: str = "auto",
+) -> Tensor:
+    r"""InfoNCE (MNRL) with in-batch candidates, hard negatives and a fused BCE hard-negative term.
+
+    Args:
+        queries: (B, d) float32/float16/bfloat16, used as given (normalise first for cosine).
+        candidates: (N, d), in-batch positives optionally followed by extra shared negatives.
+        targets: (B,) int64 index of each query's positive in candidates; None means arange(B) (needs
+            N >= B). Rows with target -100 are ignored.
+        hard_negatives: (B, k, d) per-query hard negatives, or None.
+        temperature: float or 0-dim tensor; a tensor with requires_grad receives its gradient.
+        hard_negative_mode: "bce" (BCE term only, seed 000 B1), "softmax" (hard negatives join the
+            query's denominator, B1-unified) or "both".
+        bce_weight, bce_scale, bce_bias: BCE logit z = bce_scale * <q, h> + bce_bias; the positive pair
+            has label 1, hard negatives label 0; the row's BCE is the mean over its k + 1 pairs.
+        query_labels, candidate_labels: int64 ids; a candidate sharing the query's label, other than
+            its target, is left out of the denominator (false negatives).
+        label_bias: (E, E) additive logit bias [query_label, candidate_label] on negatives (not on the
+            target), e.g. SoftCSE weights as log w. Receives no gradient.
+        candidate_grad: False treats candidates as a frozen bank: no gradient, no memory for one.
+        reduction: "mean" (over non-ignored rows; 0 when all rows are ignored), "sum" or "none".
+        backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend).
+
+    Math per valid row i (see spherekit.reference.info_nce):
+        loss_i = logsumexp_{allowed j [+ hard negatives]} (<q_i, c_j>/tau + bias_ij) - <q_i, c_t>/tau
+                 + bce_weight * mean BCE over (q_i, c_t) [label 1] and (q_i, h_ik) [label 0].
+    """
+    _validate(queries, candidates, targets, hard_negatives, query_labels, candidate_labels, label_bias,
+              hard_negative_mode, reduction, bce_weight, bce_scale, bce_bias)
+    device = queries.device
+    tau = C.as_temperature(temperature, device)
+    C.check_finite(queries=queries, candidates=candidates, hard_negatives=hard_negatives)
+    if label_bias is not None:
+        C.check_log_weights("label_bias", label_bias)
+    if targets is None:
+        targets = torch.arange(queries.shape[0], device=device)
+    hn_softmax = hard_negative_mode in ("softmax", "both")
+    use_bce = hard_negatives is not None and hard_negative_mode in ("bce", "both")
+    _check_denominators(targets, hard_negatives, hn_softmax, query_labels, candidate_labels, candidates.shape[0])
+    chosen = _backend.resolve("info_nce", backend, device, SUPPORTED)
+    if not candidate_grad:
+        candidates = candidates.detach()
+    if chosen == "reference":
+        return reference.info_nce(
+            queries, candidates, targets, hard_negatives, temperature=tau, hard_negative_mode=hard_negative_mode,
+            bce_weight=bce_weight if use_bce else 0.0, bce_scale=bce_scale, bce_bias=bce_bias,
+            query_labels=query_labels, candidate_labels=candidate_labels, label_bias=label_bias,
+            reduction=reduction,
+        )
+    rows, _ = torch.ops.spherekit.info_nce_fwd(
+        queries.contiguous(), candidates.contiguous(), targets.contiguous(),
+        None if hard_negatives is None else hard_negatives.contiguous(), tau,
+        query_labels, candidate_labels, None if label_bias is None else label_bias.float().contiguous(),
+        hn_softmax, float(bce_weight) if use_bce else 0.0, float(bce_scale), float(bce_bias), chosen,
+    )
+    if reduction == "none":
+        return rows
+    if reduction == "sum":
+        return rows.sum()
+    return rows.sum() / (targets != IGNORE_INDEX).sum().clamp_min(1).to(rows.dtype)

@@ -1,0 +1,151 @@
+"""info_nce against the fp64 oracle: values and every gradient, fp32/fp16, odd shapes, every flag."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from spherekit import reference
+from spherekit.ops import info_nce
+from tests._oracle import assert_close_to_oracle, grads_of, leaf
+
+BACKENDS = ["cpu", "triton"]
+DTYPES = [torch.float32, torch.float16]
+# (B, N, d, k): one row, N = B + 1 (one extra negative), non-powers of two, k hard negatives or none
+SHAPES = [(1, 2, 41, 1), (37, 38, 41, 3), (16, 33, 64, None), (5, 71, 19, 2)]
+
+
+def _unit(*shape, gen):
+    return F.normalize(torch.randn(*shape, generator=gen, dtype=torch.float64), dim=-1)
+
+
+def _case(B, N, d, k, *, seed=0, labels=False, bias=False, ignore=False, targets=False):
+    gen = torch.Generator().manual_seed(seed)
+    case = dict(queries=_unit(B, d, gen=gen), candidates=_unit(N, d, gen=gen),
+                hard_negatives=None if k is None else _unit(B, k, d, gen=gen))
+    t = torch.randperm(N, generator=gen)[:B] if targets else torch.arange(B)
+    if ignore and B > 1:
+        t = t.clone()
+        t[::3] = -100
+    case["targets"] = t
+    if labels:
+        E = 4
+        cl = torch.randint(0, E, (N,), generator=gen)
+        ql = torch.where(t >= 0, cl[t.clamp_min(0)], torch.randint(0, E, (B,), generator=gen))
+        cl[: min(E, N)] = torch.arange(min(E, N))  # every label has candidates: no empty denominator
+        ql = torch.where(t >= 0, cl[t.clamp_min(0)], ql)
+        case.update(query_labels=ql, candidate_labels=cl)
+        if bias:
+            case["label_bias"] = torch.randn(E, E, generator=gen, dtype=torch.float64) * 0.5
+    return case
+
+
+def _run_and_compare(case, dtype, backend, *, reduction="none", tau_grad=False, **opts):
+    float_keys = ("queries", "candidates", "hard_negatives")
+    tau = 0.07
+    weights = None
+
+    def run(fn, cast_dtype, compute_dtype=None, **extra):
+        args = {k: (leaf(v, cast_dtype) if k in float_keys and v is not None else v) for k, v in case.items()}
+        if args.get("label_bias") is not None:
+            args["label_bias"] = args["label_bias"].to(torch.float32 if compute_dtype is None else compute_dtype)
+        temp = torch.tensor(tau, dtype=torch.float64 if cast_dtype == torch.float64 else torch.float32,
+                            requires_grad=tau_grad)
+        kw = dict(compute_dtype=compute_dtype) if compute_dtype is not None else dict(backend=backend)
+        out = fn(args["queries"], args["candidates"], args["targets"], args["hard_negatives"], temperature=temp,
+                 query_labels=args.get("query_labels"), candidate_labels=args.get("candidate_labels"),
+                 label_bias=args.get("label_bias"), reduction=reduction, **opts, **kw, **extra)
+        return out, [args["queries"], args["candidates"], args["hard_negatives"], temp]
+
+    out, ins = run(info_nce, dtype)
+    oracle, oins = run(reference.info_nce, torch.float64, torch.float64)
+    base, bins = run(reference.info_nce, dtype, dtype)
+    weights = torch.linspace(0.5, 1.5, out.numel()).reshape(out.shape) if out.dim() else torch.tensor(0.7)
+    assert out.dtype == torch.float32 and out.shape == oracle.shape
+    assert_close_to_oracle("loss", out, base, oracle, dtype)
+    names = ("d_queries", "d_candidates", "d_hard_negatives", "d_temperature")
+    for name, g, go, gb in zip(names, grads_of(out, weights, ins), grads_of(oracle, weights.double(), oins),
+                               grads_of(base, weights.to(base.dtype), bins)):
+        if go is None:
+            assert g is None, name
+            continue
+        assert g is not None and g.shape == go.shape, name
+        assert g.dtype == (torch.float32 if name == "d_temperature" else dtype), name
+        assert_close_to_oracle(name, g, gb, go, dtype)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("mode", ["bce", "softmax", "both"])
+def test_values_and_grads(backend, dtype, shape, mode):
+    _run_and_compare(_case(*shape), dtype, backend, hard_negative_mode=mode)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_labels_bias_ignore_targets_tau_grad(backend, dtype):
+    case = _case(23, 45, 41, 2, seed=3, labels=True, bias=True, ignore=True, targets=True)
+    _run_and_compare(case, dtype, backend, hard_negative_mode="both", tau_grad=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_reductions_with_ignored_rows(backend, reduction):
+    case = _case(19, 20, 33, 2, seed=5, ignore=True, labels=True)
+    _run_and_compare(case, torch.float32, backend, reduction=reduction, tau_grad=True,
+                     bce_weight=0.3, bce_scale=10.0, bce_bias=-3.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_frozen_bank_gets_no_gradient(backend):
+    case = _case(9, 300, 24, None, seed=7, targets=True)
+    q = case["queries"].float().requires_grad_()
+    bank = case["candidates"].float().requires_grad_()
+    loss = info_nce(q, bank, case["targets"], candidate_grad=False, backend=backend)
+    loss.backward()
+    assert bank.grad is None and q.grad is not None
+    ref = reference.info_nce(q.detach(), bank.detach(), case["targets"])
+    torch.testing.assert_close(loss, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_all_rows_ignored_gives_zero():
+    q = F.normalize(torch.randn(4, 8), dim=-1).requires_grad_()
+    t = torch.full((4,), -100)
+    loss = info_nce(q, q.detach(), t, backend="cpu")
+    loss.backward()
+    assert loss.item() == 0.0 and torch.all(q.grad == 0)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "triton", "reference"])
+def test_temperature_float_and_tensor_agree(backend):
+    case = _case(7, 9, 16, 2)
+    q, c, h = (case[k].float() for k in ("queries", "candidates", "hard_negatives"))
+    a = info_nce(q, c, None, h, temperature=0.1, backend=backend)
+    b = info_nce(q, c, None, h, temperature=torch.tensor(0.1), backend=backend)
+    torch.testing.assert_close(a, b)
+
+
+def test_torch_compile_traces_through_the_custom_op():
+    case = _case(8, 12, 16, 2)
+    q, c, h = (case[k].float() for k in ("queries", "candidates", "hard_negatives"))
+    q.requires_grad_()
+    fn = torch.compile(lambda q_, c_, h_: info_nce(q_, c_, None, h_, backend="cpu"), backend="aot_eager",
+                       fullgraph=False)
+    got = fn(q, c, h)
+    got.backward()
+    ref_q = q.detach().clone().requires_grad_()
+    ref = reference.info_nce(ref_q, c, None, h)
+    ref.backward()
+    torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(q.grad, ref_q.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_opcheck():
+    case = _case(6, 9, 16, 2, labels=True, bias=True)
+    q, c, h = (case[k].float() for k in ("queries", "candidates", "hard_negatives"))
+    args = (q, c, case["targets"], h, torch.tensor(0.05), case["query_labels"], case["candidate_labels"],
+            case["label_bias"].float(), True, 0.5, 20.0, -10.0, "cpu")
+    torch.library.opcheck(torch.ops.spherekit.info_nce_fwd.default, args,
+                          test_utils=("test_schema", "test_faketensor"))
