@@ -45,7 +45,6 @@ def _row_dots(q_ptr, stride_qb, stride_qd, c_ptr, stride_cn, stride_cd, h_ptr, s
               BLOCK_B: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr):
     """Per-row dots in fp32: <q_i, c_{t_i}> (BLOCK_B,) and <q_i, h_ik> (BLOCK_B, BLOCK_K)."""
     o_k = tl.arange(0, BLOCK_K)
-    m_k = o_k < K
     dot_t = tl.zeros((BLOCK_B,), dtype=tl.float32)
     dot_h = tl.zeros((BLOCK_B, BLOCK_K), dtype=tl.float32)
     for d0 in range(0, D, BLOCK_D):
@@ -56,12 +55,11 @@ def _row_dots(q_ptr, stride_qb, stride_qd, c_ptr, stride_cn, stride_cd, h_ptr, s
         b_q = b_q.to(tl.float32)
         b_ct = tl.load(c_ptr + b_t[:, None] * stride_cn + o_d[None, :] * stride_cd, mask=m_bd, other=0.0)
         dot_t += tl.sum(b_q * b_ct.to(tl.float32), axis=1)
-        if HAS_HN:
-            p_h = h_ptr + o_b[:, None, None] * stride_hb + o_k[None, :, None] * stride_hk \
-                + o_d[None, None, :] * stride_hd
-            m_h = m_bd[:, None, :] & m_k[None, :, None]
-            b_h = tl.load(p_h, mask=m_h, other=0.0).to(tl.float32)
-            dot_h += tl.sum(b_q[:, None, :] * b_h, axis=2)
+        if HAS_HN:  # a loop over k keeps every tile 2-D (registers stay O(BLOCK_B x BLOCK_D))
+            for kk in range(K):
+                b_h = tl.load(h_ptr + o_b[:, None] * stride_hb + kk * stride_hk + o_d[None, :] * stride_hd,
+                              mask=m_bd, other=0.0).to(tl.float32)
+                dot_h += tl.where(o_k[None, :] == kk, tl.sum(b_q * b_h, axis=1)[:, None], 0.0)
     return dot_t, dot_h
 
 
@@ -212,17 +210,18 @@ def _info_nce_bwd_dq_kernel(
                       mask=m_n[:, None] & m_v[None, :], other=0.0)
         acc = tl.dot(grad.to(b_c.dtype), b_c, acc, input_precision=PRECISION)
 
-    if HAS_HN:
-        p_h = h_ptr + o_b[:, None, None] * stride_hb + o_k[None, :, None] * stride_hk + o_v[None, None, :] * stride_hd
-        m_h = m_b[:, None, None] & m_k[None, :, None] & m_v[None, None, :]
-        b_h = tl.load(p_h, mask=m_h, other=0.0).to(tl.float32)
-        acc += tl.sum(g_h[:, :, None] * b_h, axis=1)
-        if NEED_DH:
-            b_q = tl.load(q_ptr + o_b[:, None] * stride_qb + o_v[None, :] * stride_qd,
-                          mask=m_b[:, None] & m_v[None, :], other=0.0).to(tl.float32)
-            p_dh = dh_ptr + o_b[:, None, None] * stride_dhb + o_k[None, :, None] * stride_dhk \
-                + o_v[None, None, :] * stride_dhd
-            tl.store(p_dh, g_h[:, :, None] * b_q[:, None, :], mask=m_h)
+    if HAS_HN:  # dq += sum_k g_h[:, k] h[:, k, slice];  dh[:, k, slice] = g_h[:, k] q[:, slice]
+        m_bv = m_b[:, None] & m_v[None, :]
+        b_q = tl.load(q_ptr + o_b[:, None] * stride_qb + o_v[None, :] * stride_qd, mask=m_bv, other=0.0)
+        b_q = b_q.to(tl.float32)
+        for kk in range(K):
+            g_k = tl.sum(tl.where(o_k[None, :] == kk, g_h, 0.0), axis=1)
+            b_h = tl.load(h_ptr + o_b[:, None] * stride_hb + kk * stride_hk + o_v[None, :] * stride_hd,
+                          mask=m_bv, other=0.0).to(tl.float32)
+            acc += g_k[:, None] * b_h
+            if NEED_DH:
+                tl.store(dh_ptr + o_b[:, None] * stride_dhb + kk * stride_dhk + o_v[None, :] * stride_dhd,
+                         g_k[:, None] * b_q, mask=m_bv)
     tl.store(dq_ptr + o_b[:, None] * stride_dqb + o_v[None, :] * stride_dqd, acc, mask=m_b[:, None] & m_v[None, :])
     if pid_v == 0:
         tl.store(beta_ptr + o_b, beta, mask=m_b)

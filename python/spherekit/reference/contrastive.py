@@ -107,10 +107,10 @@ def sincere_bias_shift(labels: Tensor, label_bias: Tensor) -> Tensor:
     get shift 0.
     """
     n_labels = label_bias.shape[0]
-    counts = torch.bincount(labels, minlength=n_labels).to(label_bias.dtype)
+    counts = torch.bincount(labels, minlength=n_labels).to(torch.float64)  # exact counts for any dtype
     lb = label_bias.to(torch.float64)
     weights = torch.exp(lb).masked_fill(torch.eye(n_labels, dtype=torch.bool, device=lb.device), 0.0)
-    per_label_sum = weights @ counts.to(torch.float64)  # sum over negatives of w, per anchor label
+    per_label_sum = weights @ counts  # sum over negatives of w, per anchor label
     n_neg = (labels.numel() - counts).to(torch.float64)
     shift = torch.log(n_neg) - torch.log(per_label_sum)
     shift = torch.where((n_neg > 0) & (per_label_sum > 0), shift, torch.zeros_like(shift))
@@ -145,7 +145,12 @@ def sincere(
     if label_bias is not None:
         shift = sincere_bias_shift(labels, label_bias).to(compute_dtype)
         neg_logits = logits + label_bias.to(compute_dtype)[labels][:, labels] + shift[:, None]
-    neg_lse = torch.logsumexp(neg_logits.masked_fill(same, float("-inf")), dim=1)
+    neg_logits = neg_logits.masked_fill(same, float("-inf"))
+    # An anchor whose negatives all have weight 0 has L_i = -inf (its loss is 0); logsumexp's gradient
+    # there is exp(-inf - -inf) = NaN, so such rows go through logsumexp as zeros and are put back to -inf.
+    dead = torch.isneginf(neg_logits).all(dim=1)
+    neg_lse = torch.logsumexp(neg_logits.masked_fill(dead[:, None], 0.0), dim=1)
+    neg_lse = torch.where(dead, torch.full_like(neg_lse, float("-inf")), neg_lse)
     terms = F.softplus(neg_lse[:, None] - logits)
     terms = torch.where(positive, terms, torch.zeros_like(terms))
     n_pos = positive.sum(dim=1)

@@ -1,0 +1,38 @@
+# The two commands a newcomer needs (README):
+#   make run    set up .venv and run the main job (contrastive benchmark, cpu-small preset)
+#   make test   set up .venv and run the test suite
+# Every install is pinned through requirements/constraints.txt (torch==2.13.0: an unpinned torch
+# pulls GBs of CUDA wheels).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip
+PINS   := -c requirements/constraints.txt
+PRESET ?= cpu-small
+
+.PHONY: setup run test cuda-build-check clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: requirements/constraints.txt requirements/dev.txt pyproject.toml CMakeLists.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q $(PINS) -r requirements/dev.txt
+	$(PIP) install -q $(PINS) --no-build-isolation -Ceditable.rebuild=true -e .
+	touch $@
+
+run: setup
+	$(BIN)/spherekit info
+	$(BIN)/spherekit bench contrastive --preset $(PRESET)
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+# Build-only check of the CUDA extension (no GPU needed): compiles csrc/cuda with nvcc into a wheel.
+cuda-build-check: setup
+	SPHEREKIT_WITH_CUDA=ON $(PIP) wheel . --no-deps --no-build-isolation -w build/cuda-wheel-check
+	$(BIN)/python -c "import sys, zipfile, glob; w = glob.glob('build/cuda-wheel-check/spherekit-*.whl')[0]; \
+	names = zipfile.ZipFile(w).namelist(); assert any('_cuda' in n for n in names), names; print('cuda wheel ok:', w)"
+
+clean:
+	rm -rf build dist $(VENV)

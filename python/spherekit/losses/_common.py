@@ -1,0 +1,83 @@
+"""Helpers shared by the losses: input checks, L2 normalisation, the cross-device gather.
+
+The gather is sentence-transformers' own ``all_gather_with_grad`` (torch.distributed.nn.all_gather:
+every rank gets every rank's rows; in backward each rank receives the sum over ranks of the
+gradients for its rows), so a spherekit loss gathered across devices behaves exactly like the
+sentence-transformers loss it mirrors.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+try:
+    from sentence_transformers.util import all_gather_with_grad, get_rank
+except ImportError as exc:  # pragma: no cover - exercised only without the optional dependency
+    raise ImportError(
+        "spherekit.losses needs sentence-transformers>=6 (pip install 'spherekit[st]')"
+    ) from exc
+
+__all__ = [
+    "all_gather_with_grad",
+    "check_columns",
+    "check_labels",
+    "check_positive",
+    "gather_rows",
+    "get_rank",
+    "normalize",
+]
+
+
+def normalize(x: Tensor) -> Tensor:
+    """Rows onto the unit hypersphere (the same call sentence-transformers' cos_sim makes)."""
+    return F.normalize(x, p=2, dim=-1)
+
+
+def check_positive(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite float > 0, got {value!r}")
+    return float(value)
+
+
+def check_columns(loss: str, embeddings: Sequence[Tensor], minimum: int, maximum: int | None = None) -> None:
+    """Number of input columns, each (B, d) with one B and one d."""
+    n = len(embeddings)
+    if n < minimum or (maximum is not None and n > maximum):
+        want = f"{minimum}" if maximum == minimum else f"at least {minimum}" if maximum is None else \
+            f"{minimum} to {maximum}"
+        raise ValueError(f"{loss} expects {want} input column(s), got {n}")
+    first = embeddings[0]
+    for i, e in enumerate(embeddings):
+        if not isinstance(e, Tensor) or e.dim() != 2:
+            raise ValueError(f"{loss}: embeddings[{i}] must be a 2-D (B, d) tensor, got "
+                             f"{tuple(e.shape) if isinstance(e, Tensor) else type(e).__name__}")
+        if e.shape != first.shape:
+            raise ValueError(f"{loss}: embeddings[{i}] has shape {tuple(e.shape)}, expected the shape of "
+                             f"embeddings[0] {tuple(first.shape)} (one batch size B, one embedding size d)")
+
+
+def check_labels(loss: str, labels, batch: int, device: torch.device, n_classes: int | None = None) -> Tensor:
+    """Integer class / entry ids (B,) -> int64 on `device`; range-checked against n_classes when given."""
+    if labels is None:
+        raise ValueError(f"{loss} needs integer labels of shape ({batch},); got None (add a 'label' column)")
+    labels = torch.as_tensor(labels, device=device)
+    if labels.dim() != 1 or labels.shape[0] != batch:
+        raise ValueError(f"{loss}: labels must have shape ({batch},) (the batch size), got {tuple(labels.shape)}")
+    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+        raise TypeError(f"{loss}: labels must be integer ids, got dtype {labels.dtype}")
+    labels = labels.long()
+    if n_classes is not None and labels.numel() > 0:
+        lo, hi = int(labels.min()), int(labels.max())
+        if lo < 0 or hi >= n_classes:
+            raise ValueError(f"{loss}: labels must lie in [0, {n_classes}), got values in [{lo}, {hi}]")
+    return labels
+
+
+def gather_rows(x: Tensor) -> tuple[Tensor, int]:
+    """(all ranks' rows concatenated, offset of this rank's rows); (x, 0) when not distributed."""
+    return all_gather_with_grad(x), get_rank() * x.shape[0]

@@ -1,0 +1,62 @@
+"""The "cpu" backend of circular_cse: chunked torch, BLAS for the products, O(rows x B) peak memory.
+
+See spherekit.reference.circular_cse for the math. With x_ij = <e_i, e_j>, c_ij = cos(theta_i - theta_j)
+= cos_i cos_j + sin_i sin_j (exactly 1 when y_i = y_j) and m the margin:
+
+    r_ij = sign(x_ij - c_ij) max(0, |x_ij - c_ij| - m)   if y_i = y_j,   x_ij - c_ij otherwise;  r_ii = 0
+    forward, per row:  rows_i = sum_{j != i} r_ij^2
+    backward, upstream w_i on rows_i:  dE_i = sum_{j != i} 2 r_ij (w_i + w_j) e_j     (x and r are symmetric)
+
+All math is fp32 whatever the input dtype; the forward keeps only the per-row sums.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from ._info_nce_chunked import rows_per_chunk
+
+
+def _residuals(e32: Tensor, labels: Tensor, cs: Tensor, margin: float, r0: int, step: int) -> Tensor:
+    """r (R, B) fp32 for rows r0:r0+step, with the diagonal at 0."""
+    sl = slice(r0, r0 + step)
+    y_r = labels[sl]
+    same = y_r[:, None] == labels[None, :]
+    r = torch.mm(e32[sl], e32.T)
+    r.sub_(torch.mm(cs[sl], cs.T).masked_fill_(same, 1.0))  # x - cos(theta_i - theta_j)
+    if margin > 0:
+        shrunk = r.abs().sub_(margin).clamp_(min=0.0).mul_(torch.sign(r))
+        r = torch.where(same, shrunk, r)
+    rows = torch.arange(r.shape[0], device=r.device)
+    r[rows, rows + r0] = 0.0
+    return r
+
+
+def forward(e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, margin: float) -> Tensor:
+    """-> rows (B,) fp32: sum_{j != i} l_ij."""
+    e32 = e.float()
+    cs = torch.stack((row_cos.float(), row_sin.float()), dim=1)
+    B = e.shape[0]
+    out = torch.empty(B, dtype=torch.float32, device=e.device)
+    step = rows_per_chunk(B)
+    for r0 in range(0, B, step):
+        r = _residuals(e32, labels, cs, margin, r0, step)
+        out[r0:r0 + step] = torch.linalg.vecdot(r, r, dim=1)
+    return out
+
+
+def backward(grad_rows: Tensor, e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, margin: float) -> Tensor:
+    """-> dE (B, d) fp32."""
+    e32 = e.float()
+    cs = torch.stack((row_cos.float(), row_sin.float()), dim=1)
+    w = grad_rows.float()
+    B = e.shape[0]
+    de = torch.empty_like(e32)
+    step = rows_per_chunk(B)
+    for r0 in range(0, B, step):
+        sl = slice(r0, r0 + step)
+        r = _residuals(e32, labels, cs, margin, r0, step)
+        r.mul_(w[sl, None] + w[None, :])
+        torch.mm(r, e32, out=de[sl])
+    return de.mul_(2.0)

@@ -1,0 +1,100 @@
+"""The "cpu" backend of sincere (SINCERE / SoftCSE): chunked torch, BLAS for the products.
+
+Rows are processed `rows_per_chunk(B)` at a time, so peak memory is O(rows x B), never B x B. The
+forward keeps only per-anchor statistics (loss, L_i, U_i, |P_i|); the backward recomputes each chunk's
+logits. All math is fp32 whatever the input dtype. See spherekit.reference.sincere for the math:
+
+    s_ij = <e_i, e_j> / tau,   P_i = {j != i : y_j = y_i},   N_i = {k : y_k != y_i}
+    L_i  = logsumexp_{k in N_i} (s_ik + label_bias[y_i, y_k] + shift_i)
+    loss_i = (1/|P_i|) sum_{j in P_i} softplus(L_i - s_ij)            (0 when |P_i| = 0)
+
+Gradient, with upstream g_i on loss_i and c_i = g_i / |P_i| (0 when |P_i| = 0):
+    U_i  = sum_{j in P_i} sigmoid(L_i - s_ij)                          (= d(|P_i| loss_i)/dL_i)
+    G_ij = dL/ds_ij = c_i * ( [j in N_i] U_i exp(s_ij + b_ij - L_i) - [j in P_i] sigmoid(L_i - s_ij) )
+    dE   = (G + G^T) E / tau,    dtau = -(1/tau) sum_ij G_ij s_ij
+An anchor with L_i = -inf (every negative has weight 0) has U_i = 0 and contributes nothing.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ._info_nce_chunked import rows_per_chunk
+
+NEG_INF = float("-inf")
+
+
+def _masks(y_r: Tensor, y: Tensor, r0: int) -> tuple[Tensor, Tensor]:
+    """(same label, positive) masks of a row chunk starting at row r0: (R, B) bool each."""
+    same = y_r[:, None] == y[None, :]
+    pos = same.clone()
+    rows = torch.arange(y_r.shape[0], device=y.device)
+    pos[rows, rows + r0] = False
+    return same, pos
+
+
+def _neg_logits(s: Tensor, same: Tensor, y_r: Tensor, y: Tensor, lb: Tensor | None, shift_r: Tensor | None) -> Tensor:
+    """New (R, B) buffer: s + label_bias[y_i, y_k] + shift_i on negatives, -inf elsewhere."""
+    z = s.clone() if lb is None else s + lb[y_r][:, y]
+    if shift_r is not None:
+        z.add_(shift_r[:, None])
+    return z.masked_fill_(same, NEG_INF)
+
+
+def forward(e: Tensor, labels: Tensor, tau: Tensor, label_bias: Tensor | None, shift: Tensor | None):
+    """-> (loss per anchor (B,), L (B,), U (B,), |P| (B,)), all fp32; anchors without positives get loss 0."""
+    e32 = e.float()
+    lb = None if label_bias is None else label_bias.float()
+    inv_tau = 1.0 / tau
+    B = e.shape[0]
+    loss = torch.empty(B, dtype=torch.float32, device=e.device)
+    lse, usum, npos = torch.empty_like(loss), torch.empty_like(loss), torch.empty_like(loss)
+    step = rows_per_chunk(B)
+    for r0 in range(0, B, step):
+        sl = slice(r0, r0 + step)
+        y_r = labels[sl]
+        s = torch.mm(e32[sl], e32.T).mul_(inv_tau)
+        same, pos = _masks(y_r, labels, r0)
+        z = _neg_logits(s, same, y_r, labels, lb, None if shift is None else shift[sl])
+        L = torch.logsumexp(z, dim=1)
+        del z
+        t = s.neg_().add_(L[:, None]).masked_fill_(~pos, NEG_INF)  # L_i - s_ij on positives (reuses s)
+        n = pos.sum(dim=1).float()
+        loss[sl] = F.softplus(t).sum(dim=1) / n.clamp_min(1.0)
+        usum[sl] = torch.sigmoid(t).sum(dim=1)
+        lse[sl], npos[sl] = L, n
+    return loss, lse, usum, npos
+
+
+def backward(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, need_de, need_dtau):
+    """-> (dE fp32 (B, d) or None, dtau 0-dim fp32 or None)."""
+    e32 = e.float()
+    lb = None if label_bias is None else label_bias.float()
+    inv_tau = 1.0 / tau
+    B = e.shape[0]
+    c = torch.where(npos > 0, grad_rows.float() / npos.clamp_min(1.0), torch.zeros_like(npos))
+    cu = c * usum
+    lse_safe = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse)  # exp(-inf - 0) = 0, no NaN
+    de = torch.zeros_like(e32) if need_de else None
+    dtau = torch.zeros((), dtype=torch.float32, device=e.device)
+    step = rows_per_chunk(B)
+    for r0 in range(0, B, step):
+        sl = slice(r0, r0 + step)
+        y_r, e_r = labels[sl], e32[sl]
+        s = torch.mm(e_r, e32.T).mul_(inv_tau)
+        same, pos = _masks(y_r, labels, r0)
+        G = _neg_logits(s, same, y_r, labels, lb, None if shift is None else shift[sl])
+        G.sub_(lse_safe[sl, None]).exp_().mul_(cu[sl, None])  # softmax part: c_i U_i p_ij on negatives
+        sig = torch.sigmoid(lse[sl, None] - s).masked_fill_(~pos, 0.0).mul_(c[sl, None])
+        G.sub_(sig)
+        del sig
+        if need_dtau:
+            dtau -= torch.vdot(G.view(-1), s.view(-1)) * inv_tau
+        if de is not None:
+            de[sl].addmm_(G, e32)
+            de.addmm_(G.T, e_r)
+    if de is not None:
+        de.mul_(inv_tau)
+    return de, dtau if need_dtau else None

@@ -1,0 +1,126 @@
+"""circular_cse: CircularCSE (003, eq. 9), regression of pairwise dot products to the cosine of the
+label-angle gaps, without materialising the B x B matrix. The math is in spherekit.reference.circular_cse.
+
+The public function validates arguments, turns label angles into per-row cos/sin (O(B)), then calls two
+torch.library custom ops (spherekit::circular_cse_fwd / spherekit::circular_cse_bwd) so torch.compile
+traces through them.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .. import _backend, reference
+from . import _checks as C
+from . import _circular_cse_chunked
+
+SUPPORTED = ("triton", "cpu", "reference")
+ANGLE_DTYPES = C.FLOAT_DTYPES + (torch.float64,)
+
+
+def _impl(backend: str):
+    if backend == "triton":
+        return _backend.triton_kernels("circular_cse")
+    return _circular_cse_chunked
+
+
+@torch.library.custom_op("spherekit::circular_cse_fwd", mutates_args=())
+def _circular_cse_fwd(embeddings: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, margin: float,
+                      backend: str) -> Tensor:
+    """-> rows (B,) fp32: sum over j != i of l_ij."""
+    return _impl(backend).forward(embeddings, labels, row_cos, row_sin, margin)
+
+
+@_circular_cse_fwd.register_fake
+def _(embeddings, *args):
+    return embeddings.new_empty(embeddings.shape[0], dtype=torch.float32)
+
+
+@torch.library.custom_op("spherekit::circular_cse_bwd", mutates_args=())
+def _circular_cse_bwd(grad_rows: Tensor, embeddings: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor,
+                      margin: float, backend: str) -> Tensor:
+    de = _impl(backend).backward(grad_rows, embeddings, labels, row_cos, row_sin, margin)
+    return de.to(embeddings.dtype)
+
+
+@_circular_cse_bwd.register_fake
+def _(grad_rows, embeddings, *args):
+    return torch.empty_like(embeddings)
+
+
+def _setup_context(ctx, inputs, output):
+    e, y, row_cos, row_sin, margin, backend = inputs
+    ctx.save_for_backward(e, y, row_cos, row_sin)
+    ctx.margin, ctx.backend = margin, backend
+
+
+def _backward(ctx, grad_rows):
+    e, y, row_cos, row_sin = ctx.saved_tensors
+    de = None
+    if ctx.needs_input_grad[0]:
+        de = torch.ops.spherekit.circular_cse_bwd(grad_rows.contiguous(), e, y, row_cos, row_sin, ctx.margin,
+                                                  ctx.backend)
+    return de, None, None, None, None, None
+
+
+torch.library.register_autograd("spherekit::circular_cse_fwd", _backward, setup_context=_setup_context)
+
+
+def _validate(embeddings, labels, label_angles, margin):
+    C.check_tensor("embeddings", embeddings, ndim=2, dtypes=C.FLOAT_DTYPES)
+    device = embeddings.device
+    C.check_nonempty("embeddings", embeddings)
+    batch = embeddings.shape[0]
+    if batch < 2:
+        raise ValueError(f"embeddings must hold B >= 2 rows (the loss averages over pairs i != j), got shape "
+                         f"{tuple(embeddings.shape)}")
+    C.check_tensor("labels", labels, ndim=1, dtypes=(torch.int64,), device=device)
+    C.check_dim("labels", labels, 0, batch, "the number of embeddings B")
+    C.check_tensor("label_angles", label_angles, ndim=1, dtypes=ANGLE_DTYPES, device=device)
+    C.check_nonempty("label_angles", label_angles)
+    if label_angles.requires_grad:
+        raise ValueError("label_angles receives no gradient; pass label_angles.detach()")
+    C.check_index_range("labels", labels, 0, label_angles.shape[0])
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)):
+        raise TypeError(f"margin must be a float, got {type(margin).__name__}")
+    if not 0.0 <= margin < float("inf"):
+        raise ValueError(f"margin must be a finite float >= 0, got {margin}")
+
+
+def circular_cse(
+    embeddings: Tensor,
+    labels: Tensor,
+    label_angles: Tensor,
+    *,
+    margin: float = 0.0,
+    backend: str = "auto",
+) -> Tensor:
+    r"""CircularCSE (003, eq. 9): pairwise dot products regress to cos of the label-angle gap.
+
+    Args:
+        embeddings: (B, d) float32/float16/bfloat16, used as given (normalise first), B >= 2.
+        labels: (B,) int64 in [0, E).
+        label_angles: (E,) floating angles in radians (e.g. positions on an emotion circle). Receives
+            no gradient.
+        margin: m >= 0, the tolerance for pairs sharing a label.
+        backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend).
+
+    Returns:
+        0-dim fp32 tensor, 1/(B(B-1)) sum_{i != j} l_ij with x_ij = <e_i, e_j>,
+        l_ij = max(0, |x_ij - 1| - m)^2 if y_i = y_j, else (x_ij - cos(theta_{y_i} - theta_{y_j}))^2.
+    """
+    _validate(embeddings, labels, label_angles, margin)
+    C.check_finite(embeddings=embeddings, label_angles=label_angles)
+    device = embeddings.device
+    chosen = _backend.resolve("circular_cse", backend, device, SUPPORTED)
+    if chosen == "reference":
+        return reference.circular_cse(embeddings, labels, label_angles, margin=float(margin))
+    theta = label_angles.detach()
+    theta = theta if theta.dtype == torch.float64 else theta.float()
+    row_cos = torch.cos(theta)[labels].float().contiguous()
+    row_sin = torch.sin(theta)[labels].float().contiguous()
+    batch = embeddings.shape[0]
+    rows = torch.ops.spherekit.circular_cse_fwd(embeddings.contiguous(), labels.contiguous(), row_cos, row_sin,
+                                                float(margin), chosen)
+    return rows.sum() / (batch * (batch - 1))

@@ -1,0 +1,148 @@
+"""sincere: SINCERE (003, eq. 5-6) and, with a label bias, SoftCSE (003, eq. 7-8), without
+materialising the B x B logit matrix. The math is in spherekit.reference.sincere.
+
+The public function validates and normalises arguments, computes the SoftCSE per-anchor weight shift
+from label counts (O(B + E^2)), then calls two torch.library custom ops (spherekit::sincere_fwd /
+spherekit::sincere_bwd) so torch.compile traces through them.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from .. import _backend, reference
+from ..reference.contrastive import sincere_bias_shift
+from . import _checks as C
+from . import _sincere_chunked
+
+SUPPORTED = ("triton", "cpu", "reference")
+BIAS_DTYPES = C.FLOAT_DTYPES + (torch.float64,)
+
+
+def _impl(backend: str):
+    if backend == "triton":
+        return _backend.triton_kernels("sincere")
+    return _sincere_chunked
+
+
+@torch.library.custom_op("spherekit::sincere_fwd", mutates_args=())
+def _sincere_fwd(
+    embeddings: Tensor, labels: Tensor, temperature: Tensor, label_bias: Optional[Tensor], shift: Optional[Tensor],
+    backend: str,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """-> (loss per anchor, L = logsumexp over negatives, U = sum of sigmoids over positives, |P|), (B,) fp32."""
+    return _impl(backend).forward(embeddings, labels, temperature, label_bias, shift)
+
+
+@_sincere_fwd.register_fake
+def _(embeddings, *args):
+    rows = embeddings.new_empty(embeddings.shape[0], dtype=torch.float32)
+    return rows, torch.empty_like(rows), torch.empty_like(rows), torch.empty_like(rows)
+
+
+@torch.library.custom_op("spherekit::sincere_bwd", mutates_args=())
+def _sincere_bwd(
+    grad_rows: Tensor, embeddings: Tensor, labels: Tensor, temperature: Tensor, label_bias: Optional[Tensor],
+    shift: Optional[Tensor], lse: Tensor, usum: Tensor, npos: Tensor, need_de: bool, need_dtau: bool, backend: str,
+) -> tuple[Tensor, Tensor]:
+    de, dtau = _impl(backend).backward(grad_rows, embeddings, labels, temperature, label_bias, shift, lse, usum,
+                                       npos, need_de, need_dtau)
+    # custom ops return tensors, never None: a gradient that was not asked for is an empty tensor
+    return (de.to(embeddings.dtype) if de is not None else embeddings.new_empty(0),
+            dtau.to(temperature.dtype) if dtau is not None else embeddings.new_empty(0))
+
+
+@_sincere_bwd.register_fake
+def _(grad_rows, embeddings, labels, temperature, label_bias, shift, lse, usum, npos, need_de, need_dtau, backend):
+    return (torch.empty_like(embeddings) if need_de else embeddings.new_empty(0),
+            torch.empty_like(temperature) if need_dtau else embeddings.new_empty(0))
+
+
+def _setup_context(ctx, inputs, output):
+    e, y, tau, lb, shift, backend = inputs
+    _, lse, usum, npos = output
+    ctx.save_for_backward(e, y, tau, lb, shift, lse, usum, npos)
+    ctx.backend = backend
+
+
+def _backward(ctx, grad_rows, _grad_lse, _grad_usum, _grad_npos):
+    e, y, tau, lb, shift, lse, usum, npos = ctx.saved_tensors
+    need_de, need_dtau = ctx.needs_input_grad[0], ctx.needs_input_grad[2]
+    de, dtau = torch.ops.spherekit.sincere_bwd(grad_rows.contiguous(), e, y, tau, lb, shift, lse, usum, npos,
+                                               need_de, need_dtau, ctx.backend)
+    return de if need_de else None, None, dtau if need_dtau else None, None, None, None
+
+
+torch.library.register_autograd("spherekit::sincere_fwd", _backward, setup_context=_setup_context)
+
+
+def _validate(embeddings, labels, label_bias):
+    C.check_tensor("embeddings", embeddings, ndim=2, dtypes=C.FLOAT_DTYPES)
+    device = embeddings.device
+    C.check_nonempty("embeddings", embeddings)
+    batch = embeddings.shape[0]
+    if batch < 2:
+        raise ValueError(f"embeddings must hold B >= 2 rows (an anchor needs a positive), got shape "
+                         f"{tuple(embeddings.shape)}")
+    C.check_tensor("labels", labels, ndim=1, dtypes=(torch.int64,), device=device)
+    C.check_dim("labels", labels, 0, batch, "the number of embeddings B")
+    if label_bias is not None:
+        C.check_tensor("label_bias", label_bias, ndim=2, dtypes=BIAS_DTYPES, device=device)
+        if label_bias.shape[0] != label_bias.shape[1] or label_bias.shape[0] == 0:
+            raise ValueError(f"label_bias must be square and non-empty (E, E), got shape {tuple(label_bias.shape)}")
+        if label_bias.requires_grad:
+            raise ValueError("label_bias receives no gradient; pass label_bias.detach()")
+        C.check_index_range("labels", labels, 0, label_bias.shape[0])
+        C.check_log_weights("label_bias", label_bias)
+    # positives and negatives from label counts, O(B log B): never a B x B mask
+    _, counts = torch.unique(labels, return_counts=True)
+    if counts.numel() == 1:
+        raise ValueError(f"labels: all {batch} embeddings share one label, so no anchor has a negative")
+    if int(counts.max()) < 2:
+        raise ValueError("labels: no anchor has a positive; SINCERE needs two embeddings sharing a label")
+
+
+def sincere(
+    embeddings: Tensor,
+    labels: Tensor,
+    *,
+    temperature: float | Tensor = 0.05,
+    label_bias: Tensor | None = None,
+    backend: str = "auto",
+) -> Tensor:
+    r"""SINCERE supervised contrastive loss; with ``label_bias`` it is SoftCSE (003, eq. 5-8).
+
+    Args:
+        embeddings: (B, d) float32/float16/bfloat16, used as given (normalise first for cosine), B >= 2.
+        labels: (B,) int64 class ids. Positives of anchor i: the other rows with its label; negatives:
+            the rows with another label. At least one pair must share a label and not all labels may
+            be equal.
+        temperature: float or 0-dim tensor; a tensor with requires_grad receives its gradient.
+        label_bias: (E, E) log-weights of negatives, label_bias[y_anchor, y_negative]; -inf means weight
+            0 (e.g. SoftCSE's log(1 - cos(theta_a - theta_b))), NaN/+inf are errors; labels must lie in
+            [0, E). The weights are renormalised per anchor to mean 1 over its in-batch negatives (eq. 8).
+            Receives no gradient.
+        backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend).
+
+    Returns:
+        0-dim fp32 tensor: the mean over anchors with at least one positive of
+        (1/|P_i|) sum_{j in P_i} softplus(L_i - s_ij), with s = e e^T / tau and
+        L_i = logsumexp_{k: y_k != y_i} (s_ik + label_bias[y_i, y_k] + shift_i).
+    """
+    _validate(embeddings, labels, label_bias)
+    device = embeddings.device
+    tau = C.as_temperature(temperature, device)
+    C.check_finite(embeddings=embeddings)
+    chosen = _backend.resolve("sincere", backend, device, SUPPORTED)
+    if chosen == "reference":
+        return reference.sincere(embeddings, labels, temperature=tau, label_bias=label_bias)
+    lb = shift = None
+    if label_bias is not None:
+        lb = label_bias.detach().float().contiguous()
+        shift = sincere_bias_shift(labels, lb).contiguous()
+    rows, _, _, npos = torch.ops.spherekit.sincere_fwd(embeddings.contiguous(), labels.contiguous(), tau, lb, shift,
+                                                       chosen)
+    return rows.sum() / (npos > 0).sum().clamp_min(1).to(rows.dtype)
