@@ -274,12 +274,14 @@ def _info_nce_bwd_dc_kernel(
 
 
 def _config(D: int, K: int) -> dict:
-    """Block sizes. The interpreter wants small tiles; GPU sizes are a first guess, to be tuned on a GPU."""
+    """Block sizes and launch options. The interpreter wants small tiles. The GPU choice comes from
+    compiling for sm_90 without a GPU (benches/triton_resources.py): 64 x 64 tiles with 8 warps keep
+    the plain kernels free of register spills; it still has to be tuned on a real GPU."""
     block_k = triton.next_power_of_2(max(K, 1))
     if _INTERPRET:
-        return dict(BLOCK_B=16, BLOCK_N=16, BLOCK_D=32, BLOCK_K=block_k, BLOCK_DV=32)
+        return dict(BLOCK_B=16, BLOCK_N=16, BLOCK_D=32, BLOCK_K=block_k, BLOCK_DV=32, num_warps=1, num_stages=1)
     return dict(BLOCK_B=64, BLOCK_N=64, BLOCK_D=64, BLOCK_K=block_k,
-                BLOCK_DV=min(256, triton.next_power_of_2(D)))
+                BLOCK_DV=min(128, triton.next_power_of_2(D)), num_warps=8, num_stages=2)
 
 
 def _precision(dtype: torch.dtype) -> str:
@@ -316,7 +318,7 @@ def forward(q, c, targets, h, tau, ql, cl, label_bias, hn_softmax, bce_weight, b
         HAS_LABELS=ql is not None, HAS_BIAS=label_bias is not None, HAS_HN=h is not None,
         HN_SOFTMAX=bool(hn_softmax and h is not None), HAS_BCE=bool(h is not None and bce_weight != 0.0),
         PRECISION=_precision(q.dtype), BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"],
-        BLOCK_K=cfg["BLOCK_K"],
+        BLOCK_K=cfg["BLOCK_K"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
     )
     return loss, lse
 
@@ -335,7 +337,8 @@ def backward(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, hn_softm
     beta = torch.empty(B, dtype=torch.float32, device=q.device)
     dtau_rows = torch.empty(B, dtype=torch.float32, device=q.device)
     flags = dict(HAS_LABELS=ql is not None, HAS_BIAS=label_bias is not None, PRECISION=_precision(q.dtype),
-                 BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"], BLOCK_DV=cfg["BLOCK_DV"])
+                 BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"], BLOCK_DV=cfg["BLOCK_DV"],
+                 num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
     grid = (triton.cdiv(B, cfg["BLOCK_B"]), triton.cdiv(D, cfg["BLOCK_DV"]))
     _info_nce_bwd_dq_kernel[grid](
         dq, dq.stride(0), dq.stride(1), dh, dh.stride(0), dh.stride(1), dh.stride(2), beta, dtau_rows, g, lse,

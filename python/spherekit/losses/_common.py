@@ -24,12 +24,15 @@ except ImportError as exc:  # pragma: no cover - exercised only without the opti
 
 __all__ = [
     "all_gather_with_grad",
+    "as_label_angles",
     "check_columns",
     "check_labels",
     "check_positive",
+    "degenerate_batch",
     "gather_rows",
     "get_rank",
     "normalize",
+    "zero_loss",
 ]
 
 
@@ -81,3 +84,32 @@ def check_labels(loss: str, labels, batch: int, device: torch.device, n_classes:
 def gather_rows(x: Tensor) -> tuple[Tensor, int]:
     """(all ranks' rows concatenated, offset of this rank's rows); (x, 0) when not distributed."""
     return all_gather_with_grad(x), get_rank() * x.shape[0]
+
+
+def zero_loss(embeddings: Sequence[Tensor]) -> Tensor:
+    """A loss of exactly 0 that depends on every embedding (zero gradients, the graph stays intact)."""
+    return sum((e * 0.0).sum() for e in embeddings)
+
+
+def degenerate_batch(labels: Tensor) -> str:
+    """Why a batch has no supervised-contrastive term ("" when it has one): needs a shared label and two labels."""
+    _, counts = torch.unique(labels, return_counts=True)
+    if counts.numel() < 2:
+        return f"all {labels.numel()} texts share one label (no anchor has a negative)"
+    if int(counts.max()) < 2:
+        return "no two texts share a label (no anchor has a positive)"
+    return ""
+
+
+def as_label_angles(label_angles) -> Tensor:
+    """(E,) label angles in radians -> float64 CPU tensor; errors name the argument."""
+    try:
+        angles = torch.as_tensor(label_angles, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise TypeError(f"label_angles must be a 1-D sequence of angles in radians, got {label_angles!r}") from exc
+    angles = angles.detach().cpu()
+    if angles.dim() != 1 or angles.numel() == 0:
+        raise ValueError(f"label_angles must have shape (E,) with E >= 1, got {tuple(angles.shape)}")
+    if not bool(torch.isfinite(angles).all()):
+        raise ValueError("label_angles contains NaN or Inf")
+    return angles

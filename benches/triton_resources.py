@@ -1,0 +1,118 @@
+"""Compile every Triton kernel for an NVIDIA target WITHOUT a GPU and report its resource usage.
+
+    python benches/triton_resources.py [--arch 90] [--dtype bf16] [--csv benches/results/triton_resources.csv]
+
+Each kernel is compiled at the launcher's GPU configuration (kernels/<op>.py:_config with
+TRITON_INTERPRET unset) with the specialisation a real launch gets (unit last-dim strides as
+constexpr 1, other ints as i32). cuobjdump (shipped with Triton) reads registers, spill stack and
+shared memory off the cubin. CI runs it as a build check: a kernel that does not compile for the GPU
+fails, which the CPU interpreter cannot see. Register counts are a proxy, not a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib
+import inspect
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+if os.environ.get("TRITON_INTERPRET", "0") == "1":
+    sys.exit("run without TRITON_INTERPRET=1: the interpreter replaces the compiler")
+
+import triton  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+# (module, kernel, feature flags) - every flag combination a launcher can pick should compile.
+FULL_HN = dict(HAS_LABELS=True, HAS_BIAS=True, HAS_HN=True, HN_SOFTMAX=True, HAS_BCE=True)
+PLAIN_HN = dict(HAS_LABELS=False, HAS_BIAS=False, HAS_HN=False, HN_SOFTMAX=False, HAS_BCE=False)
+KERNELS = [
+    ("info_nce", "_info_nce_fwd_kernel", PLAIN_HN),
+    ("info_nce", "_info_nce_fwd_kernel", FULL_HN),
+    ("info_nce", "_info_nce_bwd_dq_kernel", dict(PLAIN_HN, NEED_DH=False)),
+    ("info_nce", "_info_nce_bwd_dq_kernel", dict(FULL_HN, NEED_DH=True)),
+    ("info_nce", "_info_nce_bwd_dc_kernel", dict(HAS_LABELS=False, HAS_BIAS=False)),
+    ("info_nce", "_info_nce_bwd_dc_kernel", dict(HAS_LABELS=True, HAS_BIAS=True)),
+]
+EMBEDDING_PTRS = {"q_ptr", "c_ptr", "h_ptr", "e_ptr", "x_ptr"}
+INDEX_PTRS = {"t_ptr", "ql_ptr", "cl_ptr", "labels_ptr", "y_ptr"}
+UNIT_STRIDES_SUFFIX = ("d", "dv")  # stride over the embedding dimension: contiguous at launch
+
+
+def _signature(fn, constexprs: dict, dtype: str) -> tuple[dict, dict]:
+    sig, const = {}, dict(constexprs)
+    for name, param in inspect.signature(fn.fn).parameters.items():
+        if name.startswith("stride_") and name.rsplit("_", 1)[1].endswith(UNIT_STRIDES_SUFFIX) and \
+                name not in ("stride_lb0", "stride_lb1"):
+            const.setdefault(name, 1)
+        if name in const:
+            sig[name] = "constexpr"
+        elif name.endswith("_ptr"):
+            sig[name] = "*" + dtype if name in EMBEDDING_PTRS else ("*i64" if name in INDEX_PTRS else "*fp32")
+        elif name.isupper() or name in ("B", "N", "D", "K") or name.startswith("stride_"):
+            sig[name] = "i32"
+        else:
+            sig[name] = "fp32"  # float scalars (bce_weight, margin, ...)
+    return sig, const
+
+
+def compile_one(module: str, kernel: str, flags: dict, dtype: str, arch: int, D: int = 768, K: int = 2):
+    mod = importlib.import_module(f"spherekit.kernels.{module}")
+    fn = getattr(mod, kernel)
+    cfg = dict(mod._config(D, K))
+    options = dict(num_warps=cfg.pop("num_warps", 4), num_stages=cfg.pop("num_stages", 2))
+    params = inspect.signature(fn.fn).parameters
+    constexprs = {k: v for k, v in {**cfg, **flags}.items() if k in params}
+    if "PRECISION" in params:
+        constexprs["PRECISION"] = "ieee" if dtype == "fp32" else "tf32"
+    sig, const = _signature(fn, constexprs, dtype)
+    names = list(params)
+    src = ASTSource(fn=fn, signature=sig, constexprs={(names.index(k),): v for k, v in const.items()})
+    t0 = time.perf_counter()
+    compiled = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
+    seconds = time.perf_counter() - t0
+    cuobjdump = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    usage = {}
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(compiled.asm["cubin"])
+        f.flush()
+        out = subprocess.run([cuobjdump, "-res-usage", f.name], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if "REG:" in line:
+            usage = dict(item.split(":", 1) for item in line.split() if ":" in item)
+    return dict(module=module, kernel=kernel, flags="+".join(k for k, v in flags.items() if v is True) or "plain",
+                dtype=dtype, arch=f"sm_{arch}", num_warps=options["num_warps"], registers=usage.get("REG"),
+                spill_stack_bytes=usage.get("STACK"), shared_bytes=usage.get("SHARED"),
+                compile_s=round(seconds, 1))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--arch", type=int, default=90)
+    ap.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
+    ap.add_argument("--csv", default=None, help="write the table here (overwritten atomically)")
+    args = ap.parse_args(argv)
+    rows = []
+    for module, kernel, flags in KERNELS:
+        row = compile_one(module, kernel, flags, args.dtype, args.arch)
+        rows.append(row)
+        print(f"{row['kernel']:<36} {row['flags']:<48} {row['arch']} w{row['num_warps']} "
+              f"REG {row['registers']:>4} spill {row['spill_stack_bytes']:>5} B  shared {row['shared_bytes']:>6} B  "
+              f"({row['compile_s']} s)", flush=True)
+    if args.csv:
+        tmp = args.csv + ".tmp"
+        with open(tmp, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        os.replace(tmp, args.csv)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,21 @@
+"""sentence-transformers compatible losses built on spherekit.ops (needs the ``st`` extra).
+
+Each loss follows sentence-transformers' conventions: ``__init__(model, ...)``,
+``forward(sentence_features, labels)``, the math in ``compute_loss_from_embeddings``,
+``get_config_dict()`` and a BibTeX ``citation``; every one takes ``backend`` for its op.
+"""
+
+from .circular_cse import CircularCSELoss
+from .concept_equivalence import ConceptEquivalenceLoss
+from .entry_bank import EntryBankLoss
+from .multiple_negatives_ranking import MultipleNegativesRankingLoss
+from .sincere import SincereLoss, SoftCSELoss
+
+__all__ = [
+    "CircularCSELoss",
+    "ConceptEquivalenceLoss",
+    "EntryBankLoss",
+    "MultipleNegativesRankingLoss",
+    "SincereLoss",
+    "SoftCSELoss",
+]

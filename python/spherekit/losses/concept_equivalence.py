@@ -1,0 +1,187 @@
+"""ConceptEquivalenceLoss: one supervision view (syn / t2d / d2d) of seed 000's objective."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from sentence_transformers.base.losses.merged_forward import embed_columns
+
+from ..ops import info_nce
+from ..ops.info_nce import HARD_NEGATIVE_MODES
+from ._common import check_columns, check_positive, gather_rows, normalize
+
+
+class ConceptEquivalenceLoss(nn.Module):
+    def __init__(
+        self,
+        model,
+        scale: float = 20.0,
+        hard_negative_mode: str = "bce",
+        bce_weight: float = 0.5,
+        bce_scale: float = 20.0,
+        bce_bias: float = -10.0,
+        weight: float = 1.0,
+        gather_across_devices: bool = False,
+        backend: str = "auto",
+    ) -> None:
+        """InfoNCE over in-batch positives plus a BCE term on per-anchor hard negatives, for ONE view.
+
+        Seed 000 (section 4.3) trains on three views of concept equivalence, synonym pairs (syn),
+        term-definition pairs (t2d) and cross-source definition pairs (d2d), with
+
+            L = L_syn + L_t2d + 0.7 L_d2d + 0.5 L_BCE,
+
+        where each L_view is InfoNCE with in-batch negatives on cosine similarities and L_BCE pushes
+        rule-based hard negatives (antonym flip, lexical negation, POS/prefix/ontological-type swaps)
+        apart. This loss is one view: for anchor i with positive p_i and hard negatives h_i1..h_ik,
+
+            loss_i = logsumexp_j (cos(a_i, p_j) * scale) - cos(a_i, p_i) * scale
+                     + bce_weight / (k + 1) * [ softplus(-z_i) + sum_m softplus(z_im) ]
+            z_i = bce_scale * cos(a_i, p_i) + bce_bias,   z_im = bce_scale * cos(a_i, h_im) + bce_bias
+
+        and the loss is ``weight * mean_i loss_i``. The hard negatives belong to their own anchor
+        only (a (B, k, d) tensor): with ``hard_negative_mode="bce"`` (000's B1, the default) they
+        enter only the BCE term, with ``"softmax"`` (000's B1-unified, Appendix F) they join the
+        anchor's InfoNCE denominator instead, ``"both"`` does both. Without hard-negative columns it
+        is plain InfoNCE (000's B3). Embeddings are L2-normalised; the temperature is ``1 / scale``.
+        Computed by :func:`spherekit.ops.info_nce` (fused; the B x B score matrix never exists).
+
+        ``weight`` multiplies the whole view loss, its BCE term included. The paper's 0.5 on L_BCE is
+        absolute: in a view weighted ``w`` that carries hard negatives, pass ``bce_weight=0.5 / w``
+        to keep it (the d2d view usually has none).
+
+        Args:
+            model: SentenceTransformer model.
+            scale: similarity scale, ``1 / temperature`` (20.0 = temperature 0.05).
+            hard_negative_mode: "bce" | "softmax" | "both" (see above).
+            bce_weight: weight of the BCE term (000: 0.5).
+            bce_scale, bce_bias: BCE logit ``z = bce_scale * cos + bce_bias``.
+            weight: multiplies this view's loss (000: 1.0 for syn and t2d, 0.7 for d2d).
+            gather_across_devices: gather the positives (with gradients) from all torch.distributed
+                processes, so every anchor is scored against the global batch of positives (targets
+                offset by ``rank * batch_size``). Hard negatives stay local. Each process's loss is the
+                mean over its own anchors, as in sentence-transformers' MultipleNegativesRankingLoss.
+            backend: spherekit backend for info_nce: "auto" | "triton" | "cpu" | "reference".
+
+        References:
+            - Mohr, Dujany, Souquet, Freitas: Principles of Concept Representation in Sentence Encoders,
+              https://arxiv.org/abs/2606.06994 (section 4.3, appendices F and G)
+            - van den Oord et al. 2018 (InfoNCE): https://arxiv.org/abs/1807.03748
+
+        Requirements:
+            1. (anchor, positive) pairs or (anchor, positive, hard_negative_1, ..., hard_negative_k)
+               tuples; every row of a dataset has the same k.
+
+        Inputs:
+            +-----------------------------------------------------------+--------+
+            | Inputs                                                    | Labels |
+            +===========================================================+========+
+            | (anchor, positive) pairs                                  | none   |
+            +-----------------------------------------------------------+--------+
+            | (anchor, positive, hard_negative_1, ..., hard_negative_k) | none   |
+            +-----------------------------------------------------------+--------+
+
+        Example:
+            The three views as a multi-dataset training, one loss per dataset; the trainer draws each
+            batch from one dataset, so the views' weighted losses add up over the steps::
+
+                from datasets import Dataset, DatasetDict
+                from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+                from spherekit.losses import ConceptEquivalenceLoss
+
+                model = SentenceTransformer("sentence-transformers/all-mpnet-base-v2")
+                train = DatasetDict({
+                    "syn": Dataset.from_dict({"anchor": ["dirty cup"], "positive": ["filthy cup"]}),
+                    "t2d": Dataset.from_dict({
+                        "anchor": ["mammal"],
+                        "positive": ["a warm-blooded vertebrate that feeds its young with milk"],
+                        "negative_1": ["not a warm-blooded vertebrate that feeds its young with milk"],
+                        "negative_2": ["a cold-blooded vertebrate that feeds its young with milk"],
+                    }),
+                    "d2d": Dataset.from_dict({
+                        "anchor": ["a sustained increase in prices"],
+                        "positive": ["a general rise in the price level"],
+                    }),
+                })
+                loss = {
+                    "syn": ConceptEquivalenceLoss(model),              # L_syn
+                    "t2d": ConceptEquivalenceLoss(model),              # L_t2d + 0.5 L_BCE
+                    "d2d": ConceptEquivalenceLoss(model, weight=0.7),  # 0.7 L_d2d
+                }
+                trainer = SentenceTransformerTrainer(model=model, train_dataset=train, loss=loss)
+                trainer.train()
+        """
+        super().__init__()
+        if hard_negative_mode not in HARD_NEGATIVE_MODES:
+            raise ValueError(f"hard_negative_mode must be one of {HARD_NEGATIVE_MODES}, got {hard_negative_mode!r}")
+        self.model = model
+        self.scale = check_positive("scale", scale)
+        self.hard_negative_mode = hard_negative_mode
+        self.bce_weight = float(bce_weight)
+        self.bce_scale = float(bce_scale)
+        self.bce_bias = float(bce_bias)
+        self.weight = float(weight)
+        self.gather_across_devices = gather_across_devices
+        self.backend = backend
+
+    @property
+    def temperature(self) -> float:
+        return 1.0 / self.scale
+
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None) -> Tensor:
+        return self.compute_loss_from_embeddings(embed_columns(self.model, sentence_features), labels)
+
+    def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
+        check_columns(type(self).__name__, embeddings, 2)
+        anchors, positives, *negatives = [normalize(e) for e in embeddings]
+        hard = torch.stack(negatives, dim=1) if negatives else None  # (B, k, d)
+        batch = anchors.shape[0]
+        offset = 0
+        if self.gather_across_devices:
+            positives, offset = gather_rows(positives)
+        targets = torch.arange(offset, offset + batch, device=anchors.device)
+        query_labels = candidate_labels = None
+        if positives.shape[0] == 1 and not (hard is not None and self.hard_negative_mode != "bce"):
+            # One positive and no hard negative in the softmax: the InfoNCE term is exactly 0 (as in
+            # sentence-transformers), but info_nce refuses such a denominator. Add a copy of the
+            # positive that shares the anchor's label, so it is masked out, and keep the BCE term.
+            positives = torch.cat([positives, positives.detach()])
+            query_labels = torch.zeros(1, dtype=torch.long, device=anchors.device)
+            candidate_labels = torch.tensor([1, 0], device=anchors.device)
+        loss = info_nce(
+            anchors, positives, targets, hard,
+            temperature=self.temperature, hard_negative_mode=self.hard_negative_mode,
+            bce_weight=self.bce_weight, bce_scale=self.bce_scale, bce_bias=self.bce_bias,
+            query_labels=query_labels, candidate_labels=candidate_labels, backend=self.backend,
+        )
+        return self.weight * loss
+
+    def get_config_dict(self) -> dict[str, Any]:
+        return {
+            "scale": self.scale,
+            "hard_negative_mode": self.hard_negative_mode,
+            "bce_weight": self.bce_weight,
+            "bce_scale": self.bce_scale,
+            "bce_bias": self.bce_bias,
+            "weight": self.weight,
+            "gather_across_devices": self.gather_across_devices,
+            "backend": self.backend,
+        }
+
+    @property
+    def citation(self) -> str:
+        return """
+@misc{mohr2026principlesconceptrepresentation,
+      title={Principles of Concept Representation in Sentence Encoders},
+      author={Isabelle Mohr and John Dujany and Jonathan Souquet and Andre Freitas},
+      year={2026},
+      eprint={2606.06994},
+      archivePrefix={arXiv},
+      primaryClass={cs.CL},
+      url={https://arxiv.org/abs/2606.06994},
+}
+"""
