@@ -152,7 +152,7 @@ def _info_nce_bwd_dq_kernel(
     h_ptr, stride_hb, stride_hk, stride_hd,
     t_ptr, ql_ptr, cl_ptr,
     lb_ptr, stride_lb0, stride_lb1,
-    tau_ptr,
+    tau_ptr, scale_ptr,
     B, N, D, K,
     bce_weight, bce_scale, bce_bias,
     HAS_LABELS: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_HN: tl.constexpr, HN_SOFTMAX: tl.constexpr,
@@ -161,7 +161,9 @@ def _info_nce_bwd_dq_kernel(
     BLOCK_DV: tl.constexpr,
 ):
     """Program (row block, d-slice): dq[rows, slice] (+ dh[rows, :, slice]); the d-slice-0 programs also
-    write beta (the target's extra dot-gradient, reused by the dc kernel) and the per-row dtau term."""
+    write beta (the target's extra dot-gradient, reused by the dc kernel) and the per-row dtau term.
+    The gradient tile is divided by `scale` before it is cast for tl.dot (and the fp32 result multiplied
+    back), so fp16 tiles stay in the normal range: raw values are ~ 1 / (B N tau), subnormal in fp16."""
     pid_b = tl.program_id(0).to(tl.int64)
     pid_v = tl.program_id(1).to(tl.int64)
     o_b = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
@@ -195,6 +197,8 @@ def _info_nce_bwd_dq_kernel(
 
     o_v = pid_v * BLOCK_DV + tl.arange(0, BLOCK_DV)
     m_v = o_v < D
+    scale = tl.load(scale_ptr)
+    inv_scale = 1.0 / scale
     acc = tl.zeros((BLOCK_B, BLOCK_DV), dtype=tl.float32)
     for n0 in range(0, N, BLOCK_N):
         o_n = n0 + tl.arange(0, BLOCK_N)
@@ -205,10 +209,11 @@ def _info_nce_bwd_dq_kernel(
                                HAS_LABELS, HAS_BIAS)
         p_g = tl.exp(s - b_lse[:, None]) * g_tau[:, None]
         tau_acc += tl.sum(p_g * x, axis=1)
-        grad = p_g + tl.where(is_t, beta[:, None], 0.0)
+        grad = (p_g + tl.where(is_t, beta[:, None], 0.0)) * inv_scale
         b_c = tl.load(c_ptr + o_n[:, None] * stride_cn + o_v[None, :] * stride_cd,
                       mask=m_n[:, None] & m_v[None, :], other=0.0)
         acc = tl.dot(grad.to(b_c.dtype), b_c, acc, input_precision=PRECISION)
+    acc = acc * scale
 
     if HAS_HN:  # dq += sum_k g_h[:, k] h[:, k, slice];  dh[:, k, slice] = g_h[:, k] q[:, slice]
         m_bv = m_b[:, None] & m_v[None, :]
@@ -236,12 +241,13 @@ def _info_nce_bwd_dc_kernel(
     c_ptr, stride_cn, stride_cd,
     t_ptr, ql_ptr, cl_ptr,
     lb_ptr, stride_lb0, stride_lb1,
-    tau_ptr,
+    tau_ptr, scale_ptr,
     B, N, D,
     HAS_LABELS: tl.constexpr, HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
 ):
-    """Program (candidate block, d-slice): dc[cols, slice] = sum over row blocks of grad^T q."""
+    """Program (candidate block, d-slice): dc[cols, slice] = sum over row blocks of grad^T q (the gradient
+    tile scaled as in the dq kernel)."""
     pid_n = tl.program_id(0).to(tl.int64)
     pid_v = tl.program_id(1).to(tl.int64)
     o_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -249,6 +255,8 @@ def _info_nce_bwd_dc_kernel(
     o_v = pid_v * BLOCK_DV + tl.arange(0, BLOCK_DV)
     m_v = o_v < D
     inv_tau = 1.0 / tl.load(tau_ptr)
+    scale = tl.load(scale_ptr)
+    inv_scale = 1.0 / scale
     acc = tl.zeros((BLOCK_N, BLOCK_DV), dtype=tl.float32)
     for b0 in range(0, B, BLOCK_B):
         o_b = b0 + tl.arange(0, BLOCK_B)
@@ -266,10 +274,11 @@ def _info_nce_bwd_dc_kernel(
                       BLOCK_B, BLOCK_N, BLOCK_D, PRECISION)
         s, is_t = _logits_tile(x, inv_tau, o_n, m_n, b_t, b_ql, cl_ptr, lb_ptr, stride_lb0, stride_lb1,
                                HAS_LABELS, HAS_BIAS)
-        grad = tl.exp(s - b_lse[:, None]) * g_tau[:, None] + tl.where(is_t, beta[:, None], 0.0)
+        grad = (tl.exp(s - b_lse[:, None]) * g_tau[:, None] + tl.where(is_t, beta[:, None], 0.0)) * inv_scale
         b_q = tl.load(q_ptr + o_b[:, None] * stride_qb + o_v[None, :] * stride_qd,
                       mask=m_b[:, None] & m_v[None, :], other=0.0)
         acc = tl.dot(tl.trans(grad.to(b_q.dtype)), b_q, acc, input_precision=PRECISION)
+    acc = acc * scale
     tl.store(dc_ptr + o_n[:, None] * stride_dcn + o_v[None, :] * stride_dcd, acc, mask=m_n[:, None] & m_v[None, :])
 
 
@@ -335,6 +344,10 @@ def backward(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, hn_softm
     dq = torch.empty((B, D), dtype=torch.float32, device=q.device)  # also needed for beta/dtau
     dh = torch.empty((B, K, D), dtype=torch.float32, device=q.device) if need_dh else q.new_empty((1, 1, 1))
     beta = torch.empty(B, dtype=torch.float32, device=q.device)
+    # |gradient tile| <= max|g| / tau * (1 + |BCE part|): dividing by scale brings it to <= 1024 before the
+    # cast to the operand dtype (a device tensor: no host sync)
+    bound = 1.0 + abs(bce_weight * bce_scale) / (K + 1) * tau
+    scale = (g.abs().max() / tau * bound).clamp_min(1e-30) / 1024.0
     dtau_rows = torch.empty(B, dtype=torch.float32, device=q.device)
     flags = dict(HAS_LABELS=ql is not None, HAS_BIAS=label_bias is not None, PRECISION=_precision(q.dtype),
                  BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"], BLOCK_DV=cfg["BLOCK_DV"],
@@ -342,7 +355,7 @@ def backward(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, hn_softm
     grid = (triton.cdiv(B, cfg["BLOCK_B"]), triton.cdiv(D, cfg["BLOCK_DV"]))
     _info_nce_bwd_dq_kernel[grid](
         dq, dq.stride(0), dq.stride(1), dh, dh.stride(0), dh.stride(1), dh.stride(2), beta, dtau_rows, g, lse,
-        *qa, *ca, *ha, *ta, *lba, tau_, B, N, D, K, float(bce_weight), float(bce_scale), float(bce_bias),
+        *qa, *ca, *ha, *ta, *lba, tau_, scale, B, N, D, K, float(bce_weight), float(bce_scale), float(bce_bias),
         HAS_HN=h is not None, HN_SOFTMAX=bool(hn_softmax and h is not None),
         HAS_BCE=bool(h is not None and bce_weight != 0.0), NEED_DH=bool(need_dh), BLOCK_K=cfg["BLOCK_K"], **flags,
     )
@@ -351,6 +364,6 @@ def backward(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, hn_softm
         dc = torch.empty((N, D), dtype=torch.float32, device=q.device)
         grid = (triton.cdiv(N, cfg["BLOCK_N"]), triton.cdiv(D, cfg["BLOCK_DV"]))
         _info_nce_bwd_dc_kernel[grid](
-            dc, dc.stride(0), dc.stride(1), beta, g, lse, *qa, *ca, *ta, *lba, tau_, B, N, D, **flags,
+            dc, dc.stride(0), dc.stride(1), beta, g, lse, *qa, *ca, *ta, *lba, tau_, scale, B, N, D, **flags,
         )
     return (dq if need_dq else None, dc, dh if need_dh else None, dtau_rows.sum() if need_dtau else None)
