@@ -149,3 +149,25 @@ def test_opcheck():
             case["label_bias"].float(), True, 0.5, 20.0, -10.0, "cpu")
     torch.library.opcheck(torch.ops.spherekit.info_nce_fwd.default, args,
                           test_utils=("test_schema", "test_faketensor"))
+
+
+def test_fp16_backward_keeps_tiny_gradients_out_of_the_subnormal_range():
+    """tau = 1 spreads the softmax (p ~ 1/N) and the upstream gradient is 1e-6 per row, so the raw
+    dot-gradients are ~ 1e-8: flushed to zero in fp16 unless the kernel rescales the tile first. The
+    launcher's fp32 results are checked (the op then casts to fp16, where 1e-6 is itself subnormal)."""
+    from spherekit.kernels import info_nce as kernels
+
+    g = torch.Generator().manual_seed(11)
+    q = F.normalize(torch.randn(48, 16, generator=g, dtype=torch.float64), dim=-1).half()
+    c = F.normalize(torch.randn(64, 16, generator=g, dtype=torch.float64), dim=-1).half()
+    t, tau = torch.arange(48), torch.tensor(1.0)
+    grad_rows = torch.full((48,), 1e-6)
+    _, lse = kernels.forward(q, c, t, None, tau, None, None, None, False, 0.0, 20.0, -10.0)
+    dq, dc, _, _ = kernels.backward(grad_rows, q, c, t, None, tau, None, None, None, lse, False, 0.0, 20.0, -10.0,
+                                    True, True, False, False)
+    q_o, c_o = q.double().requires_grad_(), c.double().requires_grad_()
+    (reference.info_nce(q_o, c_o, temperature=1.0, reduction="none", compute_dtype=torch.float64) * 1e-6).sum() \
+        .backward()
+    for got, want in ((dq, q_o.grad), (dc, c_o.grad)):
+        rel = (got.double() - want).abs().max() / want.abs().max()
+        assert rel < 2e-3, f"relative error {rel:.2e}"

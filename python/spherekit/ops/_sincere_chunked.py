@@ -35,9 +35,14 @@ def _masks(y_r: Tensor, y: Tensor, r0: int) -> tuple[Tensor, Tensor]:
     return same, pos
 
 
-def _neg_logits(s: Tensor, same: Tensor, y_r: Tensor, y: Tensor, lb: Tensor | None, shift_r: Tensor | None) -> Tensor:
+def _bias_columns(label_bias: Tensor | None, labels: Tensor) -> Tensor | None:
+    """label_bias[:, y] as (E, B) fp32: a chunk's bias rows are then a cheap row gather, O(E x B) memory."""
+    return None if label_bias is None else label_bias.float().index_select(1, labels).contiguous()
+
+
+def _neg_logits(s: Tensor, same: Tensor, y_r: Tensor, bias_cols: Tensor | None, shift_r: Tensor | None) -> Tensor:
     """New (R, B) buffer: s + label_bias[y_i, y_k] + shift_i on negatives, -inf elsewhere."""
-    z = s.clone() if lb is None else s + lb[y_r][:, y]
+    z = s.clone() if bias_cols is None else s + bias_cols.index_select(0, y_r)
     if shift_r is not None:
         z.add_(shift_r[:, None])
     return z.masked_fill_(same, NEG_INF)
@@ -46,7 +51,7 @@ def _neg_logits(s: Tensor, same: Tensor, y_r: Tensor, y: Tensor, lb: Tensor | No
 def forward(e: Tensor, labels: Tensor, tau: Tensor, label_bias: Tensor | None, shift: Tensor | None):
     """-> (loss per anchor (B,), L (B,), U (B,), |P| (B,)), all fp32; anchors without positives get loss 0."""
     e32 = e.float()
-    lb = None if label_bias is None else label_bias.float()
+    lb = _bias_columns(label_bias, labels)
     inv_tau = 1.0 / tau
     B = e.shape[0]
     loss = torch.empty(B, dtype=torch.float32, device=e.device)
@@ -57,7 +62,7 @@ def forward(e: Tensor, labels: Tensor, tau: Tensor, label_bias: Tensor | None, s
         y_r = labels[sl]
         s = torch.mm(e32[sl], e32.T).mul_(inv_tau)
         same, pos = _masks(y_r, labels, r0)
-        z = _neg_logits(s, same, y_r, labels, lb, None if shift is None else shift[sl])
+        z = _neg_logits(s, same, y_r, lb, None if shift is None else shift[sl])
         L = torch.logsumexp(z, dim=1)
         del z
         t = s.neg_().add_(L[:, None]).masked_fill_(~pos, NEG_INF)  # L_i - s_ij on positives (reuses s)
@@ -71,7 +76,7 @@ def forward(e: Tensor, labels: Tensor, tau: Tensor, label_bias: Tensor | None, s
 def backward(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, need_de, need_dtau):
     """-> (dE fp32 (B, d) or None, dtau 0-dim fp32 or None)."""
     e32 = e.float()
-    lb = None if label_bias is None else label_bias.float()
+    lb = _bias_columns(label_bias, labels)
     inv_tau = 1.0 / tau
     B = e.shape[0]
     c = torch.where(npos > 0, grad_rows.float() / npos.clamp_min(1.0), torch.zeros_like(npos))
@@ -85,7 +90,7 @@ def backward(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, need
         y_r, e_r = labels[sl], e32[sl]
         s = torch.mm(e_r, e32.T).mul_(inv_tau)
         same, pos = _masks(y_r, labels, r0)
-        G = _neg_logits(s, same, y_r, labels, lb, None if shift is None else shift[sl])
+        G = _neg_logits(s, same, y_r, lb, None if shift is None else shift[sl])
         G.sub_(lse_safe[sl, None]).exp_().mul_(cu[sl, None])  # softmax part: c_i U_i p_ij on negatives
         sig = torch.sigmoid(lse[sl, None] - s).masked_fill_(~pos, 0.0).mul_(c[sl, None])
         G.sub_(sig)

@@ -1,0 +1,254 @@
+"""Triton kernels for sincere (SINCERE / SoftCSE): a two-pass streaming forward and a symmetric backward.
+
+No kernel ever writes a B x B tensor and none uses atomics.
+Forward, per row block I: pass 1 streams column tiles J through an online logsumexp over the negatives
+(-> L_i); pass 2 streams again and sums softplus(L_i - s_ij) and sigmoid(L_i - s_ij) over the positives.
+It stores per-row statistics only: the anchor's loss, L_i, U_i = sum_{j in P_i} sigmoid(L_i - s_ij), |P_i|.
+Backward: G = dLoss/ds (see python/spherekit/ops/_sincere_chunked.py) and s = s^T, so
+dE = (G + G^T) E / tau. A program owns (row block I, d-slice V); for each column block J it recomputes
+S_IJ once, builds G_IJ from row-I statistics and (G_JI)^T from row-J statistics on the same tile and
+accumulates (G_IJ + G_JI^T) @ E_J[:, V]. Products accumulate in fp32; fp16/bf16 operands go to tl.dot as
+loaded, fp32 with "ieee" precision. Math: spherekit.reference.sincere.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+_INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+@triton.jit
+def _softplus(x):
+    return tl.maximum(x, 0.0) + tl.log(1.0 + tl.exp(-tl.abs(x)))
+
+
+@triton.jit
+def _gram_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, o_n, m_n, D,
+               BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr):
+    """x[b, n] = <e[o_b[b]], e[o_n[n]]> over all of D, fp32 accumulation."""
+    acc = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
+    for d0 in range(0, D, BLOCK_D):
+        o_d = d0 + tl.arange(0, BLOCK_D)
+        m_d = o_d < D
+        b_r = tl.load(e_ptr + o_b[:, None] * stride_eb + o_d[None, :] * stride_ed,
+                      mask=m_b[:, None] & m_d[None, :], other=0.0)
+        b_c = tl.load(e_ptr + o_n[:, None] * stride_eb + o_d[None, :] * stride_ed,
+                      mask=m_n[:, None] & m_d[None, :], other=0.0)
+        acc = tl.dot(b_r, tl.trans(b_c), acc, input_precision=PRECISION)
+    return acc
+
+
+@triton.jit
+def _neg_logits(s, neg, y_row, y_col, shift_row, lb_ptr, stride_lb0, stride_lb1, HAS_BIAS: tl.constexpr):
+    """s + label_bias[y_row, y_col] + shift_row on negatives, -inf elsewhere. y_row/shift_row are (R, 1)
+    or (1, C) broadcasts, y_col the other one, so the same helper serves G_IJ and G_JI^T."""
+    z = s
+    if HAS_BIAS:
+        b_bias = tl.load(lb_ptr + y_row * stride_lb0 + y_col * stride_lb1, mask=neg, other=0.0)
+        z = s + b_bias + shift_row
+    return tl.where(neg, z, float("-inf"))
+
+
+@triton.jit
+def _sincere_fwd_kernel(
+    loss_ptr, lse_ptr, usum_ptr, npos_ptr,
+    e_ptr, stride_eb, stride_ed,
+    y_ptr, shift_ptr,
+    lb_ptr, stride_lb0, stride_lb1,
+    tau_ptr,
+    B, D,
+    HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    pid = tl.program_id(0).to(tl.int64)
+    o_b = pid * BLOCK_B + tl.arange(0, BLOCK_B)
+    m_b = o_b < B
+    y_b = tl.load(y_ptr + o_b, mask=m_b, other=0)
+    shift_b = tl.zeros((BLOCK_B,), dtype=tl.float32)
+    if HAS_BIAS:
+        shift_b = tl.load(shift_ptr + o_b, mask=m_b, other=0.0)
+    inv_tau = 1.0 / tl.load(tau_ptr)
+
+    # pass 1: L_i = logsumexp over negatives of (s_ik + bias_ik), online
+    m_run = tl.full((BLOCK_B,), float("-inf"), dtype=tl.float32)
+    l_run = tl.zeros((BLOCK_B,), dtype=tl.float32)
+    for n0 in range(0, B, BLOCK_N):
+        o_n = n0 + tl.arange(0, BLOCK_N)
+        m_n = o_n < B
+        y_n = tl.load(y_ptr + o_n, mask=m_n, other=0)
+        s = _gram_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, o_n, m_n, D, BLOCK_B, BLOCK_N, BLOCK_D,
+                       PRECISION) * inv_tau
+        neg = m_b[:, None] & m_n[None, :] & (y_n[None, :] != y_b[:, None])
+        z = _neg_logits(s, neg, y_b[:, None], y_n[None, :], shift_b[:, None], lb_ptr, stride_lb0, stride_lb1,
+                        HAS_BIAS)
+        m_new = tl.maximum(m_run, tl.max(z, axis=1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        l_run = l_run * tl.exp(m_run - m_safe) + tl.sum(tl.exp(z - m_safe[:, None]), axis=1)
+        m_run = m_new
+    # l_run >= 1 once m_run is finite; else (every negative has weight 0) L_i = -inf, without log(0)
+    lse = m_run + tl.log(tl.maximum(l_run, 1.0))
+
+    # pass 2: softplus(L_i - s_ij) and sigmoid(L_i - s_ij) summed over positives j != i, y_j = y_i
+    sp_acc = tl.zeros((BLOCK_B,), dtype=tl.float32)
+    sg_acc = tl.zeros((BLOCK_B,), dtype=tl.float32)
+    n_acc = tl.zeros((BLOCK_B,), dtype=tl.float32)
+    for n0 in range(0, B, BLOCK_N):
+        o_n = n0 + tl.arange(0, BLOCK_N)
+        m_n = o_n < B
+        y_n = tl.load(y_ptr + o_n, mask=m_n, other=0)
+        s = _gram_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, o_n, m_n, D, BLOCK_B, BLOCK_N, BLOCK_D,
+                       PRECISION) * inv_tau
+        pos = m_b[:, None] & m_n[None, :] & (y_n[None, :] == y_b[:, None]) & (o_n[None, :] != o_b[:, None])
+        t = lse[:, None] - s
+        sp_acc += tl.sum(tl.where(pos, _softplus(t), 0.0), axis=1)
+        sg_acc += tl.sum(tl.where(pos, tl.sigmoid(t), 0.0), axis=1)
+        n_acc += tl.sum(pos.to(tl.float32), axis=1)
+    loss = tl.where(n_acc > 0, sp_acc / tl.maximum(n_acc, 1.0), 0.0)
+    tl.store(loss_ptr + o_b, loss, mask=m_b)
+    tl.store(lse_ptr + o_b, lse, mask=m_b)
+    tl.store(usum_ptr + o_b, sg_acc, mask=m_b)
+    tl.store(npos_ptr + o_b, n_acc, mask=m_b)
+
+
+@triton.jit
+def _row_stats(o, m, g_ptr, lse_ptr, usum_ptr, npos_ptr, y_ptr, shift_ptr, HAS_BIAS: tl.constexpr):
+    """Per-row backward statistics of rows o: (y, c = g / |P|, c * U, L, L with -inf -> 0, shift)."""
+    y = tl.load(y_ptr + o, mask=m, other=0)
+    n = tl.load(npos_ptr + o, mask=m, other=0.0)
+    g = tl.load(g_ptr + o, mask=m, other=0.0)
+    c = tl.where(m & (n > 0), g / tl.maximum(n, 1.0), 0.0)
+    cu = c * tl.load(usum_ptr + o, mask=m, other=0.0)
+    lse = tl.load(lse_ptr + o, mask=m, other=0.0)
+    lse_safe = tl.where(lse == float("-inf"), 0.0, lse)  # then exp(-inf - 0) = 0: no NaN
+    shift = tl.zeros(o.shape, dtype=tl.float32)
+    if HAS_BIAS:
+        shift = tl.load(shift_ptr + o, mask=m, other=0.0)
+    return y, c, cu, lse, lse_safe, shift
+
+
+@triton.jit
+def _sincere_bwd_kernel(
+    de_ptr, stride_deb, stride_ded,
+    dtau_ptr,
+    g_ptr, g_scale_ptr, lse_ptr, usum_ptr, npos_ptr,
+    e_ptr, stride_eb, stride_ed,
+    y_ptr, shift_ptr,
+    lb_ptr, stride_lb0, stride_lb1,
+    tau_ptr,
+    B, D,
+    HAS_BIAS: tl.constexpr, NEED_DE: tl.constexpr, NEED_DTAU: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
+):
+    """Program (row block I, d-slice V): dE[I, V] = sum_J (G_IJ + G_JI^T) @ E_J[:, V] / tau; the d-slice-0
+    programs also write the per-row dtau terms -(1/tau) sum_j G_ij s_ij (without NEED_DE the grid has one
+    d-slice and only dtau is computed). g is the upstream gradient divided
+    by g_scale (so fp16 tiles stay in the normal range); the outputs are multiplied back by g_scale."""
+    pid_b = tl.program_id(0).to(tl.int64)
+    pid_v = tl.program_id(1).to(tl.int64)
+    o_b = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
+    m_b = o_b < B
+    y_b, c_b, cu_b, lse_b, lsafe_b, shift_b = _row_stats(o_b, m_b, g_ptr, lse_ptr, usum_ptr, npos_ptr, y_ptr,
+                                                         shift_ptr, HAS_BIAS)
+    inv_tau = 1.0 / tl.load(tau_ptr)
+    o_v = pid_v * BLOCK_DV + tl.arange(0, BLOCK_DV)
+    m_v = o_v < D
+    acc = tl.zeros((BLOCK_B, BLOCK_DV), dtype=tl.float32)
+    tau_acc = tl.zeros((BLOCK_B,), dtype=tl.float32)
+    for n0 in range(0, B, BLOCK_N):
+        o_n = n0 + tl.arange(0, BLOCK_N)
+        m_n = o_n < B
+        y_n, c_n, cu_n, lse_n, lsafe_n, shift_n = _row_stats(o_n, m_n, g_ptr, lse_ptr, usum_ptr, npos_ptr, y_ptr,
+                                                             shift_ptr, HAS_BIAS)
+        s = _gram_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, o_n, m_n, D, BLOCK_B, BLOCK_N, BLOCK_D,
+                       PRECISION) * inv_tau
+        valid = m_b[:, None] & m_n[None, :]
+        same = y_b[:, None] == y_n[None, :]
+        pos = valid & same & (o_b[:, None] != o_n[None, :])
+        neg = valid & (same == 0)
+        # G_IJ[i, j] = c_i (U_i p_ij [j in N_i] - sigmoid(L_i - s_ij) [j in P_i]), from row-I statistics
+        z = _neg_logits(s, neg, y_b[:, None], y_n[None, :], shift_b[:, None], lb_ptr, stride_lb0, stride_lb1,
+                        HAS_BIAS)
+        g_ij = tl.where(neg, cu_b[:, None] * tl.exp(z - lsafe_b[:, None]), 0.0) \
+            - tl.where(pos, c_b[:, None] * tl.sigmoid(lse_b[:, None] - s), 0.0)
+        # (G_JI)^T[i, j] = G_ji, from row-J statistics on the same tile (bias [y_j, y_i] + shift_j)
+        z = _neg_logits(s, neg, y_n[None, :], y_b[:, None], shift_n[None, :], lb_ptr, stride_lb0, stride_lb1,
+                        HAS_BIAS)
+        g_ji = tl.where(neg, cu_n[None, :] * tl.exp(z - lsafe_n[None, :]), 0.0) \
+            - tl.where(pos, c_n[None, :] * tl.sigmoid(lse_n[None, :] - s), 0.0)
+        if NEED_DTAU:
+            tau_acc += tl.sum(g_ij * s, axis=1)
+        if NEED_DE:
+            b_e = tl.load(e_ptr + o_n[:, None] * stride_eb + o_v[None, :] * stride_ed,
+                          mask=m_n[:, None] & m_v[None, :], other=0.0)
+            acc = tl.dot((g_ij + g_ji).to(b_e.dtype), b_e, acc, input_precision=PRECISION)
+    g_scale = tl.load(g_scale_ptr)
+    if NEED_DE:
+        tl.store(de_ptr + o_b[:, None] * stride_deb + o_v[None, :] * stride_ded, acc * (inv_tau * g_scale),
+                 mask=m_b[:, None] & m_v[None, :])
+    if NEED_DTAU:
+        if pid_v == 0:
+            tl.store(dtau_ptr + o_b, -tau_acc * (inv_tau * g_scale), mask=m_b)
+
+
+def _config(D: int, dtype: torch.dtype) -> dict:
+    """Block sizes. The interpreter wants few, small tiles (several per test shape all the same). GPU sizes are
+    a first guess, to be tuned on a GPU; with 8 warps, ptxas -v for sm_90 reports no register spills for
+    fp16/bf16 at d=384 (fp32 "ieee" sincere backward with a label bias: ~80 bytes)."""
+    if _INTERPRET:
+        return dict(BLOCK_B=32, BLOCK_N=32, BLOCK_D=32, BLOCK_DV=32, num_warps=4)
+    return dict(BLOCK_B=64, BLOCK_N=32, BLOCK_D=32 if dtype == torch.float32 else 64,
+                BLOCK_DV=max(16, min(64, triton.next_power_of_2(D))), num_warps=8)
+
+
+def _precision(dtype: torch.dtype) -> str:
+    return "ieee" if dtype == torch.float32 else "tf32"  # tf32 is ignored for fp16/bf16 operands
+
+
+def _common(e, labels, label_bias, shift):
+    lb = label_bias if label_bias is not None else e.new_empty((1, 1), dtype=torch.float32)
+    sh = shift if shift is not None else e.new_empty(1, dtype=torch.float32)
+    return (e, e.stride(0), e.stride(1)), (labels, sh), (lb, lb.stride(0), lb.stride(1))
+
+
+def forward(e, labels, tau, label_bias, shift):
+    """-> (loss per anchor, L, U, |P|), each (B,) fp32."""
+    B, D = e.shape
+    cfg = _config(D, e.dtype)
+    loss = torch.empty(B, dtype=torch.float32, device=e.device)
+    lse, usum, npos = torch.empty_like(loss), torch.empty_like(loss), torch.empty_like(loss)
+    ea, ya, lba = _common(e, labels, label_bias, shift)
+    grid = (triton.cdiv(B, cfg["BLOCK_B"]),)
+    _sincere_fwd_kernel[grid](
+        loss, lse, usum, npos, *ea, *ya, *lba, tau, B, D,
+        HAS_BIAS=label_bias is not None, PRECISION=_precision(e.dtype),
+        BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"],
+        num_warps=cfg["num_warps"],
+    )
+    return loss, lse, usum, npos
+
+
+def backward(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, need_de, need_dtau):
+    """-> (dE fp32 (B, d) or None, dtau 0-dim fp32 or None)."""
+    B, D = e.shape
+    cfg = _config(D, e.dtype)
+    g = grad_rows.float()
+    g_scale = g.abs().amax()
+    g_scale = torch.where(g_scale > 0, g_scale, torch.ones_like(g_scale)).reshape(1)
+    g = (g / g_scale).contiguous()
+    de = torch.empty((B, D) if need_de else (1, 1), dtype=torch.float32, device=e.device)
+    dtau_rows = torch.empty(B if need_dtau else 1, dtype=torch.float32, device=e.device)
+    ea, ya, lba = _common(e, labels, label_bias, shift)
+    grid = (triton.cdiv(B, cfg["BLOCK_B"]), triton.cdiv(D, cfg["BLOCK_DV"]) if need_de else 1)
+    _sincere_bwd_kernel[grid](
+        de, de.stride(0), de.stride(1), dtau_rows, g, g_scale, lse, usum, npos, *ea, *ya, *lba, tau, B, D,
+        HAS_BIAS=label_bias is not None, NEED_DE=bool(need_de), NEED_DTAU=bool(need_dtau),
+        PRECISION=_precision(e.dtype),
+        BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"], BLOCK_DV=cfg["BLOCK_DV"],
+        num_warps=cfg["num_warps"],
+    )
+    return de if need_de else None, dtau_rows.sum() if need_dtau else None

@@ -1,0 +1,205 @@
+"""circular_cse against the fp64 oracle: value and the embedding gradient, fp32/fp16, odd shapes, label
+layouts, margin 0 and > 0, and every error."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from spherekit import reference
+from spherekit.ops import _info_nce_chunked, circular_cse
+from tests._oracle import assert_close_to_oracle, grads_of, leaf
+
+BACKENDS = ["cpu", "triton"]
+DTYPES = [torch.float32, torch.float16]
+SHAPES = [(2, 41), (37, 64), (70, 19)]
+LAYOUTS = ["few", "many", "balanced"]
+N_ANGLES = 12
+ANGLES = torch.arange(N_ANGLES, dtype=torch.float64) * (math.pi / 6)  # i * 30 degrees
+
+
+@pytest.fixture(autouse=True)
+def small_cpu_chunks(monkeypatch):
+    """Force the cpu backend through several (uneven) row chunks even at these small batch sizes."""
+    monkeypatch.setattr(_info_nce_chunked, "CHUNK_ELEMENTS", 1000)
+
+
+def _labels(B, layout, gen):
+    if layout == "few":
+        return torch.tensor([0, 3, 7])[torch.randint(0, 3, (B,), generator=gen)]
+    if layout == "many":
+        return torch.randint(0, N_ANGLES, (B,), generator=gen)
+    return torch.randperm(N_ANGLES, generator=gen)[torch.arange(B) % N_ANGLES]  # every label ~B/12 times
+
+
+def _case(B, d, layout, *, seed=0, spread=0.0):
+    """Unit embeddings; spread > 0 puts them near their label's circle position, so that same-label residuals
+    straddle the margin (some pairs inside it, some outside)."""
+    gen = torch.Generator().manual_seed(seed)
+    y = _labels(B, layout, gen)
+    e = torch.randn(B, d, generator=gen, dtype=torch.float64)
+    if spread:
+        circle = torch.zeros(B, d, dtype=torch.float64)
+        circle[:, 0], circle[:, 1] = torch.cos(ANGLES[y]), torch.sin(ANGLES[y])
+        e = circle + spread * e / math.sqrt(d)
+    return F.normalize(e, dim=-1), y
+
+
+def _run_and_compare(e64, labels, dtype, backend, *, angles=ANGLES, margin=0.0):
+    def run(fn, cast_dtype, compute_dtype=None):
+        e = leaf(e64, cast_dtype)
+        kw = dict(backend=backend) if compute_dtype is None else dict(compute_dtype=compute_dtype)
+        return fn(e, labels, angles, margin=margin, **kw), [e]
+
+    out, ins = run(circular_cse, dtype)
+    oracle, oins = run(reference.circular_cse, torch.float64, torch.float64)
+    base, bins = run(reference.circular_cse, dtype, dtype)
+    assert out.dtype == torch.float32 and out.shape == ()
+    assert_close_to_oracle("loss", out, base, oracle, dtype)
+    w = torch.tensor(0.7)
+    (g,), (go,), (gb,) = (grads_of(out, w, ins), grads_of(oracle, w.double(), oins),
+                          grads_of(base, w.to(base.dtype), bins))
+    assert g is not None and g.shape == go.shape and g.dtype == dtype
+    assert_close_to_oracle("d_embeddings", g, gb, go, dtype)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("margin", [0.0, 0.3])
+def test_values_and_grads(backend, dtype, shape, layout, margin):
+    e, y = _case(*shape, layout, seed=shape[0] + len(layout), spread=0.7 if margin else 0.0)
+    _run_and_compare(e, y, dtype, backend, margin=margin)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("angle_dtype", [torch.float32, torch.float64])
+def test_random_angles_small_margin(backend, angle_dtype):
+    e, y = _case(45, 19, "many", seed=5, spread=0.5)
+    angles = (torch.rand(N_ANGLES, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 7 - 1)
+    _run_and_compare(e, y, torch.float32, backend, angles=angles.to(angle_dtype), margin=0.05)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_margin_zero_matches_margin_free_formula(backend):
+    """With m = 0 every pair is a plain squared error: 1/(B(B-1)) sum_{i != j} (x_ij - c_ij)^2."""
+    e, y = _case(23, 16, "few", seed=2)
+    e = e.float()
+    x = e.double() @ e.double().T
+    th = ANGLES[y]
+    sq = (x - torch.cos(th[:, None] - th[None, :])) ** 2
+    expected = (sq.sum() - sq.diagonal().sum()) / (23 * 22)
+    torch.testing.assert_close(circular_cse(e, y, ANGLES, backend=backend).double(), expected, atol=1e-6, rtol=1e-5)
+
+
+def test_bf16_runs_on_cpu():
+    e, y = _case(20, 16, "few", seed=8)
+    x = e.bfloat16().requires_grad_()
+    loss = circular_cse(x, y, ANGLES, margin=0.1, backend="cpu")
+    loss.backward()
+    ref = reference.circular_cse(e.bfloat16().double(), y, ANGLES, margin=0.1, compute_dtype=torch.float64)
+    assert x.grad.dtype == torch.bfloat16
+    torch.testing.assert_close(loss.double(), ref, atol=1e-5, rtol=1e-5)
+
+
+def test_reference_backend_matches():
+    e, y = _case(17, 16, "many", seed=4)
+    e = e.float()
+    torch.testing.assert_close(circular_cse(e, y, ANGLES, margin=0.2, backend="reference"),
+                               circular_cse(e, y, ANGLES, margin=0.2, backend="cpu"), atol=1e-6, rtol=1e-5)
+
+
+def test_torch_compile_traces_through_the_custom_op():
+    e, y = _case(12, 16, "few", seed=1)
+    x = e.float().requires_grad_()
+    fn = torch.compile(lambda x_: circular_cse(x_, y, ANGLES, margin=0.1, backend="cpu"), backend="aot_eager",
+                       fullgraph=False)
+    got = fn(x)
+    got.backward()
+    x_ref = e.float().requires_grad_()
+    ref = reference.circular_cse(x_ref, y, ANGLES, margin=0.1)
+    ref.backward()
+    torch.testing.assert_close(got, ref, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(x.grad, x_ref.grad, atol=1e-6, rtol=1e-5)
+
+
+def test_opcheck():
+    e, y = _case(9, 16, "few", seed=2)
+    e = e.float()
+    th = ANGLES.float()[y]
+    args = (e, y, torch.cos(th), torch.sin(th), 0.1, "cpu")
+    utils = ("test_schema", "test_faketensor")
+    torch.library.opcheck(torch.ops.spherekit.circular_cse_fwd.default, args, test_utils=utils)
+    torch.library.opcheck(torch.ops.spherekit.circular_cse_bwd.default, (torch.full((9,), 0.1),) + args,
+                          test_utils=utils)
+
+
+def _good():
+    gen = torch.Generator().manual_seed(0)
+    return F.normalize(torch.randn(6, 8, generator=gen), dim=-1), torch.tensor([0, 0, 1, 1, 2, 2]), ANGLES[:3]
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(embeddings=torch.randn(6)), ValueError, "embeddings must have 2 dimensions"),
+        (dict(embeddings=torch.randn(6, 8).long()), TypeError, "embeddings must have dtype"),
+        (dict(embeddings=torch.randn(6, 8, dtype=torch.float64)), TypeError, "embeddings must have dtype"),
+        (dict(embeddings=torch.randn(0, 8), labels=torch.zeros(0, dtype=torch.long)), ValueError,
+         "embeddings is empty"),
+        (dict(embeddings=torch.randn(1, 8), labels=torch.zeros(1, dtype=torch.long)), ValueError,
+         "embeddings must hold B >= 2"),
+        (dict(embeddings=torch.full((6, 8), float("nan"))), ValueError, "NaN or Inf found in embeddings"),
+        (dict(labels=torch.tensor([0, 0, 1, 1, 2])), ValueError, r"labels.shape\[0\] must equal the number"),
+        (dict(labels=torch.tensor([0, 0, 1, 1, 2, 2], dtype=torch.int32)), TypeError, "labels must have dtype"),
+        (dict(labels=torch.tensor([0, 0, 1, 1, 2, 3])), ValueError, r"labels must lie in \[0, 3\)"),
+        (dict(labels=torch.tensor([0, 0, 1, 1, 2, -1])), ValueError, r"labels must lie in \[0, 3\)"),
+        (dict(label_angles=torch.zeros(3, 1)), ValueError, "label_angles must have 1 dimensions"),
+        (dict(label_angles=torch.arange(3)), TypeError, "label_angles must have dtype"),
+        (dict(label_angles=torch.zeros(0)), ValueError, "label_angles is empty"),
+        (dict(label_angles=torch.tensor([0.0, float("nan"), 1.0])), ValueError, "NaN or Inf found in label_angles"),
+        (dict(label_angles=torch.zeros(3, requires_grad=True)), ValueError, "label_angles receives no gradient"),
+        (dict(margin=-0.1), ValueError, "margin must be a finite float >= 0"),
+        (dict(margin=float("inf")), ValueError, "margin must be a finite float >= 0"),
+        (dict(margin=float("nan")), ValueError, "margin must be a finite float >= 0"),
+        (dict(margin=torch.tensor(0.1)), TypeError, "margin must be a float"),
+        (dict(margin=True), TypeError, "margin must be a float"),
+        (dict(backend="cuda"), ValueError, "backend 'cuda' is not implemented"),
+        (dict(backend="fast"), ValueError, "backend must be one of"),
+    ],
+)
+def test_errors(kwargs, error, match):
+    e, y, angles = _good()
+    args = dict(embeddings=e, labels=y, label_angles=angles)
+    args.update(kwargs)
+    with pytest.raises(error, match=match):
+        circular_cse(args.pop("embeddings"), args.pop("labels"), args.pop("label_angles"), **args)
+
+
+def test_error_device_mismatch():
+    e, y, angles = _good()
+    with pytest.raises(ValueError, match="label_angles must be on device"):
+        circular_cse(e, y, angles.to("meta"))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_custom_op_with_per_row_upstream_gradients(backend):
+    """The fwd/bwd ops are general in the per-row upstream gradient (the public mean makes it uniform)."""
+    e64, y = _case(41, 24, "many", seed=13, spread=0.7)
+    margin = 0.3
+    th = ANGLES[y]
+    w = torch.linspace(-1.0, 2.0, 41, dtype=torch.float64)
+    e = e64.float().requires_grad_()
+    rows = torch.ops.spherekit.circular_cse_fwd(e, y, torch.cos(th).float(), torch.sin(th).float(), margin, backend)
+    (rows * w.float()).sum().backward()
+    e_ref = e64.clone().requires_grad_()
+    diff = e_ref @ e_ref.T - torch.cos(th[:, None] - th[None, :])
+    same = y[:, None] == y[None, :]
+    l = torch.where(same, torch.clamp(diff.abs() - margin, min=0.0) ** 2, diff**2).fill_diagonal_(0.0)
+    (l.sum(1) * w).sum().backward()
+    torch.testing.assert_close(rows.double(), l.sum(1), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(e.grad.double(), e_ref.grad, atol=1e-5, rtol=1e-5)

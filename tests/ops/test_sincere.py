@@ -1,0 +1,270 @@
+"""sincere (SINCERE / SoftCSE) against the fp64 oracle: value and every gradient, fp32/fp16, odd shapes,
+label layouts, SoftCSE weights, anchors whose negatives all have weight 0, and every error."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from spherekit import reference
+from spherekit.ops import _info_nce_chunked, sincere
+from tests._oracle import assert_close_to_oracle, grads_of, leaf
+
+BACKENDS = ["cpu", "triton"]
+DTYPES = [torch.float32, torch.float16]
+SHAPES = [(3, 41), (37, 64), (70, 19)]  # B = 2 can have no positive AND a negative: see test_errors
+LAYOUTS = ["few", "many", "singletons"]
+N_ANGLES = 12
+ANGLES = torch.arange(N_ANGLES, dtype=torch.float64) * (math.pi / 6)  # 12 labels, i * 30 degrees
+# SoftCSE log-weights log(1 - cos(theta_a - theta_b)); the diagonal is -inf (weight 0)
+SOFTCSE_BIAS = torch.log1p(-torch.cos(ANGLES[:, None] - ANGLES[None, :]))
+
+
+@pytest.fixture(autouse=True)
+def small_cpu_chunks(monkeypatch):
+    """Force the cpu backend through several (uneven) row chunks even at these small batch sizes."""
+    monkeypatch.setattr(_info_nce_chunked, "CHUNK_ELEMENTS", 1000)
+
+
+def _labels(B, layout, gen):
+    if layout == "few":  # three labels, many positives each
+        y = torch.tensor([0, 1, 6])[torch.randint(0, 3, (B,), generator=gen)]
+    elif layout == "many":  # all 12 labels, few positives each
+        y = torch.randint(0, N_ANGLES, (B,), generator=gen)
+    else:  # labels 10 and 11 once each: anchors without positives
+        y = torch.randint(0, 4, (B,), generator=gen)
+        y[-2:] = torch.tensor([10, 11])[: max(0, B - 2)]
+    y[1] = y[0]  # at least one positive pair
+    if B > 2 and bool((y == y[0]).all()):
+        y[-1] = (y[0] + 5) % N_ANGLES
+    return y
+
+
+def _case(B, d, layout, *, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    e = F.normalize(torch.randn(B, d, generator=gen, dtype=torch.float64), dim=-1)
+    return e, _labels(B, layout, gen)
+
+
+def _run_and_compare(e64, labels, dtype, backend, *, label_bias=None, tau=0.07):
+    """Kernel vs fp64 oracle vs same-precision torch: loss, d_embeddings, d_temperature (grad_output 0.7)."""
+
+    def run(fn, cast_dtype, compute_dtype=None):
+        e = leaf(e64, cast_dtype)
+        temp = torch.tensor(tau, dtype=torch.float64 if cast_dtype == torch.float64 else torch.float32,
+                            requires_grad=True)
+        if compute_dtype is None:
+            lb = None if label_bias is None else label_bias.float()
+            out = fn(e, labels, temperature=temp, label_bias=lb, backend=backend)
+        else:
+            lb = None if label_bias is None else label_bias.to(compute_dtype)
+            out = fn(e, labels, temperature=temp, label_bias=lb, compute_dtype=compute_dtype)
+        return out, [e, temp]
+
+    out, ins = run(sincere, dtype)
+    oracle, oins = run(reference.sincere, torch.float64, torch.float64)
+    base, bins = run(reference.sincere, dtype, dtype)
+    assert out.dtype == torch.float32 and out.shape == ()
+    assert torch.isfinite(oracle)
+    assert_close_to_oracle("loss", out, base, oracle, dtype)
+    w = torch.tensor(0.7)
+    for name, g, go, gb in zip(("d_embeddings", "d_temperature"), grads_of(out, w, ins),
+                               grads_of(oracle, w.double(), oins), grads_of(base, w.to(base.dtype), bins)):
+        assert g is not None and g.shape == go.shape, name
+        assert g.dtype == (torch.float32 if name == "d_temperature" else dtype), name
+        assert torch.isfinite(g).all() and torch.isfinite(go).all(), name
+        assert_close_to_oracle(name, g, gb, go, dtype)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("softcse", [False, True], ids=["sincere", "softcse"])
+def test_values_and_grads(backend, dtype, shape, layout, softcse):
+    e, y = _case(*shape, layout, seed=shape[0] + len(layout))
+    _run_and_compare(e, y, dtype, backend, label_bias=SOFTCSE_BIAS if softcse else None)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_anchor_whose_negatives_all_have_weight_zero(backend, dtype):
+    """Label 0 gives weight 0 to every other label: its anchors get L_i = -inf, loss 0, no NaN anywhere."""
+    e, _ = _case(29, 41, "few", seed=11)
+    y = torch.tensor([0, 1, 2, 3]).repeat(8)[:29]
+    bias = torch.randn(4, 4, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    bias[0, 1:] = float("-inf")
+    bias[2, 3] = float("-inf")  # partial: label 2 still has weight on labels 0 and 1
+    _run_and_compare(e, y, dtype, backend, label_bias=bias)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_random_bias_and_large_logits(backend):
+    """A general (asymmetric) bias with a small temperature: logits up to 1/tau = 50."""
+    e, y = _case(45, 19, "many", seed=4)
+    bias = torch.randn(N_ANGLES, N_ANGLES, generator=torch.Generator().manual_seed(9), dtype=torch.float64) * 2
+    _run_and_compare(e, y, torch.float32, backend, label_bias=bias, tau=0.02)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "triton", "reference"])
+def test_temperature_float_and_tensor_agree(backend):
+    e, y = _case(21, 16, "few", seed=3)
+    e = e.float()
+    a = sincere(e, y, temperature=0.1, label_bias=SOFTCSE_BIAS.float(), backend=backend)
+    b = sincere(e, y, temperature=torch.tensor(0.1), label_bias=SOFTCSE_BIAS.float(), backend=backend)
+    ref = reference.sincere(e, y, temperature=0.1, label_bias=SOFTCSE_BIAS.float())
+    torch.testing.assert_close(a, b)
+    torch.testing.assert_close(a, ref, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_temperature_grad_only(backend):
+    """Frozen embeddings: only the temperature receives a gradient (the kernel skips dE)."""
+    e, y = _case(33, 24, "many", seed=6)
+    e = e.float()
+    tau = torch.tensor(0.07, requires_grad=True)
+    (0.7 * sincere(e, y, temperature=tau, backend=backend)).backward()
+    tau_ref = torch.tensor(0.07, dtype=torch.float64, requires_grad=True)
+    (0.7 * reference.sincere(e.double(), y, temperature=tau_ref, compute_dtype=torch.float64)).backward()
+    torch.testing.assert_close(tau.grad.double(), tau_ref.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_bf16_runs_on_cpu():
+    e, y = _case(20, 16, "few", seed=8)
+    x = e.bfloat16().requires_grad_()
+    loss = sincere(x, y, backend="cpu")
+    loss.backward()
+    ref = reference.sincere(e.bfloat16().double(), y, compute_dtype=torch.float64)
+    assert x.grad.dtype == torch.bfloat16
+    torch.testing.assert_close(loss.double(), ref, atol=1e-4, rtol=1e-4)
+
+
+def test_label_bias_in_any_float_dtype_gives_the_same_loss():
+    e, y = _case(40, 16, "many", seed=12)
+    e = e.float()
+    losses = [sincere(e, y, label_bias=SOFTCSE_BIAS.to(dt), backend="cpu") for dt in (torch.float64, torch.float32)]
+    torch.testing.assert_close(losses[0], losses[1])
+
+
+def test_torch_compile_traces_through_the_custom_op():
+    e, y = _case(12, 16, "few", seed=1)
+    x = e.float().requires_grad_()
+    lb = SOFTCSE_BIAS.float()
+    fn = torch.compile(lambda x_: sincere(x_, y, label_bias=lb, backend="cpu"), backend="aot_eager", fullgraph=False)
+    got = fn(x)
+    got.backward()
+    x_ref = e.float().requires_grad_()
+    ref = reference.sincere(x_ref, y, label_bias=lb)
+    ref.backward()
+    torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(x.grad, x_ref.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_opcheck():
+    from spherekit.reference.contrastive import sincere_bias_shift
+
+    e, y = _case(9, 16, "few", seed=2)
+    e = e.float()
+    lb = SOFTCSE_BIAS.float()
+    shift = sincere_bias_shift(y, lb)
+    tau = torch.tensor(0.05)
+    args = (e, y, tau, lb, shift, "cpu")
+    utils = ("test_schema", "test_faketensor")
+    torch.library.opcheck(torch.ops.spherekit.sincere_fwd.default, args, test_utils=utils)
+    _, lse, usum, npos = torch.ops.spherekit.sincere_fwd(*args)
+    bwd_args = (torch.full((9,), 0.1), e, y, tau, lb, shift, lse, usum, npos, True, True, "cpu")
+    torch.library.opcheck(torch.ops.spherekit.sincere_bwd.default, bwd_args, test_utils=utils)
+
+
+def _good():
+    gen = torch.Generator().manual_seed(0)
+    return F.normalize(torch.randn(6, 8, generator=gen), dim=-1), torch.tensor([0, 0, 1, 1, 2, 2])
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(embeddings=torch.randn(6)), ValueError, "embeddings must have 2 dimensions"),
+        (dict(embeddings=torch.randn(6, 8).long()), TypeError, "embeddings must have dtype"),
+        (dict(embeddings=torch.randn(6, 8, dtype=torch.float64)), TypeError, "embeddings must have dtype"),
+        (dict(embeddings=torch.randn(0, 8), labels=torch.zeros(0, dtype=torch.long)), ValueError,
+         "embeddings is empty"),
+        (dict(embeddings=torch.randn(1, 8), labels=torch.zeros(1, dtype=torch.long)), ValueError,
+         "embeddings must hold B >= 2"),
+        (dict(embeddings=torch.full((6, 8), float("nan"))), ValueError, "NaN or Inf found in embeddings"),
+        (dict(embeddings=torch.full((6, 8), float("inf"))), ValueError, "NaN or Inf found in embeddings"),
+        (dict(labels=torch.tensor([0, 0, 1, 1, 2])), ValueError, r"labels.shape\[0\] must equal the number"),
+        (dict(labels=torch.tensor([0, 0, 1, 1, 2, 2], dtype=torch.int32)), TypeError, "labels must have dtype"),
+        (dict(labels=torch.zeros(6, 1, dtype=torch.long)), ValueError, "labels must have 1 dimensions"),
+        (dict(labels=torch.arange(6)), ValueError, "labels: no anchor has a positive"),
+        (dict(labels=torch.full((6,), 3)), ValueError, "labels: all 6 embeddings share one label"),
+        (dict(embeddings=torch.randn(2, 8), labels=torch.tensor([0, 0])), ValueError, "share one label"),
+        (dict(embeddings=torch.randn(2, 8), labels=torch.tensor([0, 1])), ValueError, "no anchor has a positive"),
+        (dict(temperature=0.0), ValueError, "temperature must be > 0"),
+        (dict(temperature=-0.1), ValueError, "temperature must be > 0"),
+        (dict(temperature=torch.tensor([0.1])), ValueError, "temperature must be a float or a 0-dim"),
+        (dict(temperature="hot"), TypeError, "temperature must be a float"),
+        (dict(label_bias=torch.zeros(3)), ValueError, "label_bias must have 2 dimensions"),
+        (dict(label_bias=torch.zeros(3, 4)), ValueError, "label_bias must be square"),
+        (dict(label_bias=torch.zeros(3, 3, dtype=torch.long)), TypeError, "label_bias must have dtype"),
+        (dict(label_bias=torch.zeros(2, 2)), ValueError, r"labels must lie in \[0, 2\)"),
+        (dict(labels=torch.tensor([0, 0, 1, 1, -1, -1]), label_bias=torch.zeros(3, 3)), ValueError,
+         r"labels must lie in \[0, 3\)"),
+        (dict(label_bias=torch.full((3, 3), float("nan"))), ValueError, "label_bias contains NaN or \\+Inf"),
+        (dict(label_bias=torch.full((3, 3), float("inf"))), ValueError, "label_bias contains NaN or \\+Inf"),
+        (dict(label_bias=torch.zeros(3, 3, requires_grad=True)), ValueError, "label_bias receives no gradient"),
+        (dict(backend="cuda"), ValueError, "backend 'cuda' is not implemented"),
+        (dict(backend="fast"), ValueError, "backend must be one of"),
+    ],
+)
+def test_errors(kwargs, error, match):
+    e, y = _good()
+    args = dict(embeddings=e, labels=y)
+    args.update(kwargs)
+    with pytest.raises(error, match=match):
+        sincere(args.pop("embeddings"), args.pop("labels"), **args)
+
+
+def test_error_device_mismatch():
+    e, y = _good()
+    with pytest.raises(ValueError, match="labels must be on device"):
+        sincere(e, y.to("meta"))
+
+
+def _rows_fp64(e, y, tau, label_bias, shift):
+    """Per-anchor oracle in fp64 (materialising): (1/|P_i|) sum_{j in P_i} softplus(L_i - s_ij), 0 without P_i."""
+    s = e @ e.T / tau
+    same = y[:, None] == y[None, :]
+    pos = same & ~torch.eye(len(y), dtype=torch.bool)
+    z = s if label_bias is None else s + label_bias[y][:, y] + shift[:, None]
+    L = torch.logsumexp(z.masked_fill(same, float("-inf")), dim=1)
+    terms = torch.where(pos, F.softplus(L[:, None] - s), torch.zeros_like(s))
+    return terms.sum(1) / pos.sum(1).clamp_min(1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("softcse", [False, True], ids=["sincere", "softcse"])
+def test_custom_op_with_per_row_upstream_gradients(backend, softcse):
+    """The fwd/bwd ops are general in the per-anchor upstream gradient (the public mean makes it uniform)."""
+    from spherekit.reference.contrastive import sincere_bias_shift
+
+    e64, y = _case(41, 24, "singletons", seed=13)
+    lb = SOFTCSE_BIAS if softcse else None
+    shift = None if lb is None else sincere_bias_shift(y, lb.float())
+    w = torch.linspace(-1.0, 2.0, 41, dtype=torch.float64)
+    e = e64.float().requires_grad_()
+    tau = torch.tensor(0.1, requires_grad=True)
+    rows, lse, usum, npos = torch.ops.spherekit.sincere_fwd(e, y, tau, None if lb is None else lb.float(), shift,
+                                                            backend)
+    (rows * w.float()).sum().backward()
+    e_ref = e64.clone().requires_grad_()
+    tau_ref = torch.tensor(0.1, dtype=torch.float64, requires_grad=True)
+    rows_ref = _rows_fp64(e_ref, y, tau_ref, lb, None if shift is None else shift.double())
+    (rows_ref * w).sum().backward()
+    torch.testing.assert_close(rows.double(), rows_ref, atol=2e-6, rtol=1e-6)
+    torch.testing.assert_close(npos, (y[:, None] == y[None, :]).sum(1).float() - 1)
+    torch.testing.assert_close(e.grad.double(), e_ref.grad, atol=2e-6, rtol=1e-5)
+    torch.testing.assert_close(tau.grad.double(), tau_ref.grad, atol=2e-5, rtol=1e-5)
