@@ -24,6 +24,7 @@ import time
 if os.environ.get("TRITON_INTERPRET", "0") == "1":
     sys.exit("run without TRITON_INTERPRET=1: the interpreter replaces the compiler")
 
+import torch  # noqa: E402
 import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
@@ -38,6 +39,11 @@ KERNELS = [
     ("info_nce", "_info_nce_bwd_dq_kernel", dict(FULL_HN, NEED_DH=True)),
     ("info_nce", "_info_nce_bwd_dc_kernel", dict(HAS_LABELS=False, HAS_BIAS=False)),
     ("info_nce", "_info_nce_bwd_dc_kernel", dict(HAS_LABELS=True, HAS_BIAS=True)),
+    ("sincere", "_sincere_fwd_kernel", dict(HAS_BIAS=False)),
+    ("sincere", "_sincere_fwd_kernel", dict(HAS_BIAS=True)),
+    ("sincere", "_sincere_bwd_kernel", dict(HAS_BIAS=True, NEED_DE=True, NEED_DTAU=True)),
+    ("circular_cse", "_circular_cse_fwd_kernel", {}),
+    ("circular_cse", "_circular_cse_bwd_kernel", {}),
 ]
 EMBEDDING_PTRS = {"q_ptr", "c_ptr", "h_ptr", "e_ptr", "x_ptr"}
 INDEX_PTRS = {"t_ptr", "ql_ptr", "cl_ptr", "labels_ptr", "y_ptr"}
@@ -64,7 +70,9 @@ def _signature(fn, constexprs: dict, dtype: str) -> tuple[dict, dict]:
 def compile_one(module: str, kernel: str, flags: dict, dtype: str, arch: int, D: int = 768, K: int = 2):
     mod = importlib.import_module(f"spherekit.kernels.{module}")
     fn = getattr(mod, kernel)
-    cfg = dict(mod._config(D, K))
+    wanted = inspect.signature(mod._config).parameters
+    torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
+    cfg = dict(mod._config(**{k: v for k, v in dict(D=D, K=K, dtype=torch_dtype).items() if k in wanted}))
     options = dict(num_warps=cfg.pop("num_warps", 4), num_stages=cfg.pop("num_stages", 2))
     params = inspect.signature(fn.fn).parameters
     constexprs = {k: v for k, v in {**cfg, **flags}.items() if k in params}
