@@ -1,0 +1,427 @@
+"""Benchmark of the contrastive family (InfoNCE / MNRL): providers side by side in one run.
+
+Providers (all compute a mean InfoNCE loss with temperature 0.05, i.e. sentence-transformers' scale 20,
+over unit-normalised queries (B, d), candidates (N, d) and, in the "with hard negatives" variant,
+hard negatives (B, k=1, d)):
+
+    reference          spherekit.reference.info_nce: the materialising pure-torch oracle (fp32 math)
+    reference-compile  torch.compile(reference.info_nce, dynamic=False), one compile per shape
+    st-mnrl            sentence-transformers MultipleNegativesRankingLoss.compute_loss_from_embeddings
+                       (its default cos_sim, computed in the input dtype)
+    st-cached-mnrl     CachedMultipleNegativesRankingLoss.calculate_loss over cached embeddings (the
+                       GradCache step (2): loss and backward, chunked over mini_batch_size=32 rows,
+                       ST's default); its embedding steps (1) and (3) are model work, not measured
+    spherekit-cpu      spherekit.ops.info_nce(..., backend="cpu"): chunked torch, BLAS products
+    spherekit-triton   spherekit.ops.info_nce(..., backend="triton") (CUDA only)
+
+The providers do slightly different math with hard negatives, and the CSV's N and k say what each
+computed: spherekit and the reference take per-query hard negatives (B, k, d) with the fused BCE term
+(hard_negative_mode="bce", their default) over N = B candidates; sentence-transformers appends the
+hard negatives as k*B extra columns shared by every query, so N = B(1 + k) for st-*. Without hard
+negatives (k=0) all providers compute the same loss.
+
+Modes: "fwd" (forward with inputs that require grad, so it saves what the backward needs; for
+st-cached-mnrl the no-grad forward, since its training path interleaves forward and backward per
+mini-batch), "bwd" (backward only: the forward runs untimed before each call; not separable for
+st-cached-mnrl, which is skipped there), "fwd+bwd". See spherekit.bench._harness for what the time
+and "peak extra memory" columns mean exactly.
+
+Presets: tiny (tests), cpu-small (the README's run, a few minutes on 2 cores), cpu-goal (the CPU goals
+at B=16,384 and 65,536), gpu (the whole grid in bf16 on CUDA), full-cpu (the whole grid on CPU, fp32,
+with memory-based skips).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from . import _harness as H
+
+FAMILY = "contrastive"
+MODULE = "spherekit.bench.contrastive"
+TEMPERATURE = 0.05  # = 1 / sentence-transformers' default scale 20
+CACHED_MINI_BATCH = 32  # CachedMultipleNegativesRankingLoss's default mini_batch_size
+MODES = ("fwd", "bwd", "fwd+bwd")
+PROVIDERS = ("reference", "reference-compile", "st-mnrl", "st-cached-mnrl", "spherekit-cpu", "spherekit-triton")
+CPU_PROVIDERS = PROVIDERS[:-1]
+_ST = ("st-mnrl", "st-cached-mnrl")
+# dense (no sparsity) bf16 tensor-core peaks from the vendor's data sheets, TFLOP/s; first match wins
+GPU_BF16_PEAK_TFLOPS = (("H200", 989.0), ("H100 PCIe", 756.0), ("H100 NVL", 835.0), ("H100", 989.0),
+                        ("GH200", 989.0), ("A100", 312.0), ("L40S", 362.0), ("L4", 121.0), ("A10", 125.0))
+
+
+@dataclass(frozen=True)
+class Block:
+    providers: tuple[str, ...]
+    modes: tuple[str, ...]
+    B: tuple[int, ...]
+    d: tuple[int, ...]
+    k: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Preset:
+    device: str
+    dtype: str
+    blocks: tuple[Block, ...]
+    repeats: int = 10
+    warmup: int = 2
+    min_repeats: int = 3
+    budget_s: float = 60.0
+
+
+_BIG = (1024, 4096, 16384, 65536)
+PRESETS = {
+    "tiny": Preset("cpu", "float32", (Block(("reference", "st-mnrl", "st-cached-mnrl", "spherekit-cpu"), MODES,
+                                            (64, 128), (32,), (0, 1)),),
+                   repeats=1, warmup=1, min_repeats=1, budget_s=5.0),
+    "cpu-small": Preset("cpu", "float32", (
+        Block(CPU_PROVIDERS, ("fwd+bwd",), (1024, 4096), (384,), (0, 1)),
+        Block(("reference", "spherekit-cpu"), ("fwd", "bwd"), (1024, 4096), (384,), (0, 1)),
+    ), repeats=7, warmup=1, budget_s=5.0),
+    # st-cached-mnrl only at B=16,384: with mini_batch_size=32 one B=65,536 call takes most of an hour here
+    "cpu-goal": Preset("cpu", "float32", (
+        Block(("reference", "spherekit-cpu", "st-mnrl"), ("fwd+bwd",), (16384, 65536), (384,), (0,)),
+        Block(("st-cached-mnrl",), ("fwd+bwd",), (16384,), (384,), (0,)),
+        Block(("reference", "spherekit-cpu"), ("fwd", "bwd"), (16384,), (384,), (0,)),
+    ), repeats=5, warmup=1, budget_s=40.0),
+    "gpu": Preset("cuda", "bfloat16", (Block(PROVIDERS, MODES, _BIG, (384, 768), (0, 1)),),
+                  repeats=20, warmup=3, budget_s=20.0),
+    "full-cpu": Preset("cpu", "float32", (Block(CPU_PROVIDERS, MODES, _BIG, (384, 768), (0, 1)),),
+                       repeats=5, warmup=1, budget_s=60.0),
+}
+
+
+def n_candidates(provider: str, B: int, k: int) -> int:
+    """Columns each query is scored against: B, or B(1 + k) where hard negatives become shared columns."""
+    return B * (1 + k) if provider in _ST else B
+
+
+def build_tasks(preset: Preset, providers: list[str] | None = None) -> list[dict]:
+    """Tasks of a preset, grouped by provider (one worker each), then by B, d, k, mode."""
+    seen, tasks = set(), []
+    for block in preset.blocks:
+        for p, B, d, k, mode in itertools.product(block.providers, block.B, block.d, block.k, block.modes):
+            if providers and p not in providers:
+                continue
+            key = (p, B, d, k, mode)
+            if key not in seen:
+                seen.add(key)
+                tasks.append(dict(family=FAMILY, provider=p, mode=mode, B=B, N=n_candidates(p, B, k), d=d, k=k,
+                                  dtype=preset.dtype))
+    order = {p: i for i, p in enumerate(PROVIDERS)}
+    return sorted(tasks, key=lambda t: (order[t["provider"]], t["B"], t["d"], t["k"], MODES.index(t["mode"])))
+
+
+# ------------------------------------------------------------------------------------------------
+# the family interface used by the harness: static_skip, predict_bytes, run_task
+# ------------------------------------------------------------------------------------------------
+
+
+def static_skip(task: dict, settings: H.Settings) -> str | None:
+    if task["provider"] == "spherekit-triton" and not settings.device.startswith("cuda"):
+        return "spherekit-triton needs CUDA tensors"
+    if task["provider"] == "st-cached-mnrl" and task["mode"] == "bwd":
+        return "its backward runs interleaved with the forward per mini-batch: see fwd+bwd"
+    return None
+
+
+def predict_bytes(task: dict) -> int:
+    """Rough upper bound of the worker's memory for the measurement (the whole process), for skipping."""
+    B, N, d, k, p = task["B"], task["N"], task["d"], task["k"], task["provider"]
+    es = 2 if task["dtype"] in ("bfloat16", "float16") else 4
+    rows = B * (1 + k) + N  # queries, hard negatives, candidates
+    inputs = 3 * rows * d * max(es, 4)  # inputs, their gradients, fp32 copies
+    if p in ("reference", "reference-compile"):
+        work = 8 * B * N * 4  # fp32 dots, logits, one-hot (int64 then bool), logsumexp, their gradients
+    elif p == "st-mnrl":
+        work = 6 * B * N * es
+    elif p == "st-cached-mnrl":
+        work = 6 * min(B, CACHED_MINI_BATCH) * N * 4 + 2 * rows * d * es
+    elif p == "spherekit-cpu":
+        from ..ops import _info_nce_chunked
+
+        work = 6 * min(B * N, _info_nce_chunked.CHUNK_ELEMENTS) * 4
+    else:
+        work = 0
+    return inputs + work + (512 << 20)  # + the process (interpreter, torch, libraries)
+
+
+def _inputs(task: dict, device: str):
+    import torch
+    import torch.nn.functional as F
+
+    dtype = getattr(torch, task["dtype"])
+    gen = torch.Generator().manual_seed(0)
+    B, d, k = task["B"], task["d"], task["k"]
+
+    def unit(*shape):
+        x = F.normalize(torch.randn(*shape, generator=gen), dim=-1)
+        return x.to(device=device, dtype=dtype).requires_grad_()
+
+    q, c = unit(B, d), unit(B, d)
+    h = unit(B, k, d) if k else None
+    return q, c, h
+
+
+def _make_loss(task: dict, q, c, h):
+    """-> (loss closure, leaves whose .grad to clear, note, fwd closure override or None)."""
+    import torch
+
+    from .. import reference
+
+    p, k = task["provider"], task["k"]
+    leaves = [t for t in (q, c, h) if t is not None]
+    if p == "reference":
+        return (lambda: reference.info_nce(q, c, None, h, temperature=TEMPERATURE)), leaves, "", None
+    if p == "reference-compile":
+        torch._dynamo.reset()  # one compile per shape, never an automatic-dynamic or cache-limit fallback
+        fn = torch.compile(reference.info_nce, dynamic=False)
+        return (lambda: fn(q, c, None, h, temperature=TEMPERATURE)), leaves, "", None
+    if p in ("spherekit-cpu", "spherekit-triton"):
+        from ..ops import info_nce
+
+        backend = p.split("-", 1)[1]
+        return (lambda: info_nce(q, c, None, h, temperature=TEMPERATURE, backend=backend)), leaves, "", None
+    note = f"hard negatives as {k}*B shared columns" if k else ""
+    if p == "st-mnrl":
+        from sentence_transformers.sentence_transformer.losses.multiple_negatives_ranking import (
+            MultipleNegativesRankingLoss,
+        )
+
+        loss = MultipleNegativesRankingLoss(torch.nn.Identity(), scale=1.0 / TEMPERATURE)
+        embeddings = [q, c] + [h[:, j] for j in range(k)]
+        return (lambda: loss.compute_loss_from_embeddings(embeddings, None)), leaves, note, None
+    if p == "st-cached-mnrl":
+        from sentence_transformers.sentence_transformer.losses.cached_multiple_negatives_ranking import (
+            CachedMultipleNegativesRankingLoss,
+        )
+
+        # a stand-in model: the loss only indexes model[0] (to reject StaticEmbedding) and never calls it
+        loss = CachedMultipleNegativesRankingLoss(torch.nn.Sequential(torch.nn.Identity()), scale=1.0 / TEMPERATURE,
+                                                  mini_batch_size=CACHED_MINI_BATCH)
+        columns = [q, c] + [h[:, j] for j in range(k)]
+        reps = [[t.detach().requires_grad_() for t in col.detach().split(CACHED_MINI_BATCH)] for col in columns]
+        chunks = [t for col in reps for t in col]
+        note = "; ".join(x for x in (note, f"mini_batch_size={CACHED_MINI_BATCH}") if x)
+
+        def fwd():
+            with torch.no_grad():
+                return loss.calculate_loss(reps, None)
+
+        return (lambda: loss.calculate_loss(reps, None, with_backward=True)), chunks, note, fwd
+    raise ValueError(f"unknown provider {p!r}; choose from {PROVIDERS}")
+
+
+def run_task(task: dict, settings: H.Settings) -> dict:
+    import torch
+
+    q, c, h = _inputs(task, settings.device)
+    loss_fn, leaves, note, fwd_override = _make_loss(task, q, c, h)
+
+    def clear_grads():
+        for t in leaves:
+            t.grad = None
+
+    mode = task["mode"]
+    if mode == "fwd":
+        if fwd_override is not None:
+            note = "; ".join(x for x in (note, "no-grad forward") if x)
+        result = H.measure(fwd_override or loss_fn, settings)
+    elif mode == "bwd":
+        state = {}
+
+        def setup():
+            state["loss"] = loss_fn()
+
+        result = H.measure(lambda: state.pop("loss").backward(), settings, setup=setup, teardown=clear_grads)
+    elif mode == "fwd+bwd":
+        if task["provider"] == "st-cached-mnrl":
+            step = loss_fn  # calculate_loss(..., with_backward=True) runs the backward itself
+        else:
+            def step():
+                loss_fn().backward()
+        result = H.measure(step, settings, teardown=clear_grads)
+    else:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    del q, c, h
+    leaves.clear()
+    if settings.device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    result["note"] = "; ".join(x for x in (note, result.get("note", "")) if x)
+    return result
+
+
+# ------------------------------------------------------------------------------------------------
+# reporting
+# ------------------------------------------------------------------------------------------------
+
+
+def _num(row: dict, key: str) -> float:
+    try:
+        return float(row[key])
+    except (KeyError, TypeError, ValueError):
+        return math.nan
+
+
+def format_table(rows: list[dict]) -> str:
+    order = {p: i for i, p in enumerate(PROVIDERS)}
+    rows = sorted(rows, key=lambda r: (int(r["d"]), int(r["k"]), MODES.index(r["mode"]), int(r["B"]),
+                                       order.get(r["provider"], 99)))
+    head = f"{'d':>4} {'k':>2} {'mode':<8} {'B':>6} {'provider':<18} {'N':>7} {'median ms':>11} " \
+           f"{'p20-p80 ms':>21} {'peak MiB':>10}  status"
+    lines = [head, "-" * len(head)]
+    last = None
+    for r in rows:
+        group = (r["d"], r["k"], r["mode"], r["B"])
+        if last is not None and group != last:
+            lines.append("")
+        last = group
+        ok = r["status"] == "ok"
+        med = f"{_num(r, 'median_ms'):11.2f}" if ok else f"{'-':>11}"
+        q = f"{_num(r, 'p20_ms'):.2f}-{_num(r, 'p80_ms'):.2f}" if ok else "-"
+        mem = f"{_num(r, 'peak_extra_mib'):10.1f}" if ok else f"{'-':>10}"
+        status = r["status"] if ok or not r.get("note") else f"{r['status']} ({r['note']})"
+        lines.append(f"{r['d']:>4} {r['k']:>2} {r['mode']:<8} {r['B']:>6} {r['provider']:<18} {r['N']:>7} "
+                     f"{med} {q:>21} {mem}  {status}")
+    return "\n".join(lines)
+
+
+def _find(rows, provider, B, d, dtype, k=0, mode="fwd+bwd"):
+    for r in rows:
+        if (r["provider"], int(r["B"]), int(r["d"]), int(r["k"]), r["mode"], r["dtype"]) == \
+                (provider, B, d, k, mode, dtype):
+            return r
+    return None
+
+
+def gpu_peak_tflops(machine: str) -> float | None:
+    for name, peak in GPU_BF16_PEAK_TFLOPS:
+        if name.lower() in machine.lower():
+            return peak
+    return None
+
+
+def goal_checks(rows: list[dict], device: str, peak_tflops: float | None = None) -> list[str]:
+    """The issue's goals as PASS / FAIL / N/A lines, computed from measured rows."""
+    out = []
+    if device == "cpu":
+        ref = _find(rows, "reference", 16384, 384, "float32")
+        sk = _find(rows, "spherekit-cpu", 16384, 384, "float32")
+        if ref and sk and ref["status"] == "ok" and sk["status"] == "ok":
+            mem = _num(sk, "peak_extra_mib") / max(_num(ref, "peak_extra_mib"), 1e-9)
+            tim = _num(sk, "median_ms") / _num(ref, "median_ms")
+            out.append(f"{'PASS' if mem <= 1 / 8 else 'FAIL'}  CPU memory, B=16384 d=384 fwd+bwd: spherekit-cpu "
+                       f"{_num(sk, 'peak_extra_mib'):.0f} MiB vs reference {_num(ref, 'peak_extra_mib'):.0f} MiB "
+                       f"= 1/{1 / max(mem, 1e-12):.1f} (goal <= 1/8)")
+            out.append(f"{'PASS' if tim <= 1.3 else 'FAIL'}  CPU time, B=16384 d=384 fwd+bwd: spherekit-cpu "
+                       f"{_num(sk, 'median_ms'):.0f} ms vs reference {_num(ref, 'median_ms'):.0f} ms "
+                       f"= {tim:.2f}x (goal <= 1.3x)")
+        else:
+            out.append("N/A   CPU memory/time goals at B=16384 d=384: reference and spherekit-cpu fwd+bwd not both "
+                       "measured ok in this run (preset cpu-goal)")
+        ref = _find(rows, "reference", 65536, 384, "float32")
+        sk = _find(rows, "spherekit-cpu", 65536, 384, "float32")
+        if sk is None:
+            out.append("N/A   B=65536 d=384: spherekit-cpu not run in this run (preset cpu-goal)")
+        else:
+            ref_status = ref["status"] if ref else "not run"
+            ok = sk["status"] == "ok" and ref_status in ("oom", "skipped", "timeout")
+            what = f"{_num(sk, 'median_ms') / 1e3:.1f} s" if sk["status"] == "ok" else sk["status"]
+            out.append(f"{'PASS' if ok else 'FAIL'}  B=65536 d=384 fwd+bwd: spherekit-cpu {what}, "
+                       f"reference {ref_status} (goal: runs where the reference cannot)")
+        return out
+    sk = _find(rows, "spherekit-triton", 16384, 768, "bfloat16")
+    st = _find(rows, "st-mnrl", 16384, 768, "bfloat16")
+    if not (sk and sk["status"] == "ok"):
+        return ["N/A   GPU goals: spherekit-triton B=16384 d=768 fwd+bwd not measured ok in this run (preset gpu)"]
+    t = _num(sk, "median_ms") / 1e3
+    if st and st["status"] == "ok":
+        speed = _num(st, "median_ms") / _num(sk, "median_ms")
+        mem = _num(sk, "peak_extra_mib") / max(_num(st, "peak_extra_mib"), 1e-9)
+        out.append(f"{'PASS' if speed >= 3 else 'FAIL'}  GPU time, B=16384 d=768 bf16 fwd+bwd: spherekit-triton "
+                   f"{_num(sk, 'median_ms'):.2f} ms vs st-mnrl {_num(st, 'median_ms'):.2f} ms = {speed:.1f}x "
+                   "faster (goal >= 3x)")
+        out.append(f"{'PASS' if mem < 0.02 else 'FAIL'}  GPU memory: spherekit-triton {_num(sk, 'peak_extra_mib'):.1f} "
+                   f"MiB vs st-mnrl {_num(st, 'peak_extra_mib'):.1f} MiB = {100 * mem:.2f}% (goal < 2%)")
+    else:
+        out.append("N/A   GPU speed/memory vs st-mnrl: st-mnrl B=16384 d=768 not measured ok")
+    B, N, d = int(sk["B"]), int(sk["N"]), int(sk["d"])
+    tflops = 4 * 2 * B * N * d / t / 1e12
+    peak = peak_tflops or gpu_peak_tflops(sk.get("machine", ""))
+    if peak:
+        out.append(f"{'PASS' if tflops >= 0.5 * peak else 'FAIL'}  GPU throughput: {tflops:.0f} TFLOP/s "
+                   f"(4 x 2 B N d / time) = {100 * tflops / peak:.0f}% of the {peak:.0f} TFLOP/s dense bf16 peak "
+                   "(goal >= 50%)")
+    else:
+        out.append(f"N/A   GPU throughput {tflops:.0f} TFLOP/s: unknown GPU peak (pass --peak-tflops)")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# entry point
+# ------------------------------------------------------------------------------------------------
+
+
+def run(preset: str = "cpu-small", out: str | Path = "benches/results", repeats: int | None = None,
+        providers: list[str] | None = None, isolate: str = "provider", mem_limit_gib: float | None = None,
+        budget_s: float | None = None, timeout_s: float = 1800.0, peak_tflops: float | None = None,
+        plot: bool = True, progress: bool = True) -> int:
+    """Run a preset, append rows to <out>/contrastive.csv, print the table and goal checks, plot."""
+    if preset not in PRESETS:
+        raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}")
+    unknown = sorted(set(providers or ()) - set(PROVIDERS))
+    if unknown:
+        raise ValueError(f"unknown providers {unknown}; choose from {list(PROVIDERS)}")
+    spec = PRESETS[preset]
+    if repeats is not None:
+        spec = replace(spec, repeats=repeats, min_repeats=min(spec.min_repeats, repeats))
+    if spec.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            print(f"preset {preset!r} needs a CUDA GPU; none is available here")
+            return 2
+    settings = H.Settings(
+        device=spec.device, repeats=spec.repeats, warmup=spec.warmup, min_repeats=spec.min_repeats,
+        budget_s=spec.budget_s if budget_s is None else budget_s, timeout_s=timeout_s, isolate=isolate,
+        mem_limit_bytes=int(mem_limit_gib * H.GIB) if mem_limit_gib else H.default_mem_limit(spec.device),
+    )
+    tasks = build_tasks(spec, providers)
+    if not tasks:
+        print("no measurements selected")
+        return 2
+    csv_path = Path(out) / f"{FAMILY}.csv"
+    run_id = H.now()
+    common = dict(run_id=run_id, preset=preset, machine=H.machine_name(spec.device), **H.versions())
+    limit = f"{settings.mem_limit_bytes / H.GIB:.1f} GiB" if settings.mem_limit_bytes else "none (OOM caught)"
+    print(f"spherekit bench {FAMILY}: preset {preset}, {len(tasks)} measurements on {common['machine']}; "
+          f"mem limit {limit}; isolate={isolate}; rows -> {csv_path}")
+    rows = []
+
+    def emit(task, result):
+        row = {**common, **task, **{"median_ms": None, "p20_ms": None, "p80_ms": None, "peak_extra_mib": None,
+                                    "repeats": 0, "note": ""}, **result, "timestamp": H.now()}
+        H.append_rows(csv_path, [row])
+        rows.append(row)
+
+    t0 = time.perf_counter()
+    H.run_tasks(MODULE, tasks, settings, emit, progress=progress)
+    wall = time.perf_counter() - t0
+    print()
+    print(format_table(rows))
+    print()
+    print("goals:")
+    for line in goal_checks(rows, "cpu" if spec.device == "cpu" else "cuda", peak_tflops):
+        print("  " + line)
+    print(f"\n{len(rows)} rows appended to {csv_path} in {wall:.0f} s")
+    if plot:
+        from . import plot as _plot
+
+        for path in _plot.plot(FAMILY, out):
+            print(f"plot: {path}")
+    return 0

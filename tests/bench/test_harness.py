@@ -1,0 +1,138 @@
+"""The benchmark harness: quantiles, peak memory, atomic CSV appends, OOM / skip / timeout handling."""
+
+from __future__ import annotations
+
+import csv
+import os
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from spherekit.bench import _harness as H
+from spherekit.bench import contrastive as C
+
+HERE = Path(__file__).resolve().parent
+FAKE = "_fake_family"
+LINUX = sys.platform.startswith("linux")
+
+
+def _task(action="ok", B=8):
+    return dict(family="fake", provider="fake", mode="fwd", B=B, N=B, d=4, k=0, dtype="float32", action=action)
+
+
+def _collect(tasks, **settings):
+    out = []
+    H.run_tasks(FAKE, tasks, H.Settings(**settings), lambda t, r: out.append((t, r)), progress=False)
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _fake_family_importable(monkeypatch):
+    monkeypatch.syspath_prepend(str(HERE))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
+
+
+def test_quantile_matches_numpy():
+    xs = [5.0, 1.0, 4.0, 2.5, 9.0, 3.0, 7.5]
+    for q in (0.0, 0.2, 0.5, 0.8, 1.0):
+        assert H.quantile(xs, q) == pytest.approx(float(np.quantile(xs, q)))
+    assert H.quantile([3.0], 0.8) == 3.0
+
+
+@pytest.mark.skipif(not LINUX, reason="reads /proc")
+def test_peak_memory_sees_a_transient_allocation():
+    with H.PeakMemory("cpu") as small:
+        pass
+    with H.PeakMemory("cpu") as mem:
+        x = torch.ones(64 << 18)  # 64 MiB, freed before the block ends
+        del x
+    assert 60 << 20 <= mem.extra_bytes <= 80 << 20
+    assert small.extra_bytes < 8 << 20
+
+
+def test_measure_reports_quantiles_and_memory():
+    calls = []
+    settings = H.Settings(repeats=4, warmup=2, min_repeats=1, budget_s=10.0)
+    result = H.measure(lambda: calls.append(1) or torch.zeros(1 << 20), settings)  # 4 MiB per call
+    assert len(calls) == 2 + 4 + 1  # warmup, timed, memory probe
+    assert result["status"] == "ok" and result["repeats"] == 4
+    assert result["p20_ms"] <= result["median_ms"] <= result["p80_ms"]
+    if LINUX:
+        assert 3.5 <= result["peak_extra_mib"] <= 12
+
+
+def test_append_rows_is_atomic_and_header_consistent(tmp_path):
+    path = tmp_path / "fam.csv"
+    H.append_rows(path, [{"provider": "a", "B": 1}, {"provider": "b", "B": 2}])
+    H.append_rows(path, [{"provider": "c", "B": 3, "unknown_column": "dropped"}])
+
+    def worker(i):
+        for j in range(5):
+            H.append_rows(path, [{"provider": f"t{i}", "B": j}])
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader)
+        body = list(reader)
+    assert header == H.COLUMNS
+    assert all(len(row) == len(H.COLUMNS) for row in body)
+    assert len(body) == 3 + 6 * 5
+    assert [r[H.COLUMNS.index("provider")] for r in body[:3]] == ["a", "b", "c"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fam.csv"]  # no temporary file left behind
+
+
+def test_append_rows_refuses_a_different_header(tmp_path):
+    path = tmp_path / "fam.csv"
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="header"):
+        H.append_rows(path, [{"provider": "x"}])
+    assert path.read_text() == "a,b\n1,2\n"
+
+
+def test_failures_become_statuses_in_process():
+    results = _collect([_task("ok"), _task("memory"), _task("cuda-oom"), _task("bug"), _task("predict"),
+                        _task("static")], isolate="none", mem_limit_bytes=1 << 30)
+    statuses = [(t["action"], r["status"]) for t, r in results]
+    assert sorted(statuses) == sorted([("ok", "ok"), ("memory", "oom"), ("cuda-oom", "oom"), ("bug", "error"),
+                                       ("predict", "skipped"), ("static", "skipped")])
+    notes = {t["action"]: r["note"] for t, r in results}
+    assert "predicted 1024.0 GiB > mem limit 1.0 GiB" in notes["predict"]
+    assert "ValueError: simulated bug" in notes["bug"]
+
+
+@pytest.mark.skipif(not LINUX, reason="the RSS watchdog reads /proc")
+def test_worker_killed_by_memory_limit_and_timeout_then_replaced():
+    tasks = [_task("ok", 1), _task("grow", 2), _task("ok", 3), _task("sleep", 4), _task("bug", 5)]
+    # a worker imports torch (via the spherekit package): a few hundred MiB before any task
+    results = _collect(tasks, isolate="provider", mem_limit_bytes=1 << 30, timeout_s=4.0)
+    got = {t["B"]: r for t, r in results}
+    assert [got[b]["status"] for b in range(1, 6)] == ["ok", "oom", "ok", "timeout", "error"]
+    assert "mem limit" in got[2]["note"] and "timeout" in got[4]["note"]
+
+
+def test_tiny_memory_limit_skips_the_contrastive_providers():
+    tasks = C.build_tasks(C.PRESETS["tiny"], ["reference", "spherekit-cpu"])
+    results = []
+    H.run_tasks(C.MODULE, tasks, H.Settings(isolate="none", mem_limit_bytes=1 << 20),
+                lambda t, r: results.append(r), progress=False)
+    assert len(results) == len(tasks) and {r["status"] for r in results} == {"skipped"}
+    assert all("predicted" in r["note"] for r in results)
+
+
+def test_contrastive_tasks_and_predictions():
+    tasks = C.build_tasks(C.PRESETS["cpu-goal"])
+    assert {t["provider"] for t in tasks} == {"reference", "spherekit-cpu", "st-mnrl", "st-cached-mnrl"}
+    big = {t["provider"]: C.predict_bytes(t) for t in tasks if t["B"] == 65536 and t["mode"] == "fwd+bwd"}
+    limit = H.DEFAULT_CPU_MEM_LIMIT
+    assert big["reference"] > limit and big["spherekit-cpu"] < limit // 8
+    st = [t for t in C.build_tasks(C.PRESETS["tiny"]) if t["provider"] == "st-mnrl" and t["k"] == 1]
+    assert all(t["N"] == 2 * t["B"] for t in st)
