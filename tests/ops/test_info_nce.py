@@ -79,8 +79,9 @@ def _run_and_compare(case, dtype, backend, *, reduction="none", tau_grad=False, 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("mode", ["bce", "softmax", "both"])
-def test_values_and_grads(backend, dtype, shape, mode):
-    _run_and_compare(_case(*shape), dtype, backend, hard_negative_mode=mode)
+@pytest.mark.parametrize("reduction", ["none", "mean"])  # cpu + mean: the one-pass forward_backward path
+def test_values_and_grads(backend, dtype, shape, mode, reduction):
+    _run_and_compare(_case(*shape), dtype, backend, hard_negative_mode=mode, reduction=reduction)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -149,6 +150,26 @@ def test_opcheck():
             case["label_bias"].float(), True, 0.5, 20.0, -10.0, "cpu")
     torch.library.opcheck(torch.ops.spherekit.info_nce_fwd.default, args,
                           test_utils=("test_schema", "test_faketensor"))
+    torch.library.opcheck(torch.ops.spherekit.info_nce_fused.default, args[:-1] + ("mean", True, True, True, True),
+                          test_utils=("test_schema", "test_faketensor"))
+
+
+def test_cpu_scalar_loss_takes_the_one_pass_path_and_matches_the_two_pass_one():
+    """reduction="mean" with grad on the cpu backend runs forward_backward; it must equal the generic
+    forward + recomputing backward (reduction="none", then the same mean)."""
+    case = _case(29, 31, 24, 2, seed=9, ignore=True, labels=True, bias=True)
+    q, c, h = (case[k].float().requires_grad_() for k in ("queries", "candidates", "hard_negatives"))
+    kw = dict(hard_negative_mode="both", query_labels=case["query_labels"], candidate_labels=case["candidate_labels"],
+              label_bias=case["label_bias"].float(), backend="cpu")
+    fused = info_nce(q, c, case["targets"], h, **kw)
+    assert "info_nce_fused" in fused.grad_fn.name()
+    g1 = torch.autograd.grad(fused * 0.7, (q, c, h))
+    rows = info_nce(q, c, case["targets"], h, reduction="none", **kw)
+    two_pass = rows.sum() / (case["targets"] != -100).sum()
+    g2 = torch.autograd.grad(two_pass * 0.7, (q, c, h))
+    torch.testing.assert_close(fused, two_pass, atol=1e-6, rtol=1e-6)
+    for a, b in zip(g1, g2):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
 
 
 def test_fp16_backward_keeps_tiny_gradients_out_of_the_subnormal_range():

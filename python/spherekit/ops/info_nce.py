@@ -96,6 +96,48 @@ def _backward(ctx, grad_rows, _grad_lse):
 torch.library.register_autograd("spherekit::info_nce_fwd", _backward, setup_context=_setup_context)
 
 
+@torch.library.custom_op("spherekit::info_nce_fused", mutates_args=())
+def _info_nce_fused(
+    queries: Tensor, candidates: Tensor, targets: Tensor, hard_negatives: Optional[Tensor], temperature: Tensor,
+    query_labels: Optional[Tensor], candidate_labels: Optional[Tensor], label_bias: Optional[Tensor],
+    hn_softmax: bool, bce_weight: float, bce_scale: float, bce_bias: float, reduction: str,
+    need_dq: bool, need_dc: bool, need_dh: bool, need_dtau: bool,
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """CPU path for a scalar loss: (loss, dq, dc, dh, dtau) in one pass, gradients in fp32 (empty if not needed)."""
+    out = _info_nce_chunked.forward_backward(
+        queries, candidates, targets, hard_negatives, temperature, query_labels, candidate_labels, label_bias,
+        hn_softmax, bce_weight, bce_scale, bce_bias, reduction, need_dq, need_dc, need_dh, need_dtau,
+    )
+    return tuple(x if x is not None else queries.new_empty(0, dtype=torch.float32) for x in out)
+
+
+@_info_nce_fused.register_fake
+def _(queries, candidates, targets, hard_negatives, temperature, ql, cl, lb, hn_softmax, bce_weight, bce_scale,
+      bce_bias, reduction, need_dq, need_dc, need_dh, need_dtau):
+    def like(flag, ref):
+        return torch.empty_like(ref, dtype=torch.float32) if flag and ref is not None else \
+            queries.new_empty(0, dtype=torch.float32)
+
+    return (queries.new_empty((), dtype=torch.float32), like(need_dq, queries), like(need_dc, candidates),
+            like(need_dh, hard_negatives), like(need_dtau, temperature))
+
+
+def _fused_setup_context(ctx, inputs, output):
+    ctx.save_for_backward(*output[1:])
+    ctx.dtypes = tuple(x.dtype if x is not None else None for x in (inputs[0], inputs[1], inputs[3], inputs[4]))
+
+
+def _fused_backward(ctx, grad_loss, *_unused):
+    grads = []
+    for g, dtype, needed in zip(ctx.saved_tensors, ctx.dtypes, (ctx.needs_input_grad[i] for i in (0, 1, 3, 4))):
+        grads.append((grad_loss * g).to(dtype) if needed and g.numel() else None)
+    dq, dc, dh, dtau = grads
+    return (dq, dc, None, dh, dtau) + (None,) * 12
+
+
+torch.library.register_autograd("spherekit::info_nce_fused", _fused_backward, setup_context=_fused_setup_context)
+
+
 def _validate(q, c, targets, h, query_labels, candidate_labels, label_bias, hard_negative_mode, reduction,
               bce_weight, bce_scale, bce_bias):
     C.check_tensor("queries", q, ndim=2, dtypes=C.FLOAT_DTYPES)
@@ -237,12 +279,16 @@ def info_nce(
             query_labels=query_labels, candidate_labels=candidate_labels, label_bias=label_bias,
             reduction=reduction,
         )
-    rows, _ = torch.ops.spherekit.info_nce_fwd(
-        queries.contiguous(), candidates.contiguous(), targets.contiguous(),
-        None if hard_negatives is None else hard_negatives.contiguous(), tau,
-        query_labels, candidate_labels, None if label_bias is None else label_bias.float().contiguous(),
-        hn_softmax, float(bce_weight) if use_bce else 0.0, float(bce_scale), float(bce_bias), chosen,
-    )
+    args = (queries.contiguous(), candidates.contiguous(), targets.contiguous(),
+            None if hard_negatives is None else hard_negatives.contiguous(), tau, query_labels, candidate_labels,
+            None if label_bias is None else label_bias.float().contiguous(), hn_softmax,
+            float(bce_weight) if use_bce else 0.0, float(bce_scale), float(bce_bias))
+    need = (queries.requires_grad, candidates.requires_grad,
+            hard_negatives is not None and hard_negatives.requires_grad, tau.requires_grad)
+    if chosen == "cpu" and reduction != "none" and torch.is_grad_enabled() and any(need):
+        # a scalar loss: gradients come out of the same pass (3 matrix products instead of 4)
+        return torch.ops.spherekit.info_nce_fused(*args, reduction, *need)[0]
+    rows, _ = torch.ops.spherekit.info_nce_fwd(*args, chosen)
     if reduction == "none":
         return rows
     if reduction == "sum":
