@@ -6,8 +6,8 @@ import csv
 
 import pytest
 
-from spherekit.bench import _harness as H
 from spherekit.bench import contrastive as C
+from spherekit.bench.results import COLUMNS, read_rows
 from spherekit.cli import main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -26,7 +26,7 @@ def test_bench_contrastive_tiny_end_to_end(tmp_path, capsys):
     assert "goals:" in out and "st-cached-mnrl" in out
     with open(tmp_path / "contrastive.csv", newline="") as f:
         reader = csv.DictReader(f)
-        assert reader.fieldnames == H.COLUMNS
+        assert reader.fieldnames == COLUMNS
         rows = list(reader)
     tasks = C.build_tasks(C.PRESETS["tiny"])
     assert len(rows) == len(tasks)
@@ -47,7 +47,7 @@ def test_bench_contrastive_tiny_end_to_end(tmp_path, capsys):
         png.unlink()
     # a second run appends under the same header, and the plot command works on its own
     assert main(args + ["--providers", "spherekit-cpu", "--no-plot"]) == 0
-    assert len(H.read_rows(tmp_path / "contrastive.csv")) == len(tasks) + 12
+    assert len(read_rows(tmp_path / "contrastive.csv")) == len(tasks) + 12
     assert main(["bench", "plot", "contrastive", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "contrastive_time.png").read_bytes()[:8] == PNG_MAGIC
 
@@ -56,7 +56,7 @@ def test_bench_contrastive_in_worker_processes(tmp_path, capsys):
     args = ["bench", "contrastive", "--preset", "tiny", "--out", str(tmp_path), "--providers", "spherekit-cpu",
             "--no-progress", "--no-plot"]
     assert main(args) == 0
-    rows = H.read_rows(tmp_path / "contrastive.csv")
+    rows = read_rows(tmp_path / "contrastive.csv")
     assert len(rows) == 12 and {r["status"] for r in rows} == {"ok"}
 
 

@@ -1,11 +1,9 @@
-"""The benchmark harness: quantiles, peak memory, atomic CSV appends, OOM / skip / timeout handling."""
+"""The benchmark harness: quantiles, measurements, OOM / skip / timeout handling."""
 
 from __future__ import annotations
 
-import csv
 import os
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +12,7 @@ import torch
 
 from spherekit.bench import _harness as H
 from spherekit.bench import contrastive as C
+from spherekit.bench.machine import DEFAULT_CPU_MEM_LIMIT
 
 HERE = Path(__file__).resolve().parent
 FAKE = "_fake_family"
@@ -43,17 +42,6 @@ def test_quantile_matches_numpy():
     assert H.quantile([3.0], 0.8) == 3.0
 
 
-@pytest.mark.skipif(not LINUX, reason="reads /proc")
-def test_peak_memory_sees_a_transient_allocation():
-    with H.PeakMemory("cpu") as small:
-        pass
-    with H.PeakMemory("cpu") as mem:
-        x = torch.ones(64 << 18)  # 64 MiB, freed before the block ends
-        del x
-    assert 60 << 20 <= mem.extra_bytes <= 80 << 20
-    assert small.extra_bytes < 8 << 20
-
-
 def test_measure_reports_quantiles_and_memory():
     calls = []
     settings = H.Settings(repeats=4, warmup=2, min_repeats=1, budget_s=10.0)
@@ -63,39 +51,6 @@ def test_measure_reports_quantiles_and_memory():
     assert result["p20_ms"] <= result["median_ms"] <= result["p80_ms"]
     if LINUX:
         assert 3.5 <= result["peak_extra_mib"] <= 12
-
-
-def test_append_rows_is_atomic_and_header_consistent(tmp_path):
-    path = tmp_path / "fam.csv"
-    H.append_rows(path, [{"provider": "a", "B": 1}, {"provider": "b", "B": 2}])
-    H.append_rows(path, [{"provider": "c", "B": 3, "unknown_column": "dropped"}])
-
-    def worker(i):
-        for j in range(5):
-            H.append_rows(path, [{"provider": f"t{i}", "B": j}])
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    with open(path, newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader)
-        body = list(reader)
-    assert header == H.COLUMNS
-    assert all(len(row) == len(H.COLUMNS) for row in body)
-    assert len(body) == 3 + 6 * 5
-    assert [r[H.COLUMNS.index("provider")] for r in body[:3]] == ["a", "b", "c"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["fam.csv"]  # no temporary file left behind
-
-
-def test_append_rows_refuses_a_different_header(tmp_path):
-    path = tmp_path / "fam.csv"
-    path.write_text("a,b\n1,2\n")
-    with pytest.raises(ValueError, match="header"):
-        H.append_rows(path, [{"provider": "x"}])
-    assert path.read_text() == "a,b\n1,2\n"
 
 
 def test_failures_become_statuses_in_process():
@@ -132,7 +87,7 @@ def test_contrastive_tasks_and_predictions():
     tasks = C.build_tasks(C.PRESETS["cpu-goal"])
     assert {t["provider"] for t in tasks} == {"reference", "spherekit-cpu", "st-mnrl", "st-cached-mnrl"}
     big = {t["provider"]: C.predict_bytes(t) for t in tasks if t["B"] == 65536 and t["mode"] == "fwd+bwd"}
-    limit = H.DEFAULT_CPU_MEM_LIMIT
+    limit = DEFAULT_CPU_MEM_LIMIT
     assert big["reference"] > limit and big["spherekit-cpu"] < limit // 8
     st = [t for t in C.build_tasks(C.PRESETS["tiny"]) if t["provider"] == "st-mnrl" and t["k"] == 1]
     assert all(t["N"] == 2 * t["B"] for t in st)

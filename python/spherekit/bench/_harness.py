@@ -1,58 +1,37 @@
-"""What every benchmark family shares: timing, peak extra memory, isolation, OOM handling, the CSV.
+"""What every benchmark family shares: timing, isolation in worker processes, OOM handling.
+
+Machine and version facts are in ``machine``, the peak extra memory probe in ``memory``, the CSV in
+``results``.
 
 Timing
     Each measurement is one (provider, config, mode). A call of the measured step is preceded by
     its untimed setup (e.g. the forward pass when only the backward is timed) and followed by its
     untimed teardown (dropping outputs and gradients). ``warmup`` calls come first (compilation,
     lazy initialisation); then ``repeats`` timed calls, cut down so that they fit ``budget_s``
-    (never below ``min_repeats``); then one untimed memory probe. On CUDA every timed region starts
-    and ends with ``torch.cuda.synchronize()``. Reported: median, 20% and 80% quantiles, in ms.
-
-Peak extra memory (what the ``peak_extra_mib`` column means)
-    The memory a call needs on top of what was allocated before it: the inputs (and, for "bwd",
-    the forward's saved state, since the setup ran the forward). Gradients a call returns count.
-    - CUDA: ``torch.cuda.max_memory_allocated()`` during the call minus ``memory_allocated()`` just
-      before it (peak stats reset before the call). Tensor memory only: no allocator caching, no
-      CUDA context.
-    - CPU: growth of the process's resident set size. For the probe call only, glibc is told
-      (mallopt) to give every allocation of 64 KiB or more its own mapping, returned to the kernel
-      when freed, and malloc_trim(0) hands freed heap pages back, so resident memory follows live
-      allocations. The baseline is VmRSS just before the call; writing "5" to /proc/self/clear_refs
-      resets the kernel's high-water mark, and the extra is VmHWM after the call minus the baseline.
-      The kernel updates the high-water mark before every unmapping, so short peaks are not missed.
-      It counts every page the call touched (tensors, page rounding, small-object heap, BLAS and
-      OpenMP scratch), so it is a slight upper bound of the tensor bytes. The timed calls run with
-      fixed thresholds equal to those of a warmed-up process (32 MiB mapping, 64 MiB trim). Where
-      clear_refs cannot be written, a thread samples /proc/self/statm every millisecond instead
-      (note "mem=sampled"); without glibc the heap is not trimmed.
+    (never below ``min_repeats``); then one untimed memory probe (``memory.PeakMemory``, which
+    defines the ``peak_extra_mib`` column; note "mem=sampled" where it had to sample). On CUDA every
+    timed region starts and ends with ``torch.cuda.synchronize()``. Reported: median, 20% and 80%
+    quantiles, in ms.
 
 Isolation and out-of-memory handling
     ``isolate="provider"`` (default) runs each provider's measurements in a fresh worker process
     (``python -m spherekit.bench._harness --worker MODULE TASKS.json``), so library imports, compile
     caches and allocator state never leak between providers; ``"task"`` starts one worker per
     measurement; ``"none"`` runs in-process (tests). Before a measurement is dispatched, the
-    family's memory prediction is compared to ``mem_limit_bytes`` (default on CPU: 20 GiB, or 90%
-    of the memory available at start if less; on CUDA: no prediction, real OOM errors are caught):
-    above it the row gets status "skipped". A worker whose RSS passes the limit is killed (status
-    "oom"), so a run never takes the machine down; so is one that runs past ``timeout_s`` ("timeout").
-    Inside a worker, MemoryError / "out of memory" errors give status "oom", any other exception
-    "error". A dead worker is replaced and the remaining measurements go on.
-
-CSV
-    Long format, one row per measurement, APPENDED to ``<out>/<family>.csv`` (see COLUMNS). Every
-    append takes an exclusive lock on the folder, writes the whole file to a temporary file and
-    os.replace()s it, so the file is never seen half-written.
+    family's memory prediction is compared to ``mem_limit_bytes`` (default on CPU, from
+    ``machine.default_mem_limit``: 20 GiB, or 90% of the memory available at start if less; on CUDA:
+    no prediction, real OOM errors are caught): above it the row gets status "skipped". A worker
+    whose RSS passes the limit is killed (status "oom"), so a run never takes the machine down; so
+    is one that runs past ``timeout_s`` ("timeout"). Inside a worker, MemoryError / "out of memory"
+    errors give status "oom", any other exception "error". A dead worker is replaced and the
+    remaining measurements go on.
 """
 
 from __future__ import annotations
 
 import contextlib
-import csv
-import ctypes
-import datetime as _dt
 import gc
 import importlib
-import io
 import json
 import os
 import queue
@@ -62,19 +41,13 @@ import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
-COLUMNS = [
-    "timestamp", "run_id", "preset", "machine", "torch", "triton", "spherekit", "sentence_transformers",
-    "family", "provider", "mode", "B", "N", "d", "k", "dtype", "repeats",
-    "median_ms", "p20_ms", "p80_ms", "peak_extra_mib", "status", "note",
-]
-STATUSES = ("ok", "oom", "skipped", "timeout", "error")
-GIB = 1 << 30
+from .machine import GIB
+from .memory import PeakMemory, malloc_probe_mode, rss_bytes
+
 MIB = 1 << 20
-DEFAULT_CPU_MEM_LIMIT = 20 * GIB
 _START = "@@SPHEREKIT-BENCH-START "
 _RESULT = "@@SPHEREKIT-BENCH-RESULT "
 
@@ -93,69 +66,8 @@ class Settings:
     isolate: str = "provider"  # "provider" | "task" | "none"
 
 
-def default_mem_limit(device: str) -> int | None:
-    """CPU: 20 GiB, or 90% of MemAvailable when that is less. CUDA: None (real OOMs are caught)."""
-    if device != "cpu":
-        return None
-    avail = _meminfo_bytes("MemAvailable")
-    return DEFAULT_CPU_MEM_LIMIT if avail is None else min(DEFAULT_CPU_MEM_LIMIT, int(0.9 * avail))
-
-
 # ------------------------------------------------------------------------------------------------
-# machine and versions
-# ------------------------------------------------------------------------------------------------
-
-
-def _meminfo_bytes(key: str) -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or platform.machine()
-
-
-def machine_name(device: str) -> str:
-    """CPU model and core count; the GPU's name first when the device is CUDA."""
-    cpu = f"{cpu_name()} ({os.cpu_count()} cores)"
-    if device.startswith("cuda"):
-        import torch
-
-        return f"{torch.cuda.get_device_name(0)}; {cpu}"
-    return cpu
-
-
-def versions() -> dict[str, str]:
-    """Installed versions (from package metadata: nothing heavy is imported)."""
-    out = {}
-    for column, dist in (("torch", "torch"), ("triton", "triton"), ("spherekit", "spherekit"),
-                         ("sentence_transformers", "sentence-transformers")):
-        try:
-            out[column] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[column] = ""
-    return out
-
-
-def now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-# ------------------------------------------------------------------------------------------------
-# timing and memory
+# one measurement
 # ------------------------------------------------------------------------------------------------
 
 
@@ -167,115 +79,6 @@ def quantile(values: list[float], q: float) -> float:
     hi = min(lo + 1, len(xs) - 1)
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
-
-def _rss_bytes(pid: int | str = "self") -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _hwm_bytes() -> int | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def _reset_hwm() -> bool:
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
-_libc = None
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt parameters (glibc malloc.h)
-
-
-def _glibc():
-    """glibc through ctypes, or None (another libc, or not Linux)."""
-    global _libc
-    if _libc is None:
-        try:
-            lib = ctypes.CDLL("libc.so.6")
-            _libc = lib if hasattr(lib, "malloc_trim") and hasattr(lib, "mallopt") else False
-        except OSError:
-            _libc = False
-    return _libc or None
-
-
-def _malloc_probe_mode(on: bool) -> None:
-    """On: every allocation of 64 KiB or more gets its own mapping, returned to the kernel when freed,
-    so resident memory follows live allocations; freed heap memory is handed back first. Off: fixed
-    thresholds equal to those glibc's dynamic ones reach once large buffers have been freed (32 MiB,
-    trim 64 MiB), i.e. the state of a warmed-up process."""
-    lib = _glibc()
-    if lib is None:
-        return
-    lib.mallopt(_M_MMAP_THRESHOLD, 64 << 10 if on else 32 << 20)
-    lib.mallopt(_M_TRIM_THRESHOLD, 128 << 10 if on else 64 << 20)
-    if on:
-        lib.malloc_trim(0)
-
-
-class PeakMemory:
-    """Context manager; after exit, ``extra_bytes`` is the peak extra memory of the block (see module doc)."""
-
-    def __init__(self, device: str):
-        self.device = device
-        self.extra_bytes = 0
-        self.method = ""
-
-    def __enter__(self):
-        gc.collect()
-        gc.freeze()  # survivors are long-lived: later collections skip them (a full one takes ~0.3 s)
-        if self.device.startswith("cuda"):
-            import torch
-
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-            self._base = torch.cuda.memory_allocated()
-            self.method = "cuda"
-            return self
-        _malloc_probe_mode(True)
-        self._base = _rss_bytes() or 0
-        if _reset_hwm() and _hwm_bytes() is not None:
-            self.method = "hwm"
-        else:
-            self.method = "sampled"
-            self._peak = self._base
-            self._stop = threading.Event()
-            self._thread = threading.Thread(target=self._sample, daemon=True)
-            self._thread.start()
-        return self
-
-    def _sample(self):
-        while not self._stop.is_set():
-            self._peak = max(self._peak, _rss_bytes() or 0)
-            time.sleep(0.001)
-
-    def __exit__(self, *exc):
-        if self.method == "cuda":
-            import torch
-
-            torch.cuda.synchronize()
-            peak = torch.cuda.max_memory_allocated()
-        elif self.method == "hwm":
-            peak = _hwm_bytes() or 0
-        else:
-            self._stop.set()
-            self._thread.join()
-            peak = max(self._peak, _rss_bytes() or 0)
-        if self.method != "cuda":
-            _malloc_probe_mode(False)
-        self.extra_bytes = max(0, peak - self._base)
-        return False
 
 
 def _busy_note() -> str:
@@ -314,7 +117,7 @@ def measure(step: Callable[[], object], settings: Settings, *, setup: Callable[[
         return dt
 
     if not cuda:
-        _malloc_probe_mode(False)  # time every call in the same (warmed-up) allocator state
+        malloc_probe_mode(False)  # time every call in the same (warmed-up) allocator state
     estimate = None
     for i in range(max(1, settings.warmup)):
         dt = call()
@@ -379,71 +182,6 @@ def run_one(module, task: dict, settings: Settings) -> dict:
     _cleanup_after_failure(settings.device)
     return {"status": status, "note": msg[:300]}
 
-
-# ------------------------------------------------------------------------------------------------
-# CSV
-# ------------------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _folder_lock(folder: Path):
-    """Exclusive flock on the folder itself (no lock file to leave behind); a no-op without fcntl."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX
-        yield
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-
-
-def append_rows(path: str | os.PathLike, rows: list[dict], columns: list[str] = COLUMNS) -> None:
-    """Append rows to a CSV atomically (lock, write a temporary copy, os.replace); header when new."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _folder_lock(path.parent):
-        existing = path.read_text() if path.exists() else ""
-        if existing:
-            header = next(csv.reader(io.StringIO(existing)))
-            if header != columns:
-                raise ValueError(f"{path}: existing header {header} differs from the expected columns {columns}; "
-                                 "move the file aside to start a new one")
-            if not existing.endswith("\n"):
-                existing += "\n"
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
-        if not existing:
-            writer.writeheader()
-        writer.writerows([{k: _fmt(v) for k, v in row.items()} for row in rows])
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", newline="") as f:
-                f.write(existing)
-                f.write(buf.getvalue())
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-
-
-def _fmt(value):
-    if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1e-3 and value != 0 else f"{value:.3f}"
-    return "" if value is None else value
-
-
-def read_rows(path: str | os.PathLike) -> list[dict]:
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -551,7 +289,7 @@ def _worker_session(module_name: str, tasks: list[dict], settings: Settings, don
                 done(tasks[index], payload)
                 consumed, current = index + 1, None
             if current is not None and killed is None:
-                rss = _rss_bytes(proc.pid)
+                rss = rss_bytes(proc.pid)
                 if settings.mem_limit_bytes and rss and rss > settings.mem_limit_bytes:
                     killed = ("oom", f"worker RSS {rss / GIB:.1f} GiB passed the mem limit "
                                      f"{settings.mem_limit_bytes / GIB:.1f} GiB; killed")

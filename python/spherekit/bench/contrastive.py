@@ -24,7 +24,7 @@ Modes: "fwd" (forward with inputs that require grad, so it saves what the backwa
 st-cached-mnrl the no-grad forward, since its training path interleaves forward and backward per
 mini-batch), "bwd" (backward only: the forward runs untimed before each call; not separable for
 st-cached-mnrl, which is skipped there), "fwd+bwd". See spherekit.bench._harness for what the time
-and "peak extra memory" columns mean exactly.
+columns mean exactly, spherekit.bench.memory for "peak extra memory".
 
 Presets: tiny (tests), cpu-small (the README's run, a few minutes on 2 cores), cpu-goal (the CPU goals
 at B=16,384 and 65,536), gpu (the whole grid in bf16 on CUDA), full-cpu (the whole grid on CPU, fp32,
@@ -40,6 +40,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import _harness as H
+from .machine import GIB, default_mem_limit, machine_name, now, versions
+from .results import append_rows
 
 FAMILY = "contrastive"
 MODULE = "spherekit.bench.contrastive"
@@ -389,24 +391,24 @@ def run(preset: str = "cpu-small", out: str | Path = "benches/results", repeats:
     settings = H.Settings(
         device=spec.device, repeats=spec.repeats, warmup=spec.warmup, min_repeats=spec.min_repeats,
         budget_s=spec.budget_s if budget_s is None else budget_s, timeout_s=timeout_s, isolate=isolate,
-        mem_limit_bytes=int(mem_limit_gib * H.GIB) if mem_limit_gib else H.default_mem_limit(spec.device),
+        mem_limit_bytes=int(mem_limit_gib * GIB) if mem_limit_gib else default_mem_limit(spec.device),
     )
     tasks = build_tasks(spec, providers)
     if not tasks:
         print("no measurements selected")
         return 2
     csv_path = Path(out) / f"{FAMILY}.csv"
-    run_id = H.now()
-    common = dict(run_id=run_id, preset=preset, machine=H.machine_name(spec.device), **H.versions())
-    limit = f"{settings.mem_limit_bytes / H.GIB:.1f} GiB" if settings.mem_limit_bytes else "none (OOM caught)"
+    run_id = now()
+    common = dict(run_id=run_id, preset=preset, machine=machine_name(spec.device), **versions())
+    limit = f"{settings.mem_limit_bytes / GIB:.1f} GiB" if settings.mem_limit_bytes else "none (OOM caught)"
     print(f"spherekit bench {FAMILY}: preset {preset}, {len(tasks)} measurements on {common['machine']}; "
           f"mem limit {limit}; isolate={isolate}; rows -> {csv_path}")
     rows = []
 
     def emit(task, result):
         row = {**common, **task, **{"median_ms": None, "p20_ms": None, "p80_ms": None, "peak_extra_mib": None,
-                                    "repeats": 0, "note": ""}, **result, "timestamp": H.now()}
-        H.append_rows(csv_path, [row])
+                                    "repeats": 0, "note": ""}, **result, "timestamp": now()}
+        append_rows(csv_path, [row])
         rows.append(row)
 
     t0 = time.perf_counter()

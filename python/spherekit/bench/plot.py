@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from . import _harness as H
+from .results import read_rows
 
 MODES = ("fwd", "bwd", "fwd+bwd")
 
@@ -50,7 +50,7 @@ def plot(family: str = "contrastive", out: str | Path = "benches/results") -> li
     csv_path = out / f"{family}.csv"
     if not csv_path.exists():
         raise FileNotFoundError(f"{csv_path} does not exist: run `spherekit bench {family}` first")
-    rows, failed = _latest(H.read_rows(csv_path))
+    rows, failed = _latest(read_rows(csv_path))
     if not rows:
         return []
     machine = rows[0]["machine"]

@@ -1,0 +1,83 @@
+"""The benchmark CSV: long format, one row per measurement, appended to ``<out>/<family>.csv``.
+
+``COLUMNS`` are the columns, in order; ``STATUSES`` the values of the ``status`` column. Every append
+takes an exclusive lock on the folder, writes the whole file to a temporary file and os.replace()s
+it, so the file is never seen half-written; an existing file with another header is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import os
+import tempfile
+from pathlib import Path
+
+COLUMNS = [
+    "timestamp", "run_id", "preset", "machine", "torch", "triton", "spherekit", "sentence_transformers",
+    "family", "provider", "mode", "B", "N", "d", "k", "dtype", "repeats",
+    "median_ms", "p20_ms", "p80_ms", "peak_extra_mib", "status", "note",
+]
+STATUSES = ("ok", "oom", "skipped", "timeout", "error")
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path):
+    """Exclusive flock on the folder itself (no lock file to leave behind); a no-op without fcntl."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def append_rows(path: str | os.PathLike, rows: list[dict], columns: list[str] = COLUMNS) -> None:
+    """Append rows to a CSV atomically (lock, write a temporary copy, os.replace); header when new."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _folder_lock(path.parent):
+        existing = path.read_text() if path.exists() else ""
+        if existing:
+            header = next(csv.reader(io.StringIO(existing)))
+            if header != columns:
+                raise ValueError(f"{path}: existing header {header} differs from the expected columns {columns}; "
+                                 "move the file aside to start a new one")
+            if not existing.endswith("\n"):
+                existing += "\n"
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+        if not existing:
+            writer.writeheader()
+        writer.writerows([{k: _fmt(v) for k, v in row.items()} for row in rows])
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", newline="") as f:
+                f.write(existing)
+                f.write(buf.getvalue())
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+def _fmt(value):
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e-3 and value != 0 else f"{value:.3f}"
+    return "" if value is None else value
+
+
+def read_rows(path: str | os.PathLike) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
