@@ -70,9 +70,10 @@ def _signature(fn, constexprs: dict, dtype: str) -> tuple[dict, dict]:
 def compile_one(module: str, kernel: str, flags: dict, dtype: str, arch: int, D: int = 768, K: int = 2):
     mod = importlib.import_module(f"spherekit.kernels.{module}")
     fn = getattr(mod, kernel)
-    wanted = inspect.signature(mod._config).parameters
+    config = getattr(mod, "_config", None) or importlib.import_module("spherekit.kernels._common").gram_config
+    wanted = inspect.signature(config).parameters
     torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
-    cfg = dict(mod._config(**{k: v for k, v in dict(D=D, K=K, dtype=torch_dtype).items() if k in wanted}))
+    cfg = dict(config(**{k: v for k, v in dict(D=D, K=K, dtype=torch_dtype).items() if k in wanted}))
     options = dict(num_warps=cfg.pop("num_warps", 4), num_stages=cfg.pop("num_stages", 2))
     params = inspect.signature(fn.fn).parameters
     constexprs = {k: v for k, v in {**cfg, **flags}.items() if k in params}

@@ -12,13 +12,11 @@ Math: spherekit.reference.circular_cse.
 
 from __future__ import annotations
 
-import os
-
 import torch
 import triton
 import triton.language as tl
 
-_INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+from ._common import dot_precision, dot_tile, gram_config
 
 
 @triton.jit
@@ -26,15 +24,8 @@ def _residual_tile(e_ptr, stride_eb, stride_ed, y_ptr, cos_ptr, sin_ptr, o_b, m_
                    margin, D, BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                    PRECISION: tl.constexpr):
     """r[b, n] (fp32) for rows o_b and columns o_n; 0 on the diagonal and on padding."""
-    x = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
-    for d0 in range(0, D, BLOCK_D):
-        o_d = d0 + tl.arange(0, BLOCK_D)
-        m_d = o_d < D
-        b_r = tl.load(e_ptr + o_b[:, None] * stride_eb + o_d[None, :] * stride_ed,
-                      mask=m_b[:, None] & m_d[None, :], other=0.0)
-        b_c = tl.load(e_ptr + o_n[:, None] * stride_eb + o_d[None, :] * stride_ed,
-                      mask=m_n[:, None] & m_d[None, :], other=0.0)
-        x = tl.dot(b_r, tl.trans(b_c), x, input_precision=PRECISION)
+    x = dot_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, e_ptr, stride_eb, stride_ed, o_n, m_n, D,
+                 BLOCK_B, BLOCK_N, BLOCK_D, PRECISION)
     y_n = tl.load(y_ptr + o_n, mask=m_n, other=0)
     cos_n = tl.load(cos_ptr + o_n, mask=m_n, other=0.0)
     sin_n = tl.load(sin_ptr + o_n, mask=m_n, other=0.0)
@@ -109,29 +100,15 @@ def _circular_cse_bwd_kernel(
              mask=m_b[:, None] & m_v[None, :])
 
 
-def _config(D: int, dtype: torch.dtype) -> dict:
-    """Block sizes. The interpreter wants few, small tiles (several per test shape all the same). GPU sizes are
-    a first guess, to be tuned on a GPU; with 8 warps, ptxas -v for sm_90 reports no register spills for
-    fp16/bf16 at d=384 (fp32 "ieee" sincere backward with a label bias: ~80 bytes)."""
-    if _INTERPRET:
-        return dict(BLOCK_B=32, BLOCK_N=32, BLOCK_D=32, BLOCK_DV=32, num_warps=4)
-    return dict(BLOCK_B=64, BLOCK_N=32, BLOCK_D=32 if dtype == torch.float32 else 64,
-                BLOCK_DV=max(16, min(64, triton.next_power_of_2(D))), num_warps=8)
-
-
-def _precision(dtype: torch.dtype) -> str:
-    return "ieee" if dtype == torch.float32 else "tf32"  # tf32 is ignored for fp16/bf16 operands
-
-
 def forward(e, labels, row_cos, row_sin, margin):
     """-> rows (B,) fp32: sum_{j != i} l_ij."""
     B, D = e.shape
-    cfg = _config(D, e.dtype)
+    cfg = gram_config(D, e.dtype)
     rows = torch.empty(B, dtype=torch.float32, device=e.device)
     grid = (triton.cdiv(B, cfg["BLOCK_B"]),)
     _circular_cse_fwd_kernel[grid](
         rows, e, e.stride(0), e.stride(1), labels, row_cos, row_sin, float(margin), B, D,
-        PRECISION=_precision(e.dtype), BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"],
+        PRECISION=dot_precision(e.dtype), BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"],
         num_warps=cfg["num_warps"],
     )
     return rows
@@ -140,7 +117,7 @@ def forward(e, labels, row_cos, row_sin, margin):
 def backward(grad_rows, e, labels, row_cos, row_sin, margin):
     """-> dE (B, d) fp32."""
     B, D = e.shape
-    cfg = _config(D, e.dtype)
+    cfg = gram_config(D, e.dtype)
     w = grad_rows.float()
     w_scale = w.abs().amax()
     w_scale = torch.where(w_scale > 0, w_scale, torch.ones_like(w_scale)).reshape(1)
@@ -150,7 +127,7 @@ def backward(grad_rows, e, labels, row_cos, row_sin, margin):
     _circular_cse_bwd_kernel[grid](
         de, de.stride(0), de.stride(1), w, w_scale, e, e.stride(0), e.stride(1), labels, row_cos, row_sin,
         float(margin), B, D,
-        PRECISION=_precision(e.dtype), BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"],
+        PRECISION=dot_precision(e.dtype), BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"],
         BLOCK_DV=cfg["BLOCK_DV"],
         num_warps=cfg["num_warps"],
     )

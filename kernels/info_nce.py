@@ -9,34 +9,23 @@ Math: spherekit.reference.info_nce.
 
 from __future__ import annotations
 
-import os
-
 import torch
 import triton
 import triton.language as tl
 
-_INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+from ._common import INTERPRET, dot_precision, dot_tile, softplus
 
-
-@triton.jit
-def _softplus(x):
-    return tl.maximum(x, 0.0) + tl.log(1.0 + tl.exp(-tl.abs(x)))
 
 
 @triton.jit
-def _dot_tile(q_ptr, stride_qb, stride_qd, o_b, m_b, c_ptr, stride_cn, stride_cd, o_n, m_n, D,
-              BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr):
-    """x[b, n] = <q[o_b[b]], c[o_n[n]]> over all of D, fp32 accumulation."""
-    acc = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
-    for d0 in range(0, D, BLOCK_D):
-        o_d = d0 + tl.arange(0, BLOCK_D)
-        m_d = o_d < D
-        b_q = tl.load(q_ptr + o_b[:, None] * stride_qb + o_d[None, :] * stride_qd,
-                      mask=m_b[:, None] & m_d[None, :], other=0.0)
-        b_c = tl.load(c_ptr + o_n[:, None] * stride_cn + o_d[None, :] * stride_cd,
-                      mask=m_n[:, None] & m_d[None, :], other=0.0)
-        acc = tl.dot(b_q, tl.trans(b_c), acc, input_precision=PRECISION)
-    return acc
+def _load_rows(t_ptr, ql_ptr, o_b, m_b, HAS_LABELS: tl.constexpr, BLOCK_B: tl.constexpr):
+    """Targets (ignored and padding rows -> 0), row validity and query labels (0 without labels)."""
+    b_t = tl.load(t_ptr + o_b, mask=m_b, other=-100)
+    valid = m_b & (b_t != -100)
+    b_ql = tl.zeros((BLOCK_B,), dtype=tl.int64)
+    if HAS_LABELS:
+        b_ql = tl.load(ql_ptr + o_b, mask=m_b, other=0)
+    return tl.where(valid, b_t, 0), valid, b_ql
 
 
 @triton.jit
@@ -99,12 +88,7 @@ def _info_nce_fwd_kernel(
     pid = tl.program_id(0).to(tl.int64)
     o_b = pid * BLOCK_B + tl.arange(0, BLOCK_B)
     m_b = o_b < B
-    b_t = tl.load(t_ptr + o_b, mask=m_b, other=-100)
-    valid = m_b & (b_t != -100)
-    b_t = tl.where(valid, b_t, 0)
-    b_ql = tl.zeros((BLOCK_B,), dtype=tl.int64)
-    if HAS_LABELS:
-        b_ql = tl.load(ql_ptr + o_b, mask=m_b, other=0)
+    b_t, valid, b_ql = _load_rows(t_ptr, ql_ptr, o_b, m_b, HAS_LABELS, BLOCK_B)
     inv_tau = 1.0 / tl.load(tau_ptr)
 
     m_run = tl.full((BLOCK_B,), float("-inf"), dtype=tl.float32)
@@ -112,7 +96,7 @@ def _info_nce_fwd_kernel(
     for n0 in range(0, N, BLOCK_N):
         o_n = n0 + tl.arange(0, BLOCK_N)
         m_n = o_n < N
-        x = _dot_tile(q_ptr, stride_qb, stride_qd, o_b, m_b, c_ptr, stride_cn, stride_cd, o_n, m_n, D,
+        x = dot_tile(q_ptr, stride_qb, stride_qd, o_b, m_b, c_ptr, stride_cn, stride_cd, o_n, m_n, D,
                       BLOCK_B, BLOCK_N, BLOCK_D, PRECISION)
         s, is_t = _logits_tile(x, inv_tau, o_n, m_n, b_t, b_ql, cl_ptr, lb_ptr, stride_lb0, stride_lb1,
                                HAS_LABELS, HAS_BIAS)
@@ -135,7 +119,7 @@ def _info_nce_fwd_kernel(
     if HAS_BCE:
         z_pos = bce_scale * dot_t + bce_bias
         z_neg = bce_scale * dot_h + bce_bias
-        bce = _softplus(-z_pos) + tl.sum(tl.where(m_k[None, :], _softplus(z_neg), 0.0), axis=1)
+        bce = softplus(-z_pos) + tl.sum(tl.where(m_k[None, :], softplus(z_neg), 0.0), axis=1)
         loss += bce_weight * bce / (K + 1)
     tl.store(loss_ptr + o_b, tl.where(valid, loss, 0.0), mask=m_b)
     tl.store(lse_ptr + o_b, lse, mask=m_b)
@@ -168,12 +152,7 @@ def _info_nce_bwd_dq_kernel(
     pid_v = tl.program_id(1).to(tl.int64)
     o_b = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
     m_b = o_b < B
-    b_t = tl.load(t_ptr + o_b, mask=m_b, other=-100)
-    valid = m_b & (b_t != -100)
-    b_t = tl.where(valid, b_t, 0)
-    b_ql = tl.zeros((BLOCK_B,), dtype=tl.int64)
-    if HAS_LABELS:
-        b_ql = tl.load(ql_ptr + o_b, mask=m_b, other=0)
+    b_t, valid, b_ql = _load_rows(t_ptr, ql_ptr, o_b, m_b, HAS_LABELS, BLOCK_B)
     inv_tau = 1.0 / tl.load(tau_ptr)
     b_g = tl.where(valid, tl.load(g_ptr + o_b, mask=m_b, other=0.0), 0.0)
     b_lse = tl.load(lse_ptr + o_b, mask=m_b, other=0.0)
@@ -203,7 +182,7 @@ def _info_nce_bwd_dq_kernel(
     for n0 in range(0, N, BLOCK_N):
         o_n = n0 + tl.arange(0, BLOCK_N)
         m_n = o_n < N
-        x = _dot_tile(q_ptr, stride_qb, stride_qd, o_b, m_b, c_ptr, stride_cn, stride_cd, o_n, m_n, D,
+        x = dot_tile(q_ptr, stride_qb, stride_qd, o_b, m_b, c_ptr, stride_cn, stride_cd, o_n, m_n, D,
                       BLOCK_B, BLOCK_N, BLOCK_D, PRECISION)
         s, is_t = _logits_tile(x, inv_tau, o_n, m_n, b_t, b_ql, cl_ptr, lb_ptr, stride_lb0, stride_lb1,
                                HAS_LABELS, HAS_BIAS)
@@ -261,16 +240,11 @@ def _info_nce_bwd_dc_kernel(
     for b0 in range(0, B, BLOCK_B):
         o_b = b0 + tl.arange(0, BLOCK_B)
         m_b = o_b < B
-        b_t = tl.load(t_ptr + o_b, mask=m_b, other=-100)
-        valid = m_b & (b_t != -100)
-        b_t = tl.where(valid, b_t, 0)
-        b_ql = tl.zeros((BLOCK_B,), dtype=tl.int64)
-        if HAS_LABELS:
-            b_ql = tl.load(ql_ptr + o_b, mask=m_b, other=0)
+        b_t, valid, b_ql = _load_rows(t_ptr, ql_ptr, o_b, m_b, HAS_LABELS, BLOCK_B)
         g_tau = tl.where(valid, tl.load(g_ptr + o_b, mask=m_b, other=0.0), 0.0) * inv_tau
         b_lse = tl.load(lse_ptr + o_b, mask=m_b, other=0.0)
         beta = tl.load(beta_ptr + o_b, mask=m_b, other=0.0)
-        x = _dot_tile(q_ptr, stride_qb, stride_qd, o_b, m_b, c_ptr, stride_cn, stride_cd, o_n, m_n, D,
+        x = dot_tile(q_ptr, stride_qb, stride_qd, o_b, m_b, c_ptr, stride_cn, stride_cd, o_n, m_n, D,
                       BLOCK_B, BLOCK_N, BLOCK_D, PRECISION)
         s, is_t = _logits_tile(x, inv_tau, o_n, m_n, b_t, b_ql, cl_ptr, lb_ptr, stride_lb0, stride_lb1,
                                HAS_LABELS, HAS_BIAS)
@@ -287,14 +261,10 @@ def _config(D: int, K: int) -> dict:
     compiling for sm_90 without a GPU (benches/triton_resources.py): 64 x 64 tiles with 8 warps keep
     the plain kernels free of register spills; it still has to be tuned on a real GPU."""
     block_k = triton.next_power_of_2(max(K, 1))
-    if _INTERPRET:
+    if INTERPRET:
         return dict(BLOCK_B=16, BLOCK_N=16, BLOCK_D=32, BLOCK_K=block_k, BLOCK_DV=32, num_warps=1, num_stages=1)
     return dict(BLOCK_B=64, BLOCK_N=64, BLOCK_D=64, BLOCK_K=block_k,
                 BLOCK_DV=min(128, triton.next_power_of_2(D)), num_warps=8, num_stages=2)
-
-
-def _precision(dtype: torch.dtype) -> str:
-    return "ieee" if dtype == torch.float32 else "tf32"  # tf32 is ignored for fp16/bf16 operands
 
 
 def _common(q, c, h, targets, ql, cl, label_bias, tau):
@@ -326,7 +296,7 @@ def forward(q, c, targets, h, tau, ql, cl, label_bias, hn_softmax, bce_weight, b
         float(bce_weight), float(bce_scale), float(bce_bias),
         HAS_LABELS=ql is not None, HAS_BIAS=label_bias is not None, HAS_HN=h is not None,
         HN_SOFTMAX=bool(hn_softmax and h is not None), HAS_BCE=bool(h is not None and bce_weight != 0.0),
-        PRECISION=_precision(q.dtype), BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"],
+        PRECISION=dot_precision(q.dtype), BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"],
         BLOCK_K=cfg["BLOCK_K"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
     )
     return loss, lse
@@ -349,7 +319,7 @@ def backward(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, hn_softm
     bound = 1.0 + abs(bce_weight * bce_scale) / (K + 1) * tau
     scale = (g.abs().max() / tau * bound).clamp_min(1e-30) / 1024.0
     dtau_rows = torch.empty(B, dtype=torch.float32, device=q.device)
-    flags = dict(HAS_LABELS=ql is not None, HAS_BIAS=label_bias is not None, PRECISION=_precision(q.dtype),
+    flags = dict(HAS_LABELS=ql is not None, HAS_BIAS=label_bias is not None, PRECISION=dot_precision(q.dtype),
                  BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"], BLOCK_DV=cfg["BLOCK_DV"],
                  num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
     grid = (triton.cdiv(B, cfg["BLOCK_B"]), triton.cdiv(D, cfg["BLOCK_DV"]))

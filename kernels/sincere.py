@@ -13,35 +13,11 @@ loaded, fp32 with "ieee" precision. Math: spherekit.reference.sincere.
 
 from __future__ import annotations
 
-import os
-
 import torch
 import triton
 import triton.language as tl
 
-_INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
-
-
-@triton.jit
-def _softplus(x):
-    return tl.maximum(x, 0.0) + tl.log(1.0 + tl.exp(-tl.abs(x)))
-
-
-@triton.jit
-def _gram_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, o_n, m_n, D,
-               BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr):
-    """x[b, n] = <e[o_b[b]], e[o_n[n]]> over all of D, fp32 accumulation."""
-    acc = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
-    for d0 in range(0, D, BLOCK_D):
-        o_d = d0 + tl.arange(0, BLOCK_D)
-        m_d = o_d < D
-        b_r = tl.load(e_ptr + o_b[:, None] * stride_eb + o_d[None, :] * stride_ed,
-                      mask=m_b[:, None] & m_d[None, :], other=0.0)
-        b_c = tl.load(e_ptr + o_n[:, None] * stride_eb + o_d[None, :] * stride_ed,
-                      mask=m_n[:, None] & m_d[None, :], other=0.0)
-        acc = tl.dot(b_r, tl.trans(b_c), acc, input_precision=PRECISION)
-    return acc
-
+from ._common import dot_precision, dot_tile, gram_config, softplus
 
 @triton.jit
 def _neg_logits(s, neg, y_row, y_col, shift_row, lb_ptr, stride_lb0, stride_lb1, HAS_BIAS: tl.constexpr):
@@ -81,8 +57,8 @@ def _sincere_fwd_kernel(
         o_n = n0 + tl.arange(0, BLOCK_N)
         m_n = o_n < B
         y_n = tl.load(y_ptr + o_n, mask=m_n, other=0)
-        s = _gram_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, o_n, m_n, D, BLOCK_B, BLOCK_N, BLOCK_D,
-                       PRECISION) * inv_tau
+        s = dot_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, e_ptr, stride_eb, stride_ed, o_n, m_n, D,
+                     BLOCK_B, BLOCK_N, BLOCK_D, PRECISION) * inv_tau
         neg = m_b[:, None] & m_n[None, :] & (y_n[None, :] != y_b[:, None])
         z = _neg_logits(s, neg, y_b[:, None], y_n[None, :], shift_b[:, None], lb_ptr, stride_lb0, stride_lb1,
                         HAS_BIAS)
@@ -101,11 +77,11 @@ def _sincere_fwd_kernel(
         o_n = n0 + tl.arange(0, BLOCK_N)
         m_n = o_n < B
         y_n = tl.load(y_ptr + o_n, mask=m_n, other=0)
-        s = _gram_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, o_n, m_n, D, BLOCK_B, BLOCK_N, BLOCK_D,
-                       PRECISION) * inv_tau
+        s = dot_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, e_ptr, stride_eb, stride_ed, o_n, m_n, D,
+                     BLOCK_B, BLOCK_N, BLOCK_D, PRECISION) * inv_tau
         pos = m_b[:, None] & m_n[None, :] & (y_n[None, :] == y_b[:, None]) & (o_n[None, :] != o_b[:, None])
         t = lse[:, None] - s
-        sp_acc += tl.sum(tl.where(pos, _softplus(t), 0.0), axis=1)
+        sp_acc += tl.sum(tl.where(pos, softplus(t), 0.0), axis=1)
         sg_acc += tl.sum(tl.where(pos, tl.sigmoid(t), 0.0), axis=1)
         n_acc += tl.sum(pos.to(tl.float32), axis=1)
     loss = tl.where(n_acc > 0, sp_acc / tl.maximum(n_acc, 1.0), 0.0)
@@ -164,8 +140,8 @@ def _sincere_bwd_kernel(
         m_n = o_n < B
         y_n, c_n, cu_n, lse_n, lsafe_n, shift_n = _row_stats(o_n, m_n, g_ptr, lse_ptr, usum_ptr, npos_ptr, y_ptr,
                                                              shift_ptr, HAS_BIAS)
-        s = _gram_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, o_n, m_n, D, BLOCK_B, BLOCK_N, BLOCK_D,
-                       PRECISION) * inv_tau
+        s = dot_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, e_ptr, stride_eb, stride_ed, o_n, m_n, D,
+                     BLOCK_B, BLOCK_N, BLOCK_D, PRECISION) * inv_tau
         valid = m_b[:, None] & m_n[None, :]
         same = y_b[:, None] == y_n[None, :]
         pos = valid & same & (o_b[:, None] != o_n[None, :])
@@ -195,20 +171,6 @@ def _sincere_bwd_kernel(
             tl.store(dtau_ptr + o_b, -tau_acc * (inv_tau * g_scale), mask=m_b)
 
 
-def _config(D: int, dtype: torch.dtype) -> dict:
-    """Block sizes. The interpreter wants few, small tiles (several per test shape all the same). GPU sizes are
-    a first guess, to be tuned on a GPU; with 8 warps, ptxas -v for sm_90 reports no register spills for
-    fp16/bf16 at d=384 (fp32 "ieee" sincere backward with a label bias: ~80 bytes)."""
-    if _INTERPRET:
-        return dict(BLOCK_B=32, BLOCK_N=32, BLOCK_D=32, BLOCK_DV=32, num_warps=4)
-    return dict(BLOCK_B=64, BLOCK_N=32, BLOCK_D=32 if dtype == torch.float32 else 64,
-                BLOCK_DV=max(16, min(64, triton.next_power_of_2(D))), num_warps=8)
-
-
-def _precision(dtype: torch.dtype) -> str:
-    return "ieee" if dtype == torch.float32 else "tf32"  # tf32 is ignored for fp16/bf16 operands
-
-
 def _common(e, labels, label_bias, shift):
     lb = label_bias if label_bias is not None else e.new_empty((1, 1), dtype=torch.float32)
     sh = shift if shift is not None else e.new_empty(1, dtype=torch.float32)
@@ -218,14 +180,14 @@ def _common(e, labels, label_bias, shift):
 def forward(e, labels, tau, label_bias, shift):
     """-> (loss per anchor, L, U, |P|), each (B,) fp32."""
     B, D = e.shape
-    cfg = _config(D, e.dtype)
+    cfg = gram_config(D, e.dtype)
     loss = torch.empty(B, dtype=torch.float32, device=e.device)
     lse, usum, npos = torch.empty_like(loss), torch.empty_like(loss), torch.empty_like(loss)
     ea, ya, lba = _common(e, labels, label_bias, shift)
     grid = (triton.cdiv(B, cfg["BLOCK_B"]),)
     _sincere_fwd_kernel[grid](
         loss, lse, usum, npos, *ea, *ya, *lba, tau, B, D,
-        HAS_BIAS=label_bias is not None, PRECISION=_precision(e.dtype),
+        HAS_BIAS=label_bias is not None, PRECISION=dot_precision(e.dtype),
         BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"],
         num_warps=cfg["num_warps"],
     )
@@ -235,7 +197,7 @@ def forward(e, labels, tau, label_bias, shift):
 def backward(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, need_de, need_dtau):
     """-> (dE fp32 (B, d) or None, dtau 0-dim fp32 or None)."""
     B, D = e.shape
-    cfg = _config(D, e.dtype)
+    cfg = gram_config(D, e.dtype)
     g = grad_rows.float()
     g_scale = g.abs().amax()
     g_scale = torch.where(g_scale > 0, g_scale, torch.ones_like(g_scale)).reshape(1)
@@ -247,7 +209,7 @@ def backward(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, need
     _sincere_bwd_kernel[grid](
         de, de.stride(0), de.stride(1), dtau_rows, g, g_scale, lse, usum, npos, *ea, *ya, *lba, tau, B, D,
         HAS_BIAS=label_bias is not None, NEED_DE=bool(need_de), NEED_DTAU=bool(need_dtau),
-        PRECISION=_precision(e.dtype),
+        PRECISION=dot_precision(e.dtype),
         BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"], BLOCK_DV=cfg["BLOCK_DV"],
         num_warps=cfg["num_warps"],
     )

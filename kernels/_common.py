@@ -1,0 +1,48 @@
+"""Pieces shared by the Triton kernel files: the tiled dot product, softplus, and launch helpers."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def dot_precision(dtype: torch.dtype) -> str:
+    """tl.dot input precision: full fp32 ("ieee") for fp32 operands; ignored for fp16/bf16 operands."""
+    return "ieee" if dtype == torch.float32 else "tf32"
+
+
+def gram_config(D: int, dtype: torch.dtype) -> dict:
+    """Block sizes of the B x B Gram-matrix kernels (sincere, circular_cse). The interpreter wants few,
+    small tiles. GPU sizes are a first guess, to be tuned on a GPU; with 8 warps, sm_90 compiles report
+    no register spills for fp16/bf16 at d=384 (benches/triton_resources.py)."""
+    if INTERPRET:
+        return dict(BLOCK_B=32, BLOCK_N=32, BLOCK_D=32, BLOCK_DV=32, num_warps=4)
+    return dict(BLOCK_B=64, BLOCK_N=32, BLOCK_D=32 if dtype == torch.float32 else 64,
+                BLOCK_DV=max(16, min(64, triton.next_power_of_2(D))), num_warps=8)
+
+
+@triton.jit
+def softplus(x):
+    """log(1 + e^x) without overflow."""
+    return tl.maximum(x, 0.0) + tl.log(1.0 + tl.exp(-tl.abs(x)))
+
+
+@triton.jit
+def dot_tile(a_ptr, stride_a0, stride_a1, o_a, m_a, b_ptr, stride_b0, stride_b1, o_b, m_b, D,
+             BLOCK_A: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr):
+    """x[i, j] = <a[o_a[i]], b[o_b[j]]> over all of D with fp32 accumulation; operands go to tl.dot as loaded."""
+    acc = tl.zeros((BLOCK_A, BLOCK_B), dtype=tl.float32)
+    for d0 in range(0, D, BLOCK_D):
+        o_d = d0 + tl.arange(0, BLOCK_D)
+        m_d = o_d < D
+        b_a = tl.load(a_ptr + o_a[:, None] * stride_a0 + o_d[None, :] * stride_a1,
+                      mask=m_a[:, None] & m_d[None, :], other=0.0)
+        b_b = tl.load(b_ptr + o_b[:, None] * stride_b0 + o_d[None, :] * stride_b1,
+                      mask=m_b[:, None] & m_d[None, :], other=0.0)
+        acc = tl.dot(b_a, tl.trans(b_b), acc, input_precision=PRECISION)
+    return acc
