@@ -67,7 +67,9 @@ def _signature(fn, constexprs: dict, dtype: str) -> tuple[dict, dict]:
     return sig, const
 
 
-def compile_one(module: str, kernel: str, flags: dict, dtype: str, arch: int, D: int = 768, K: int = 2):
+def compile_one(module: str, kernel: str, flags: dict, dtype: str, arch: int, D: int = 768, K: int | None = None):
+    if K is None:
+        K = 2 if flags.get("HAS_HN") else 0  # the launcher's config depends on whether hard negatives exist
     mod = importlib.import_module(f"spherekit.kernels.{module}")
     fn = getattr(mod, kernel)
     config = getattr(mod, "_config", None) or importlib.import_module("spherekit.kernels._common").gram_config

@@ -258,13 +258,16 @@ def _info_nce_bwd_dc_kernel(
 
 def _config(D: int, K: int) -> dict:
     """Block sizes and launch options. The interpreter wants small tiles. The GPU choice comes from
-    compiling for sm_90 without a GPU (benches/triton_resources.py): 64 x 64 tiles with 8 warps keep
-    the plain kernels free of register spills; it still has to be tuned on a real GPU."""
+    compiling for sm_90 without a GPU (benches/triton_resources.py) and is still to be tuned on a GPU:
+    64 x 64 tiles with 8 warps; the backward recomputes each logit tile once per BLOCK_DV-wide slice of
+    d, so BLOCK_DV = 256 (d = 768: 3 slices) halves that work against 128 for a 72-byte register spill
+    in the dq kernel (none in dc); 512 spills ~900 bytes. With hard negatives the dq kernel also holds
+    their slices, and 256 would spill ~1.6 KB: 128 there."""
     block_k = triton.next_power_of_2(max(K, 1))
     if INTERPRET:
         return dict(BLOCK_B=16, BLOCK_N=16, BLOCK_D=32, BLOCK_K=block_k, BLOCK_DV=32, num_warps=1, num_stages=1)
     return dict(BLOCK_B=64, BLOCK_N=64, BLOCK_D=64, BLOCK_K=block_k,
-                BLOCK_DV=min(128, triton.next_power_of_2(D)), num_warps=8, num_stages=2)
+                BLOCK_DV=min(256 if K == 0 else 128, triton.next_power_of_2(D)), num_warps=8, num_stages=2)
 
 
 def _common(q, c, h, targets, ql, cl, label_bias, tau):
