@@ -58,6 +58,8 @@ def _run_and_compare(e64, labels, dtype, backend, *, angles=ANGLES, margin=0.0):
     oracle, oins = run(reference.circular_cse, torch.float64, torch.float64)
     base, bins = run(reference.circular_cse, dtype, dtype)
     assert out.dtype == torch.float32 and out.shape == ()
+    if backend == "cpu":  # a scalar loss with a gradient: the one-pass op
+        assert "circular_cse_fused" in out.grad_fn.name()
     assert_close_to_oracle("loss", out, base, oracle, dtype)
     w = torch.tensor(0.7)
     (g,), (go,), (gb,) = (grads_of(out, w, ins), grads_of(oracle, w.double(), oins),
@@ -136,6 +138,7 @@ def test_opcheck():
     torch.library.opcheck(torch.ops.spherekit.circular_cse_fwd.default, args, test_utils=utils)
     torch.library.opcheck(torch.ops.spherekit.circular_cse_bwd.default, (torch.full((9,), 0.1),) + args,
                           test_utils=utils)
+    torch.library.opcheck(torch.ops.spherekit.circular_cse_fused.default, args[:-1], test_utils=utils)
 
 
 def _good():
@@ -203,3 +206,23 @@ def test_custom_op_with_per_row_upstream_gradients(backend):
     (l.sum(1) * w).sum().backward()
     torch.testing.assert_close(rows.double(), l.sum(1), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(e.grad.double(), e_ref.grad, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("margin", [0.0, 0.3])
+def test_cpu_scalar_loss_takes_the_one_pass_path_and_matches_the_two_pass_one(margin):
+    """circular_cse() with grad on the cpu backend runs forward_backward; it must equal the generic forward +
+    recomputing backward ops (same mean over B(B-1) pairs), value and gradient."""
+    e64, y = _case(53, 24, "many", seed=17, spread=0.7)
+    th = ANGLES[y]
+    e = e64.float().requires_grad_()
+    fused = circular_cse(e, y, ANGLES, margin=margin, backend="cpu")
+    assert "circular_cse_fused" in fused.grad_fn.name()
+    (g1,) = torch.autograd.grad(fused * 0.7, (e,))
+    rows = torch.ops.spherekit.circular_cse_fwd(e, y, torch.cos(th).float(), torch.sin(th).float(), margin, "cpu")
+    two_pass = rows.sum() / (53 * 52)
+    (g2,) = torch.autograd.grad(two_pass * 0.7, (e,))
+    torch.testing.assert_close(fused, two_pass, atol=1e-6, rtol=1e-6)
+    assert g1.dtype == g2.dtype
+    torch.testing.assert_close(g1, g2, atol=1e-6, rtol=1e-5)
+    with torch.no_grad():  # no gradient wanted: the two-pass forward, same value
+        torch.testing.assert_close(circular_cse(e, y, ANGLES, margin=margin, backend="cpu"), fused)

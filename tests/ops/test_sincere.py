@@ -68,6 +68,8 @@ def _run_and_compare(e64, labels, dtype, backend, *, label_bias=None, tau=0.07):
     oracle, oins = run(reference.sincere, torch.float64, torch.float64)
     base, bins = run(reference.sincere, dtype, dtype)
     assert out.dtype == torch.float32 and out.shape == ()
+    if backend == "cpu":  # a scalar loss with gradients: the one-pass op
+        assert "sincere_fused" in out.grad_fn.name()
     assert torch.isfinite(oracle)
     assert_close_to_oracle("loss", out, base, oracle, dtype)
     w = torch.tensor(0.7)
@@ -177,6 +179,8 @@ def test_opcheck():
     _, lse, usum, npos = torch.ops.spherekit.sincere_fwd(*args)
     bwd_args = (torch.full((9,), 0.1), e, y, tau, lb, shift, lse, usum, npos, True, True, "cpu")
     torch.library.opcheck(torch.ops.spherekit.sincere_bwd.default, bwd_args, test_utils=utils)
+    for need in ((True, True), (True, False), (False, True)):
+        torch.library.opcheck(torch.ops.spherekit.sincere_fused.default, args[:-1] + need, test_utils=utils)
 
 
 def _good():
@@ -268,3 +272,41 @@ def test_custom_op_with_per_row_upstream_gradients(backend, softcse):
     torch.testing.assert_close(npos, (y[:, None] == y[None, :]).sum(1).float() - 1)
     torch.testing.assert_close(e.grad.double(), e_ref.grad, atol=2e-6, rtol=1e-5)
     torch.testing.assert_close(tau.grad.double(), tau_ref.grad, atol=2e-5, rtol=1e-5)
+
+
+def _zero_weight_bias():
+    """Label 0 gives weight 0 to every other label: its anchors get L_i = -inf."""
+    bias = torch.randn(N_ANGLES, N_ANGLES, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    bias[0, 1:] = float("-inf")
+    bias[2, 3] = float("-inf")
+    return bias
+
+
+@pytest.mark.parametrize("case", ["sincere", "softcse", "zero_weight"])
+@pytest.mark.parametrize("tau_grad", [True, False])
+def test_cpu_scalar_loss_takes_the_one_pass_path_and_matches_the_two_pass_one(case, tau_grad):
+    """sincere() with grad on the cpu backend runs forward_backward; it must equal the generic forward +
+    recomputing backward ops (same mean over anchors with a positive), values and gradients."""
+    from spherekit.reference.contrastive import sincere_bias_shift
+
+    e64, y = _case(53, 24, "singletons", seed=21)
+    lb = {"sincere": None, "softcse": SOFTCSE_BIAS, "zero_weight": _zero_weight_bias()}[case]
+    lb = None if lb is None else lb.float()
+    e = e64.float().requires_grad_()
+    tau = torch.tensor(0.07, requires_grad=tau_grad)
+    ins = (e, tau) if tau_grad else (e,)
+    fused = sincere(e, y, temperature=tau, label_bias=lb, backend="cpu")
+    assert "sincere_fused" in fused.grad_fn.name()
+    g1 = torch.autograd.grad(fused * 0.7, ins)
+    shift = None if lb is None else sincere_bias_shift(y, lb)
+    rows, lse, _, npos = torch.ops.spherekit.sincere_fwd(e, y, tau, lb, shift, "cpu")
+    if case == "zero_weight":
+        assert bool(torch.isneginf(lse).any())
+    two_pass = rows.sum() / (npos > 0).sum()
+    g2 = torch.autograd.grad(two_pass * 0.7, ins)
+    torch.testing.assert_close(fused, two_pass, atol=1e-6, rtol=1e-6)
+    for a, b in zip(g1, g2):
+        assert a.dtype == b.dtype and torch.isfinite(a).all()
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+    with torch.no_grad():  # no gradient wanted: the two-pass forward, same value
+        torch.testing.assert_close(sincere(e, y, temperature=tau, label_bias=lb, backend="cpu"), fused)

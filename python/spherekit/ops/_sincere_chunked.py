@@ -2,7 +2,9 @@
 
 Rows are processed `rows_per_chunk(B)` at a time, so peak memory is O(rows x B), never B x B. The
 forward keeps only per-anchor statistics (loss, L_i, U_i, |P_i|); the backward recomputes each chunk's
-logits. All math is fp32 whatever the input dtype. See spherekit.reference.sincere for the math:
+logits. forward_backward (the public scalar mean, with gradients) gets the loss and the gradients from one
+pass over the chunks instead (3 matrix products per chunk instead of 4). All math is fp32 whatever the
+input dtype. See spherekit.reference.sincere for the math:
 
     s_ij = <e_i, e_j> / tau,   P_i = {j != i : y_j = y_i},   N_i = {k : y_k != y_i}
     L_i  = logsumexp_{k in N_i} (s_ik + label_bias[y_i, y_k] + shift_i)
@@ -103,3 +105,57 @@ def backward(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, need
     if de is not None:
         de.mul_(inv_tau)
     return de, dtau if need_dtau else None
+
+
+def _positive_counts(labels: Tensor) -> Tensor:
+    """|P_i| (B,) fp32 from label counts, O(B log B): never a B x B mask."""
+    _, inverse, counts = torch.unique(labels, return_inverse=True, return_counts=True)
+    return (counts[inverse] - 1).float()
+
+
+def forward_backward(e, labels, tau, label_bias, shift, need_de, need_dtau):
+    """The public scalar loss (mean over anchors with >= 1 positive) and its gradients in one pass.
+
+    A row chunk holds full rows, so L_i, U_i and |P_i| are complete within it: the chunk's loss rows and
+    G rows come from one logit tile. Upstream weight w_i = 1/(number of anchors with a positive) for those
+    anchors, 0 otherwise (an anchor with L_i = -inf counts in the mean with loss 0 and zero gradient);
+    c_i = w_i / |P_i|. dE = (G + G^T) E / tau is accumulated as dE[chunk] += G_c E and dE += G_c^T E_c:
+    3 matrix products per chunk (S, G E, G^T E_c) instead of 4 for forward + recomputing backward.
+    -> (loss 0-dim fp32, dE fp32 (B, d) or None, dtau 0-dim fp32 or None).
+    """
+    e32 = e.float()
+    lb = _bias_columns(label_bias, labels)
+    inv_tau = 1.0 / tau
+    B = e.shape[0]
+    npos = _positive_counts(labels).to(e.device)
+    has_pos = npos > 0
+    weight = 1.0 / has_pos.sum().clamp_min(1).float()
+    c_all = torch.where(has_pos, weight / npos.clamp_min(1.0), torch.zeros_like(npos))
+    loss = torch.zeros((), dtype=torch.float32, device=e.device)
+    de = torch.zeros_like(e32) if need_de else None
+    dtau = torch.zeros_like(loss)
+    step = rows_per_chunk(B)
+    for r0 in range(0, B, step):
+        sl = slice(r0, r0 + step)
+        y_r, e_r, c = labels[sl], e32[sl], c_all[sl]
+        s = torch.mm(e_r, e32.T).mul_(inv_tau)
+        same, pos = _masks(y_r, labels, r0)
+        G = _neg_logits(s, same, y_r, lb, None if shift is None else shift[sl])
+        L = torch.logsumexp(G, dim=1)
+        t = torch.sub(L[:, None], s).masked_fill_(~pos, NEG_INF)  # L_i - s_ij on positives, -inf elsewhere
+        rows = F.softplus(t).sum(dim=1) / npos[sl].clamp_min(1.0)
+        loss += (torch.where(has_pos[sl], rows, torch.zeros_like(rows)) * weight).sum()
+        sig = t.sigmoid_()  # 0 off the positives (and everywhere when L_i = -inf)
+        U = sig.sum(dim=1)
+        L_safe = torch.where(torch.isneginf(L), torch.zeros_like(L), L)  # exp(-inf - 0) = 0, no NaN
+        G.sub_(L_safe[:, None]).exp_().mul_((c * U)[:, None])  # softmax part: c_i U_i p_ij on negatives
+        G.sub_(sig.mul_(c[:, None]))
+        del sig, t
+        if need_dtau:
+            dtau -= torch.vdot(G.view(-1), s.view(-1)) * inv_tau
+        if de is not None:
+            de[sl].addmm_(G, e32)
+            de.addmm_(G.T, e_r)
+    if de is not None:
+        de.mul_(inv_tau)
+    return loss, de, dtau if need_dtau else None

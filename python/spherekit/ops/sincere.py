@@ -3,7 +3,8 @@ materialising the B x B logit matrix. The math is in spherekit.reference.sincere
 
 The public function validates and normalises arguments, computes the SoftCSE per-anchor weight shift
 from label counts (O(B + E^2)), then calls two torch.library custom ops (spherekit::sincere_fwd /
-spherekit::sincere_bwd) so torch.compile traces through them.
+spherekit::sincere_bwd) so torch.compile traces through them. On the cpu backend with gradients, a third op
+(spherekit::sincere_fused) computes the scalar loss and its gradients in one pass.
 """
 
 from __future__ import annotations
@@ -79,6 +80,40 @@ def _backward(ctx, grad_rows, _grad_lse, _grad_usum, _grad_npos):
 torch.library.register_autograd("spherekit::sincere_fwd", _backward, setup_context=_setup_context)
 
 
+@torch.library.custom_op("spherekit::sincere_fused", mutates_args=())
+def _sincere_fused(
+    embeddings: Tensor, labels: Tensor, temperature: Tensor, label_bias: Optional[Tensor], shift: Optional[Tensor],
+    need_de: bool, need_dtau: bool,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """CPU path for the scalar loss: (loss, dE, dtau) in one pass, gradients in fp32 (empty if not needed)."""
+    out = _sincere_chunked.forward_backward(embeddings, labels, temperature, label_bias, shift, need_de, need_dtau)
+    return tuple(x if x is not None else embeddings.new_empty(0, dtype=torch.float32) for x in out)
+
+
+@_sincere_fused.register_fake
+def _(embeddings, labels, temperature, label_bias, shift, need_de, need_dtau):
+    def like(flag, ref):
+        return torch.empty_like(ref, dtype=torch.float32) if flag else embeddings.new_empty(0, dtype=torch.float32)
+
+    return embeddings.new_empty((), dtype=torch.float32), like(need_de, embeddings), like(need_dtau, temperature)
+
+
+def _fused_setup_context(ctx, inputs, output):
+    ctx.save_for_backward(*output[1:])
+    ctx.dtypes = (inputs[0].dtype, inputs[2].dtype)
+
+
+def _fused_backward(ctx, grad_loss, *_unused):
+    grads = []
+    for g, dtype, needed in zip(ctx.saved_tensors, ctx.dtypes, (ctx.needs_input_grad[i] for i in (0, 2))):
+        grads.append((grad_loss * g).to(dtype) if needed and g.numel() else None)
+    de, dtau = grads
+    return de, None, dtau, None, None, None, None
+
+
+torch.library.register_autograd("spherekit::sincere_fused", _fused_backward, setup_context=_fused_setup_context)
+
+
 def _validate(embeddings, labels, label_bias):
     C.check_tensor("embeddings", embeddings, ndim=2, dtypes=C.FLOAT_DTYPES)
     device = embeddings.device
@@ -143,6 +178,10 @@ def sincere(
     if label_bias is not None:
         lb = label_bias.detach().float().contiguous()
         shift = sincere_bias_shift(labels, lb).contiguous()
-    rows, _, _, npos = torch.ops.spherekit.sincere_fwd(embeddings.contiguous(), labels.contiguous(), tau, lb, shift,
-                                                       chosen)
+    args = (embeddings.contiguous(), labels.contiguous(), tau, lb, shift)
+    need = (embeddings.requires_grad, tau.requires_grad)
+    if chosen == "cpu" and torch.is_grad_enabled() and any(need):
+        # gradients come out of the same pass (3 matrix products per chunk instead of 4)
+        return torch.ops.spherekit.sincere_fused(*args, *need)[0]
+    rows, _, _, npos = torch.ops.spherekit.sincere_fwd(*args, chosen)
     return rows.sum() / (npos > 0).sum().clamp_min(1).to(rows.dtype)
