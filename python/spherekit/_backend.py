@@ -5,7 +5,7 @@ Backends:
     "triton"     Triton kernels (CUDA tensors; CPU tensors too when TRITON_INTERPRET=1 is set, which
                  is how the kernels are tested on machines without a GPU)
     "cuda"       CUDA C++ kernels from spherekit._cuda (built with SPHEREKIT_WITH_CUDA=ON)
-    "cpu"        chunked torch (BLAS for the products) or C++ loops from spherekit._C
+    "cpu"        chunked torch (BLAS for the products), or C++ loops from spherekit._C where an op has them
     "reference"  the materialising pure-torch oracle (for comparison; memory grows with B x N)
     "auto"       triton on CUDA tensors when Triton imports, else cpu. Never picks a less accurate path.
 
@@ -77,7 +77,7 @@ def usable(backend: str, device: torch.device) -> tuple[bool, str]:
             return False, f"spherekit._cuda is not built or does not load ({_try_import('spherekit._cuda')[1]})"
         return True, "spherekit._cuda"
     if backend == "cpu":
-        return True, "chunked torch + spherekit._C"
+        return True, "chunked torch (BLAS for the products)"
     if backend == "reference":
         return True, "pure torch (materialising)"
     raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
