@@ -77,5 +77,8 @@ def worker(rank: int, world: int, port: int, out_dir: str) -> None:
             for tag, loss_fn in make_losses(name, gather=True).items():
                 results[(name, tag)] = loss_and_grads(loss_fn, local)
         torch.save(results, Path(out_dir) / f"rank{rank}.pt")
+        # both ranks done before either tears gloo down: an early teardown can abort the other rank
+        # ("terminate called without an active exception", seen once in CI)
+        dist.barrier()
     finally:
         dist.destroy_process_group()

@@ -34,8 +34,15 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def rank_results(tmp_path_factory):
     out = tmp_path_factory.mktemp("gloo")
-    mp.spawn(worker, args=(WORLD, free_port(), str(out)), nprocs=WORLD, join=True)
-    return [torch.load(out / f"rank{r}.pt") for r in range(WORLD)]
+    files = [out / f"rank{r}.pt" for r in range(WORLD)]
+    try:
+        mp.spawn(worker, args=(WORLD, free_port(), str(out)), nprocs=WORLD, join=True)
+    except mp.ProcessExitedException:
+        # a rank that dies after both ranks saved their results (and passed the barrier) died in gloo's
+        # teardown, not in the computation under test; anything earlier is a failure
+        if not all(f.exists() for f in files):
+            raise
+    return [torch.load(f) for f in files]
 
 
 @pytest.mark.distributed
