@@ -58,7 +58,7 @@ def _logits_tile(x, inv_tau, o_n, m_n, b_t, b_ql, cl_ptr, lb_ptr, stride_lb0, st
     """Dots -> logits: /tau, + label bias on negatives, false negatives and padding at -inf."""
     s = x * inv_tau
     is_t = o_n[None, :] == b_t[:, None]
-    allowed = m_n[None, :] & (b_t[:, None] >= 0)
+    allowed = m_n[None, :]  # padding columns out; broadcasts against the (rows, cols) masks below
     if HAS_LABELS:
         b_cl = tl.load(cl_ptr + o_n, mask=m_n, other=0)
         allowed = allowed & ((b_cl[None, :] != b_ql[:, None]) | is_t)

@@ -50,6 +50,16 @@ def _neg_logits(s: Tensor, same: Tensor, y_r: Tensor, bias_cols: Tensor | None, 
     return z.masked_fill_(same, NEG_INF)
 
 
+def _accumulate(G: Tensor, s: Tensor, e_r: Tensor, e32: Tensor, sl: slice, de: Tensor | None, inv_tau: Tensor,
+                need_dtau: bool) -> Tensor | float:
+    """Add a row chunk's share of dE * tau = (G + G^T) E: de[chunk] += G E, de += G^T E_chunk.
+    -> the chunk's sum_ij G_ij s_ij / tau (dtau = -that, summed over chunks), or 0 when not needed."""
+    if de is not None:
+        de[sl].addmm_(G, e32)
+        de.addmm_(G.T, e_r)
+    return torch.vdot(G.view(-1), s.view(-1)) * inv_tau if need_dtau else 0.0
+
+
 def forward(e: Tensor, labels: Tensor, tau: Tensor, label_bias: Tensor | None, shift: Tensor | None):
     """-> (loss per anchor (B,), L (B,), U (B,), |P| (B,)), all fp32; anchors without positives get loss 0."""
     e32 = e.float()
@@ -97,11 +107,7 @@ def backward(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, need
         sig = torch.sigmoid(lse[sl, None] - s).masked_fill_(~pos, 0.0).mul_(c[sl, None])
         G.sub_(sig)
         del sig
-        if need_dtau:
-            dtau -= torch.vdot(G.view(-1), s.view(-1)) * inv_tau
-        if de is not None:
-            de[sl].addmm_(G, e32)
-            de.addmm_(G.T, e_r)
+        dtau -= _accumulate(G, s, e_r, e32, sl, de, inv_tau, need_dtau)
     if de is not None:
         de.mul_(inv_tau)
     return de, dtau if need_dtau else None
@@ -151,11 +157,7 @@ def forward_backward(e, labels, tau, label_bias, shift, need_de, need_dtau):
         G.sub_(L_safe[:, None]).exp_().mul_((c * U)[:, None])  # softmax part: c_i U_i p_ij on negatives
         G.sub_(sig.mul_(c[:, None]))
         del sig, t
-        if need_dtau:
-            dtau -= torch.vdot(G.view(-1), s.view(-1)) * inv_tau
-        if de is not None:
-            de[sl].addmm_(G, e32)
-            de.addmm_(G.T, e_r)
+        dtau -= _accumulate(G, s, e_r, e32, sl, de, inv_tau, need_dtau)
     if de is not None:
         de.mul_(inv_tau)
     return loss, de, dtau if need_dtau else None
