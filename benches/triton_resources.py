@@ -45,8 +45,31 @@ KERNELS = [
     ("circular_cse", "_circular_cse_fwd_kernel", {}),
     ("circular_cse", "_circular_cse_bwd_kernel", {}),
 ]
+# nGPT row kernels: one row per program in registers, so compile at the common widths and at MAX_D
+# (an optional 4th entry holds the sizes handed to compile_one).
+KERNELS += [("ngpt", k, {}, dict(D=D)) for D in (768, 4096, 8192, 16384) for k in (
+    "_geodesic_residual_fwd_kernel", "_geodesic_residual_bwd_kernel", "_l2_normalize_fwd_kernel",
+    "_l2_normalize_bwd_kernel")] + [("ngpt", "_renormalize_kernel", {}, dict(D=4096))]
+# token-similarity kernels at h = 128 and 768 (pointer types from each module's PTR_TYPES table)
+_MASKS = dict(HAS_QMASK=True, HAS_DMASK=True)
+_MAP = dict(CH_SIM=0, CH_ROW=1, CH_COL=2, CLIP=True, HAS_QMASK=True, HAS_DMASK=True)
+_XY = dict(CLIP=True, HAS_XMASK=True, HAS_YMASK=True)
+KERNELS += [(mod, k, flags, dict(D=D)) for D in (128, 768) for mod, k, flags in (
+    ("maxsim", "_maxsim_fwd_kernel", dict(_MASKS, STORE_MAX=False)),
+    ("maxsim", "_maxsim_fwd_kernel", dict(_MASKS, STORE_MAX=True)),
+    ("maxsim", "_maxsim_bwd_kernel", dict(NEED_DQ=True, NEED_DD=True)),
+    ("soft_align", "_soft_align_fwd_kernel", _MASKS),
+    ("soft_align", "_soft_align_bwd_dq_kernel", _MASKS),
+    ("soft_align", "_soft_align_bwd_dd_kernel", _MASKS),
+    ("sim_map", "_sim_map_fwd_kernel", dict(_MAP, P=1)),
+    ("sim_map", "_sim_map_fwd_kernel", dict(_MAP, P=8)),
+    ("sim_map", "_sim_map_chansum_kernel", dict(_XY, P=8)),
+    ("sim_map", "_sim_map_bwd_kernel", dict(_XY, P=8, CH_SIM=0, HAS_ROW=True, HAS_COL=True)),
+)]
 EMBEDDING_PTRS = {"q_ptr", "c_ptr", "h_ptr", "e_ptr", "x_ptr"}
 INDEX_PTRS = {"t_ptr", "ql_ptr", "cl_ptr", "labels_ptr", "y_ptr"}
+EMBEDDING_PTRS |= {"f_ptr", "out_ptr", "dout_ptr", "gh_ptr", "gf_ptr", "gx_ptr"}  # ngpt
+INDEX_PTRS |= {"meta_ptr", "starts_ptr"}  # ngpt renormalize_ descriptor tables
 UNIT_STRIDES_SUFFIX = ("d", "dv")  # stride over the embedding dimension: contiguous at launch
 
 
@@ -58,6 +81,8 @@ def _signature(fn, constexprs: dict, dtype: str) -> tuple[dict, dict]:
             const.setdefault(name, 1)
         if name in const:
             sig[name] = "constexpr"
+        elif name.endswith("_ptr") and name in getattr(sys.modules[fn.fn.__module__], "PTR_TYPES", {}):
+            sig[name] = sys.modules[fn.fn.__module__].PTR_TYPES[name] or "*" + dtype  # module's own table
         elif name.endswith("_ptr"):
             sig[name] = "*" + dtype if name in EMBEDDING_PTRS else ("*i64" if name in INDEX_PTRS else "*fp32")
         elif name.isupper() or name in ("B", "N", "D", "K") or name.startswith("stride_"):
@@ -99,7 +124,7 @@ def compile_one(module: str, kernel: str, flags: dict, dtype: str, arch: int, D:
     return dict(module=module, kernel=kernel, flags="+".join(k for k, v in flags.items() if v is True) or "plain",
                 dtype=dtype, arch=f"sm_{arch}", num_warps=options["num_warps"], registers=usage.get("REG"),
                 spill_stack_bytes=usage.get("STACK"), shared_bytes=usage.get("SHARED"),
-                compile_s=round(seconds, 1))
+                compile_s=round(seconds, 1), D=D)
 
 
 def main(argv=None) -> int:
@@ -109,10 +134,10 @@ def main(argv=None) -> int:
     ap.add_argument("--csv", default=None, help="write the table here (overwritten atomically)")
     args = ap.parse_args(argv)
     rows = []
-    for module, kernel, flags in KERNELS:
-        row = compile_one(module, kernel, flags, args.dtype, args.arch)
+    for module, kernel, flags, *sizes in KERNELS:
+        row = compile_one(module, kernel, flags, args.dtype, args.arch, **(sizes[0] if sizes else {}))
         rows.append(row)
-        print(f"{row['kernel']:<36} {row['flags']:<48} {row['arch']} w{row['num_warps']} "
+        print(f"{row['kernel']:<36} {row['flags']:<48} D={row['D']:<5} {row['arch']} w{row['num_warps']} "
               f"REG {row['registers']:>4} spill {row['spill_stack_bytes']:>5} B  shared {row['shared_bytes']:>6} B  "
               f"({row['compile_s']} s)", flush=True)
     if args.csv:

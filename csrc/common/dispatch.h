@@ -21,3 +21,28 @@
       return __VA_ARGS__();                         \
     }                                               \
   }()
+
+// ---- float dtype codes ------------------------------------------------------------------------
+// Python passes a dtype code with each raw pointer: 0 float32, 1 float16, 2 bfloat16. The switch
+// below names the C++ storage type for each code (the caller supplies them, so this header needs no
+// CUDA includes: e.g. float, __half, __nv_bfloat16 in .cu files). Inside the body NAME is that type:
+//
+//   FLOAT_DTYPE_SWITCH(dtype, T, float, __half, __nv_bfloat16, [&] { my_kernel<T><<<...>>>(...); });
+//
+// An unknown code throws std::invalid_argument naming "dtype".
+#include "common/checks.h"
+
+namespace spherekit {
+enum DTypeCode : int { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
+}  // namespace spherekit
+
+#define FLOAT_DTYPE_SWITCH(CODE, NAME, F32_T, F16_T, BF16_T, ...)                                   \
+  [&] {                                                                                          \
+    switch (CODE) {                                                                              \
+      case ::spherekit::kFloat32: { using NAME = F32_T; return __VA_ARGS__(); }                  \
+      case ::spherekit::kFloat16: { using NAME = F16_T; return __VA_ARGS__(); }                  \
+      case ::spherekit::kBFloat16: { using NAME = BF16_T; return __VA_ARGS__(); }                \
+      default:                                                                                   \
+        CHECK_ARG(false, "dtype: expected 0 (float32), 1 (float16) or 2 (bfloat16), got " << (CODE)); \
+    }                                                                                            \
+  }()

@@ -10,6 +10,8 @@ from .concept_equivalence import ConceptEquivalenceLoss
 from .entry_bank import EntryBankLoss
 from .multiple_negatives_ranking import MultipleNegativesRankingLoss
 from .sincere import SincereLoss, SoftCSELoss
+from .verifier_mnrl import VerifierMNRLLoss, verifier_mnrl_loss
+from .verifier_training import TokenTriplets, TrainResult, train_verifier
 
 __all__ = [
     "CircularCSELoss",
@@ -18,4 +20,9 @@ __all__ = [
     "MultipleNegativesRankingLoss",
     "SincereLoss",
     "SoftCSELoss",
+    "TokenTriplets",
+    "TrainResult",
+    "VerifierMNRLLoss",
+    "train_verifier",
+    "verifier_mnrl_loss",
 ]

@@ -1,0 +1,281 @@
+"""Triton kernels for paired soft alignment with positional bias (004 eq. 7 and 10).
+
+For one pair (q (m, h), d (n, h), L2-normalised, so M = q d^T is the cosine map), over valid j:
+    z_ij = (M_ij - lam * |i - j|) / tau,   A_ij = softmax_j z_ij,   s_i = sum_j A_ij M_ij,
+    score = (1 / |valid q|) sum_{valid i} s_i
+(i, j are the padded token positions; a query without valid tokens scores 0; a row whose document has
+no valid token has s_i = 0, lse_i = -inf and no gradient).
+
+Forward (flash-attention-like, M never written): a program owns (pair b, block of query tokens) and
+streams document-token tiles through an online softmax with V = M itself (it accumulates sum_j p_ij M_ij);
+it stores lse_i (of z) and s_i per row and the block's part of the score; the launcher adds the blocks.
+Backward (tiles recomputed), with c_b = g_b / |valid q_b| and P_ij = A_ij (1 + (M_ij - s_i) / tau):
+    dscore/dM_ij = c_b P_ij    ->  grad_q = c_b P d,  grad_d = c_b P^T q
+    grad_lam_b = -(c_b / tau) sum_{valid i, j} A_ij |i - j| (M_ij - s_i)
+    grad_tau_b = -(c_b / tau) sum_{valid i, j} A_ij z_ij (M_ij - s_i)
+c_b is constant over the pair, so it multiplies the fp32 results and the tile given to tl.dot is P itself
+(|P| <= 1 + 2 / tau: no fp16 underflow from small gradients). Two kernels, no atomics: the dq kernel owns
+(pair, query block, h slice) and also writes the lam/tau parts; the dd kernel owns (pair, document
+block, h slice) and loops over query blocks. fp32 math; fp16/bf16 operands go to tl.dot as loaded.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ._common import INTERPRET, dot_precision, dot_tile
+from ._simmap_common import (check_same, check_shape, check_tokens, inv_valid_count, mask_arg, mask_strides,
+                             unit_last)
+
+PTR_TYPES = {"q_ptr": None, "d_ptr": None, "dq_ptr": None, "dd_ptr": None, "qm_ptr": "*u8", "dm_ptr": "*u8",
+             "part_ptr": "*fp32", "lse_ptr": "*fp32", "s_ptr": "*fp32", "inv_ptr": "*fp32", "g_ptr": "*fp32",
+             "plam_ptr": "*fp32", "ptau_ptr": "*fp32"}
+
+
+@triton.jit
+def _load_valid(m_ptr, stride_mb, stride_mt, b, o_t, L, HAS_MASK: tl.constexpr):
+    """(in range, valid) token flags of positions o_t of pair b."""
+    m_t = o_t < L
+    valid = m_t
+    if HAS_MASK:
+        valid = m_t & (tl.load(m_ptr + b * stride_mb + o_t * stride_mt, mask=m_t, other=0) != 0)
+    return m_t, valid
+
+
+@triton.jit
+def _logits(x, o_m, o_n, valid, lam, inv_tau):
+    """z = (M - lam |i - j|) / tau on valid entries, -inf elsewhere; also |i - j| as fp32."""
+    dist = tl.abs(o_m[:, None] - o_n[None, :]).to(tl.float32)
+    return tl.where(valid, (x - lam * dist) * inv_tau, float("-inf")), dist
+
+
+@triton.jit
+def _soft_align_fwd_kernel(
+    part_ptr, lse_ptr, s_ptr,
+    q_ptr, stride_qb, stride_qm, stride_qd,
+    qm_ptr, stride_qmb, stride_qmm,
+    d_ptr, stride_db, stride_dn, stride_dd,
+    dm_ptr, stride_dmb, stride_dmn,
+    inv_ptr,
+    M, N, H, MB,
+    lam, inv_tau,
+    HAS_QMASK: tl.constexpr, HAS_DMASK: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
+):
+    """Program (pair b, query block): lse (B, M), s (B, M) contiguous; part (B, MB) = inv[b] * sum of valid s_i."""
+    b = tl.program_id(0).to(tl.int64)
+    pid_m = tl.program_id(1).to(tl.int64)
+    o_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    m_m, valid_m = _load_valid(qm_ptr, stride_qmb, stride_qmm, b, o_m, M, HAS_QMASK)
+    p_q = q_ptr + b * stride_qb
+    p_d = d_ptr + b * stride_db
+
+    m_run = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
+    l_run = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    for n0 in range(0, N, BLOCK_N):
+        o_n = n0 + tl.arange(0, BLOCK_N)
+        m_n, valid_n = _load_valid(dm_ptr, stride_dmb, stride_dmn, b, o_n, N, HAS_DMASK)
+        x = dot_tile(p_q, stride_qm, stride_qd, o_m, m_m, p_d, stride_dn, stride_dd, o_n, m_n, H,
+                     BLOCK_M, BLOCK_N, BLOCK_H, PRECISION)
+        z, _ = _logits(x, o_m, o_n, valid_n[None, :], lam, inv_tau)
+        m_new = tl.maximum(m_run, tl.max(z, axis=1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = tl.exp(m_run - m_safe)
+        p = tl.exp(z - m_safe[:, None])
+        l_run = l_run * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha + tl.sum(p * x, axis=1)
+        m_run = m_new
+    has = l_run > 0.0
+    s = tl.where(has, acc / tl.where(has, l_run, 1.0), 0.0)
+    lse = tl.where(has, m_run + tl.log(tl.where(has, l_run, 1.0)), float("-inf"))
+    tl.store(lse_ptr + b * M + o_m, lse, mask=m_m)
+    tl.store(s_ptr + b * M + o_m, s, mask=m_m)
+    inv = tl.load(inv_ptr + b)
+    tl.store(part_ptr + b * MB + pid_m, tl.sum(tl.where(valid_m, s, 0.0), axis=0) * inv)
+
+
+@triton.jit
+def _p_tile(x, o_m, o_n, valid, b_lse, b_s, lam, inv_tau):
+    """-> (P = A (1 + (M - s) / tau), A, z (0 where invalid), |i - j|, M - s) of one recomputed tile."""
+    z, dist = _logits(x, o_m, o_n, valid, lam, inv_tau)
+    a = tl.where(valid, tl.exp(z - b_lse[:, None]), 0.0)
+    dlt = x - b_s[:, None]
+    return a * (1.0 + dlt * inv_tau), a, tl.where(valid, z, 0.0), dist, dlt
+
+
+@triton.jit
+def _soft_align_bwd_dq_kernel(
+    dq_ptr, stride_dqb, stride_dqm, stride_dqd,
+    plam_ptr, ptau_ptr,
+    g_ptr, inv_ptr, lse_ptr, s_ptr,
+    q_ptr, stride_qb, stride_qm, stride_qd,
+    qm_ptr, stride_qmb, stride_qmm,
+    d_ptr, stride_db, stride_dn, stride_dd,
+    dm_ptr, stride_dmb, stride_dmn,
+    M, N, H, MB,
+    lam, inv_tau,
+    HAS_QMASK: tl.constexpr, HAS_DMASK: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_HV: tl.constexpr,
+):
+    """Program (pair b, query block, h slice): grad_q[b, block, slice] = c_b P d; the slice-0 programs
+    write the block's parts of grad_lam and grad_tau at plam/ptau (B, MB)."""
+    b = tl.program_id(0).to(tl.int64)
+    pid_m = tl.program_id(1).to(tl.int64)
+    pid_v = tl.program_id(2).to(tl.int64)
+    o_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    m_m, valid_m = _load_valid(qm_ptr, stride_qmb, stride_qmm, b, o_m, M, HAS_QMASK)
+    o_v = pid_v * BLOCK_HV + tl.arange(0, BLOCK_HV)
+    m_v = o_v < H
+    b_lse = tl.load(lse_ptr + b * M + o_m, mask=m_m, other=0.0)
+    b_s = tl.load(s_ptr + b * M + o_m, mask=m_m, other=0.0)
+    c = tl.load(g_ptr + b) * tl.load(inv_ptr + b)
+    p_q = q_ptr + b * stride_qb
+    p_d = d_ptr + b * stride_db
+
+    acc = tl.zeros((BLOCK_M, BLOCK_HV), dtype=tl.float32)
+    lam_acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    tau_acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    for n0 in range(0, N, BLOCK_N):
+        o_n = n0 + tl.arange(0, BLOCK_N)
+        m_n, valid_n = _load_valid(dm_ptr, stride_dmb, stride_dmn, b, o_n, N, HAS_DMASK)
+        valid = valid_m[:, None] & valid_n[None, :]
+        x = dot_tile(p_q, stride_qm, stride_qd, o_m, m_m, p_d, stride_dn, stride_dd, o_n, m_n, H,
+                     BLOCK_M, BLOCK_N, BLOCK_H, PRECISION)
+        p, a, z, dist, dlt = _p_tile(x, o_m, o_n, valid, b_lse, b_s, lam, inv_tau)
+        ad = a * dlt
+        lam_acc += tl.sum(ad * dist, axis=1)
+        tau_acc += tl.sum(ad * z, axis=1)
+        b_d = tl.load(p_d + o_n[:, None] * stride_dn + o_v[None, :] * stride_dd,
+                      mask=m_n[:, None] & m_v[None, :], other=0.0)
+        acc = tl.dot(p.to(b_d.dtype), b_d, acc, input_precision=PRECISION)
+    tl.store(dq_ptr + b * stride_dqb + o_m[:, None] * stride_dqm + o_v[None, :] * stride_dqd, acc * c,
+             mask=m_m[:, None] & m_v[None, :])
+    if pid_v == 0:
+        tl.store(plam_ptr + b * MB + pid_m, -c * inv_tau * tl.sum(lam_acc, axis=0))
+        tl.store(ptau_ptr + b * MB + pid_m, -c * inv_tau * tl.sum(tau_acc, axis=0))
+
+
+@triton.jit
+def _soft_align_bwd_dd_kernel(
+    dd_ptr, stride_ddb, stride_ddn, stride_ddd,
+    g_ptr, inv_ptr, lse_ptr, s_ptr,
+    q_ptr, stride_qb, stride_qm, stride_qd,
+    qm_ptr, stride_qmb, stride_qmm,
+    d_ptr, stride_db, stride_dn, stride_dd,
+    dm_ptr, stride_dmb, stride_dmn,
+    M, N, H,
+    lam, inv_tau,
+    HAS_QMASK: tl.constexpr, HAS_DMASK: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_HV: tl.constexpr,
+):
+    """Program (pair b, document block, h slice): grad_d[b, block, slice] = c_b P^T q over all query blocks."""
+    b = tl.program_id(0).to(tl.int64)
+    pid_n = tl.program_id(1).to(tl.int64)
+    pid_v = tl.program_id(2).to(tl.int64)
+    o_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_n, valid_n = _load_valid(dm_ptr, stride_dmb, stride_dmn, b, o_n, N, HAS_DMASK)
+    o_v = pid_v * BLOCK_HV + tl.arange(0, BLOCK_HV)
+    m_v = o_v < H
+    c = tl.load(g_ptr + b) * tl.load(inv_ptr + b)
+    p_q = q_ptr + b * stride_qb
+    p_d = d_ptr + b * stride_db
+
+    acc = tl.zeros((BLOCK_N, BLOCK_HV), dtype=tl.float32)
+    for m0 in range(0, M, BLOCK_M):
+        o_m = m0 + tl.arange(0, BLOCK_M)
+        m_m, valid_m = _load_valid(qm_ptr, stride_qmb, stride_qmm, b, o_m, M, HAS_QMASK)
+        b_lse = tl.load(lse_ptr + b * M + o_m, mask=m_m, other=0.0)
+        b_s = tl.load(s_ptr + b * M + o_m, mask=m_m, other=0.0)
+        valid = valid_m[:, None] & valid_n[None, :]
+        x = dot_tile(p_q, stride_qm, stride_qd, o_m, m_m, p_d, stride_dn, stride_dd, o_n, m_n, H,
+                     BLOCK_M, BLOCK_N, BLOCK_H, PRECISION)
+        p, _, _, _, _ = _p_tile(x, o_m, o_n, valid, b_lse, b_s, lam, inv_tau)
+        b_q = tl.load(p_q + o_m[:, None] * stride_qm + o_v[None, :] * stride_qd,
+                      mask=m_m[:, None] & m_v[None, :], other=0.0)
+        acc = tl.dot(tl.trans(p.to(b_q.dtype)), b_q, acc, input_precision=PRECISION)
+    tl.store(dd_ptr + b * stride_ddb + o_n[:, None] * stride_ddn + o_v[None, :] * stride_ddd, acc * c,
+             mask=m_n[:, None] & m_v[None, :])
+
+
+def _config(D: int, dtype: torch.dtype) -> dict:
+    """Block sizes and launch options (D = h). The interpreter wants small tiles. GPU: a first guess (to be
+    tuned on a GPU); compiled for sm_90 (benches/triton_resources.py) no kernel spills at h = 128 or 768 in
+    fp16/bf16 or fp32 with 8 warps and BLOCK_H = 32 (registers: fwd 130, bwd_dq 227, bwd_dd 196); 4 warps or
+    BLOCK_H = 64 spill. BLOCK_HV: the h slice of the backward accumulators."""
+    if INTERPRET:
+        return dict(BLOCK_M=16, BLOCK_N=16, BLOCK_H=32, BLOCK_HV=32, num_warps=1, num_stages=1)
+    return dict(BLOCK_M=64, BLOCK_N=64, BLOCK_H=32, BLOCK_HV=max(16, min(128, triton.next_power_of_2(D))),
+                num_warps=8, num_stages=2)
+
+
+def _prepare(q, q_mask, d, d_mask, lam, tau):
+    check_tokens("q", q, 3)
+    check_tokens("d", d, 3)
+    check_same("d", d, "q", q)
+    B, M, H = q.shape
+    if d.shape[0] != B or d.shape[2] != H:
+        raise ValueError(f"d must have shape ({B}, n, {H}) to pair with q {tuple(q.shape)}, got {tuple(d.shape)}")
+    N = d.shape[1]
+    if min(B, M, N, H) < 1:
+        raise ValueError(f"empty input: q shape {tuple(q.shape)}, d shape {tuple(d.shape)}")
+    if not float(tau) > 0.0:
+        raise ValueError(f"tau must be > 0, got {tau}")
+    qm, has_qm = mask_arg("q_mask", q_mask, (B, M), q.device)
+    dm, has_dm = mask_arg("d_mask", d_mask, (B, N), q.device)
+    cfg = _config(H, q.dtype)
+    block_m = min(cfg["BLOCK_M"], max(16, triton.next_power_of_2(M)))
+    args = dict(
+        q=(unit_last(q),), qm=(qm, *mask_strides(qm, has_qm, 2)), d=(unit_last(d),),
+        dm=(dm, *mask_strides(dm, has_dm, 2)),
+        flags=dict(HAS_QMASK=has_qm, HAS_DMASK=has_dm, PRECISION=dot_precision(q.dtype), BLOCK_M=block_m,
+                   BLOCK_N=cfg["BLOCK_N"], BLOCK_H=cfg["BLOCK_H"], num_warps=cfg["num_warps"],
+                   num_stages=cfg["num_stages"]),
+    )
+    args["q"] = (args["q"][0], *args["q"][0].stride())
+    args["d"] = (args["d"][0], *args["d"][0].stride())
+    inv = inv_valid_count(q_mask, B, M, q.device)
+    return (B, M, N, H), cfg, args, inv, float(lam), 1.0 / float(tau)
+
+
+def soft_align_fwd(q, q_mask, d, d_mask, lam: float, tau: float):
+    """-> (score (B,) fp32, lse (B, m) fp32, s (B, m) fp32). q (B, m, h), d (B, n, h) same dtype, masks bool
+    (or uint8/int8) or None; lam, tau Python floats (tau > 0). See the module docstring."""
+    (B, M, N, H), cfg, a, inv, lam, inv_tau = _prepare(q, q_mask, d, d_mask, lam, tau)
+    mb = triton.cdiv(M, a["flags"]["BLOCK_M"])
+    part = torch.empty((B, mb), dtype=torch.float32, device=q.device)
+    lse = torch.empty((B, M), dtype=torch.float32, device=q.device)
+    s = torch.empty((B, M), dtype=torch.float32, device=q.device)
+    _soft_align_fwd_kernel[(B, mb)](part, lse, s, *a["q"], *a["qm"], *a["d"], *a["dm"], inv, M, N, H, mb,
+                                    lam, inv_tau, **a["flags"])
+    return (part[:, 0] if mb == 1 else part.sum(-1)), lse, s
+
+
+def soft_align_bwd(grad, q, q_mask, d, d_mask, lam: float, tau: float, lse, s, need_dq: bool = True,
+                   need_dd: bool = True):
+    """-> (grad_q like q or None, grad_d like d or None, grad_lam (B,) fp32, grad_tau (B,) fp32).
+    grad (B,) is the gradient of the score; lse, s from soft_align_fwd."""
+    (B, M, N, H), cfg, a, inv, lam, inv_tau = _prepare(q, q_mask, d, d_mask, lam, tau)
+    check_shape("grad", grad, (B,))
+    check_shape("lse", lse, (B, M))
+    check_shape("s", s, (B, M))
+    g = grad.to(torch.float32).contiguous()
+    lse, s = lse.float().contiguous(), s.float().contiguous()
+    flags = dict(a["flags"], BLOCK_HV=cfg["BLOCK_HV"])
+    mb = triton.cdiv(M, flags["BLOCK_M"])
+    hb = triton.cdiv(H, cfg["BLOCK_HV"])
+    dq = torch.empty_like(a["q"][0])
+    plam = torch.empty((B, mb), dtype=torch.float32, device=q.device)
+    ptau = torch.empty_like(plam)
+    # the dq kernel also yields grad_lam/grad_tau; without dq only its h-slice 0 is launched
+    _soft_align_bwd_dq_kernel[(B, mb, hb if need_dq else 1)](
+        dq, *dq.stride(), plam, ptau, g, inv, lse, s, *a["q"], *a["qm"], *a["d"], *a["dm"], M, N, H, mb,
+        lam, inv_tau, **flags)
+    dd = None
+    if need_dd:
+        dd = torch.empty_like(a["d"][0])
+        _soft_align_bwd_dd_kernel[(B, triton.cdiv(N, flags["BLOCK_N"]), hb)](
+            dd, *dd.stride(), g, inv, lse, s, *a["q"], *a["qm"], *a["d"], *a["dm"], M, N, H, lam, inv_tau, **flags)
+    return (dq if need_dq else None), dd, plam.sum(-1), ptau.sum(-1)

@@ -1,0 +1,75 @@
+"""The paper's way of computing F4 and its MNRL loss (seed 004's released code, re-expressed): the
+baseline of the verifier throughput benchmark, and the equivalence oracle for PatchTransformerVerifier.
+
+Per (query, candidate) pair: M = bmm(Norm(q), Norm(d)^T); channels [M, masked row max, masked column
+max], zero at invalid pairs; the (B, 3, m, n) map zero-padded to map_size x map_size; a Conv2d with
+kernel = stride = p embeds all (map_size / p)^2 patches; patches without a valid pair are masked in
+attention (max-pooled pair mask); [CLS] + positional embeddings, LayerNorm, dropout, Transformer,
+MLP head on [CLS], tanh. The MNRL loss scores the in-batch block with one verifier call per query
+(a Python loop over the batch) and the explicit negatives with one more call.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..nn.verifiers import PatchTransformerVerifier
+
+
+class PaperStyleF4(nn.Module):
+    """F4 computed as the paper's code does; same parameters as PatchTransformerVerifier."""
+
+    def __init__(self, patch: int = 8, width: int = 256, num_layers: int = 2, num_heads: int = 8, ff_dim: int = 1024,
+                 dropout: float = 0.1, map_size: int = 128) -> None:
+        super().__init__()
+        self.patch, self.map_size, grid = patch, map_size, map_size // patch
+        self.embed = nn.Conv2d(3, width, kernel_size=patch, stride=patch)
+        self.cls_token = nn.Parameter(torch.empty(1, 1, width).normal_(0.0, 0.02))
+        self.pos_embed = nn.Parameter(torch.empty(1, 1 + grid * grid, width).normal_(0.0, 0.02))
+        self.norm = nn.LayerNorm(width)
+        self.dropout = nn.Dropout(dropout)
+        layer = nn.TransformerEncoderLayer(width, num_heads, ff_dim, dropout, activation="gelu", batch_first=True,
+                                           norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, num_layers, enable_nested_tensor=False)
+        self.head = nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.Dropout(dropout), nn.Linear(width, 1))
+
+    @classmethod
+    def from_verifier(cls, v: PatchTransformerVerifier) -> PaperStyleF4:
+        """A copy of v's weights in the paper's layout (the patch Linear becomes the strided Conv2d)."""
+        width = v.embed.out_features
+        layer = v.encoder.layers[0]
+        out = cls(v.patch, width, len(v.encoder.layers), layer.self_attn.num_heads, layer.linear1.out_features,
+                  layer.dropout.p, v.map_size)
+        state = {k: t for k, t in v.state_dict().items() if not k.startswith("embed.")}
+        state["pos_embed"] = v.pos_embed.detach()[None]
+        state["embed.weight"] = v.embed.weight.detach().view(width, v.patch, v.patch, 3).permute(0, 3, 1, 2)
+        state["embed.bias"] = v.embed.bias.detach()
+        out.load_state_dict(state)
+        return out.to(v.embed.weight.device)
+
+    def forward(self, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor) -> Tensor:
+        sims = torch.bmm(F.normalize(q, dim=-1), F.normalize(d, dim=-1).transpose(1, 2))
+        pair = q_mask[:, :, None] & d_mask[:, None, :]
+        masked = sims.masked_fill(~pair, float("-inf"))
+        row = masked.max(-1, keepdim=True).values.expand_as(sims)
+        col = masked.max(-2, keepdim=True).values.expand_as(sims)
+        x = torch.stack([sims, row, col], dim=1).masked_fill(~pair[:, None], 0.0)
+        pad = (0, self.map_size - x.shape[3], 0, self.map_size - x.shape[2])
+        x = F.pad(x, pad)
+        valid = F.max_pool2d(F.pad(pair[:, None].float(), pad), self.patch).flatten(1) > 0
+        tokens = self.embed(x).flatten(2).transpose(1, 2)
+        tokens = torch.cat([self.cls_token.expand(tokens.shape[0], -1, -1), tokens], dim=1) + self.pos_embed
+        tokens = self.dropout(self.norm(tokens))
+        ignore = torch.cat([valid.new_zeros(valid.shape[0], 1), ~valid], dim=1)
+        return torch.tanh(self.head(self.encoder(tokens, src_key_padding_mask=ignore)[:, 0]).squeeze(-1))
+
+
+def paper_mnrl_loss(verifier: nn.Module, q: Tensor, q_mask: Tensor, pos: Tensor, pos_mask: Tensor, neg: Tensor,
+                    neg_mask: Tensor, scale: float = 10.0) -> Tensor:
+    """MNRL with one explicit negative per query (neg (B, n, h)), in-batch rows scored one query at a time."""
+    b = q.shape[0]
+    rows = [verifier(q[i:i + 1].expand(b, -1, -1), q_mask[i:i + 1].expand(b, -1), pos, pos_mask) for i in range(b)]
+    grid = torch.cat([torch.stack(rows), verifier(q, q_mask, neg, neg_mask)[:, None]], dim=1)
+    return F.cross_entropy(grid * scale, torch.arange(b, device=q.device))

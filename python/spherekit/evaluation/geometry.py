@@ -1,0 +1,114 @@
+"""Geometry of an embedding set X (n, d): anisotropy, effective rank, 2-D projections (000_* App. H, 003_*).
+
+    anisotropy(X)      = mean over P seeded random pairs (i, j), i != j, of cos(x_i, x_j)   (P = 10,000)
+    effective_rank(X)  = exp(H(p)),  p_k = s_k / sum_k s_k,  H(p) = -sum_k p_k log p_k,
+                         s the singular values of X (Roy & Vetterli 2007; rows L2-normalised first
+                         when normalize=True, mean-centred first when center=True)
+    pca_project(X)     -> (n, 2) coordinates and the explained variance ratio of each component
+    mds_project(X)     -> (n, 2) metric MDS of the cosine distances 1 - cos(x_i, x_j)
+
+The paper does not say whether the singular values are taken of centred embeddings; the default
+(center=False, normalize=True: the cosine geometry the encoder is scored with) is configurable.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+
+def _check_embeddings(name: str, x, min_rows: int = 1) -> Tensor:
+    if not isinstance(x, Tensor):
+        x = torch.as_tensor(x)
+    if x.dim() != 2:
+        raise ValueError(f"{name} must have 2 dimensions (n, d), got shape {tuple(x.shape)}")
+    if x.shape[0] < min_rows or x.shape[1] == 0:
+        raise ValueError(f"{name} needs at least {min_rows} rows and 1 column, got shape {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a float tensor, got {x.dtype}")
+    x = x.detach().to(torch.float64 if x.dtype == torch.float64 else torch.float32)
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{name} contains NaN or Inf")
+    return x
+
+
+def random_pairs(n: int, n_pairs: int, seed: int = 0) -> tuple[Tensor, Tensor]:
+    """n_pairs index pairs (i, j), i != j, uniform over ordered pairs, from a seeded generator."""
+    if n < 2:
+        raise ValueError(f"random pairs need at least 2 items, got n={n}")
+    if n_pairs < 1:
+        raise ValueError(f"n_pairs must be >= 1, got {n_pairs}")
+    gen = torch.Generator().manual_seed(int(seed))
+    i = torch.randint(0, n, (n_pairs,), generator=gen)
+    j = torch.randint(0, n - 1, (n_pairs,), generator=gen)
+    j = j + (j >= i).long()  # skip i: uniform over the n - 1 other items
+    return i, j
+
+
+def anisotropy(x, n_pairs: int = 10_000, seed: int = 0) -> float:
+    """Mean cosine similarity over `n_pairs` seeded random pairs of distinct rows of x (n, d)."""
+    x = _check_embeddings("x", x, min_rows=2)
+    i, j = random_pairs(x.shape[0], n_pairs, seed)
+    xn = torch.nn.functional.normalize(x.double(), dim=1)
+    return float((xn[i] * xn[j]).sum(1).mean())
+
+
+def cosine_pairs(x, n_pairs: int = 10_000, seed: int = 0) -> Tensor:
+    """The cosines of the random pairs anisotropy averages (for distribution plots)."""
+    x = _check_embeddings("x", x, min_rows=2)
+    i, j = random_pairs(x.shape[0], n_pairs, seed)
+    xn = torch.nn.functional.normalize(x.double(), dim=1)
+    return (xn[i] * xn[j]).sum(1)
+
+
+def effective_rank(x, *, normalize: bool = True, center: bool = False) -> float:
+    """exp of the Shannon entropy of the L1-normalised singular values of x (see the module docstring)."""
+    x = _check_embeddings("x", x).double()
+    if normalize:
+        x = torch.nn.functional.normalize(x, dim=1)
+    if center:
+        x = x - x.mean(0, keepdim=True)
+    s = torch.linalg.svdvals(x)
+    total = s.sum()
+    if total <= 0:
+        raise ValueError("effective rank is undefined for an all-zero matrix")
+    p = s / total
+    p = p[p > 0]
+    return float(math.exp(float(-(p * p.log()).sum())))
+
+
+def pca_project(x, n_components: int = 2, seed: int = 0):
+    """-> (coords (n, n_components) float64 numpy, explained_variance_ratio (n_components,))."""
+    from sklearn.decomposition import PCA
+
+    x = _check_embeddings("x", x, min_rows=2)
+    if not 1 <= n_components <= min(x.shape):
+        raise ValueError(f"n_components must be in [1, {min(x.shape)}] for x of shape {tuple(x.shape)}, got {n_components}")
+    pca = PCA(n_components=n_components, random_state=seed)
+    coords = pca.fit_transform(x.double().numpy())
+    return coords, pca.explained_variance_ratio_
+
+
+def mds_project(x, n_components: int = 2, seed: int = 0, max_iter: int = 300):
+    """Metric MDS of the cosine distance matrix 1 - cos(x_i, x_j) -> coords (n, n_components) numpy.
+    O(n^2) memory: subsample large sets first."""
+    import inspect
+
+    from sklearn.manifold import MDS
+
+    x = _check_embeddings("x", x, min_rows=2)
+    xn = torch.nn.functional.normalize(x.double(), dim=1)
+    dist = (1.0 - xn @ xn.T).clamp_(min=0.0)
+    dist.fill_diagonal_(0.0)
+    dist = 0.5 * (dist + dist.T)
+    params = inspect.signature(MDS.__init__).parameters
+    if "metric_mds" in params:  # scikit-learn >= 1.8
+        mds = MDS(n_components=n_components, metric_mds=True, metric="precomputed", init="random", n_init=1,
+                  max_iter=max_iter, random_state=seed)
+    else:
+        mds = MDS(n_components=n_components, metric=True, dissimilarity="precomputed", n_init=1,
+                  max_iter=max_iter, random_state=seed)
+    return mds.fit_transform(dist.numpy())
+

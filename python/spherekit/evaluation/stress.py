@@ -1,0 +1,98 @@
+"""Hard-negative stress tests (paper 000, appendix G, "Evaluation procedure"): for each test pair
+(query q = term, positive definition d+) every rule of spherekit.data.hard_negatives that applies gives a
+negative d-; the model scores cos(f(q), f(d+)) and cos(f(q), f(d-)).
+
+    "ROC-AUC (<rule title>)"          positives: cos(q, d+) of the pairs the rule applied to; negatives:
+                                      cos(q, d-) of that rule's negatives (one per such pair)
+    "pair ROC-AUC (hard negatives)"   positives: cos(q, d+) of every pair; negatives: every generated d-
+    "accuracy (<rule title>)"         fraction of those pairs with cos(q, d+) > cos(q, d-)
+A rule that applied to no pair gets no metrics. Rule titles: "antonym flip", "lexical negation",
+"same-POS random swap", "same-POS prefix swap", "ontological type swap".
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..data.hard_negatives import RULE_TITLES, RULES, make_hard_negatives
+from .encode import encode
+from .evaluators._base import SpherekitEvaluator, apply_limit, field
+from .metrics import roc_auc
+
+
+class StressTestEvaluator(SpherekitEvaluator):
+    """Args:
+        records: term-definition pair records (term, definition, synset_id, pos; objects or dicts).
+        rules: which hard-negative rules to run (default all five).
+        seed: seeds the swap rules.  pool: replacement records for the swap rules (default: records).
+        negatives: precomputed (HardNegative list, stats) from make_hard_negatives (skips generation).
+    """
+
+    def __init__(self, records, *, rules=RULES, seed: int = 0, pool=None, negatives=None, wordnet=None, nlp=None,
+                 name: str = "stress", batch_size: int = 64, show_progress: bool = False):
+        super().__init__(name=name, batch_size=batch_size, show_progress=show_progress)
+        self.records = list(records)
+        if not self.records:
+            raise ValueError("records is empty")
+        self.rules, self.seed = tuple(rules), seed
+        if negatives is None:
+            negatives = make_hard_negatives(self.records, self.rules, seed, pool=pool, wordnet=wordnet, nlp=nlp)
+        self.negatives, self.stats = negatives
+        self.primary_metric = "pair ROC-AUC (hard negatives)"
+
+    def get_config_dict(self):
+        return {"seed": self.seed, "rules": list(self.rules), "n_pairs": len(self.records),
+                "applied": {r: s["applied"] for r, s in self.stats.items()}}
+
+    def compute_metrics(self, model) -> dict[str, float]:
+        terms = [field(r, "term") for r in self.records] + [n.term for n in self.negatives]
+        defs = [field(r, "definition") for r in self.records] + [n.definition for n in self.negatives]
+        texts = list(dict.fromkeys(terms + defs + [n.negative for n in self.negatives]))
+        index = {t: i for i, t in enumerate(texts)}
+        emb = encode(model, texts, batch_size=self.batch_size, show_progress=self.show_progress)
+
+        def cos(a, b):
+            ia = torch.tensor([index[x] for x in a], dtype=torch.long)
+            ib = torch.tensor([index[x] for x in b], dtype=torch.long)
+            return (emb[ia] * emb[ib]).sum(1)
+
+        n = len(self.records)
+        pos_all = cos(terms[:n], defs[:n])
+        out: dict[str, float] = {}
+        details = {"positive_cosines": pos_all}
+        if self.negatives:
+            neg_all = cos([x.term for x in self.negatives], [x.negative for x in self.negatives])
+            labels = torch.cat([torch.ones_like(pos_all), torch.zeros_like(neg_all)])
+            out["pair ROC-AUC (hard negatives)"] = roc_auc(torch.cat([pos_all, neg_all]), labels)
+            pos_pair = cos([x.term for x in self.negatives], [x.definition for x in self.negatives])
+            for rule in self.rules:
+                keep = torch.tensor([x.rule == rule for x in self.negatives])
+                if not bool(keep.any()):
+                    continue
+                p, q = pos_pair[keep], neg_all[keep]
+                title = RULE_TITLES[rule]
+                out[f"ROC-AUC ({title})"] = roc_auc(torch.cat([p, q]), torch.cat([torch.ones_like(p), torch.zeros_like(q)]))
+                out[f"accuracy ({title})"] = float((p > q).double().mean())
+                details[title] = q
+        self.last_details = details
+        return out
+
+    def write_plots(self, out_dir) -> list[str]:
+        if not self.last_details:
+            return []
+        from .plots import plot_cosine_distributions
+
+        groups = {"true pairs": self.last_details["positive_cosines"]}
+        groups.update({k: v for k, v in self.last_details.items() if k != "positive_cosines"})
+        return [str(plot_cosine_distributions(groups, f"{out_dir}/{self.name}_cosines.png",
+                                              title="term-definition cosine: true pairs vs hard negatives"))]
+
+
+def make_evaluator(split, *, limit: int | None = None, seed: int = 0, batch_size: int = 64, **options):
+    """The stress suite on split.test (spherekit.evaluation.suites): the swap rules draw replacements from
+    the whole test part (so a limit does not starve them), the rules run on the first `limit` pairs."""
+    if split is None:
+        raise ValueError("the stress suite needs a WordNet split (make_split(...)), got None")
+    test = list(field(split, "test"))
+    options.setdefault("pool", test)
+    return StressTestEvaluator(apply_limit(test, limit), seed=seed, batch_size=batch_size, **options)

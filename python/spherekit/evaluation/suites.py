@@ -1,0 +1,66 @@
+"""The evaluation suites `spherekit eval` runs, and the contract every suite module follows.
+
+Each suite is a module exposing
+
+    make_evaluator(split, *, limit=None, seed=0, batch_size=64, **options) -> SentenceEvaluator
+
+  split       the Split(train, dev, test) from spherekit.data.splits.make_split (pair records with
+              term, definition, synset_id, pos; dicts or objects), or None for suites that bring
+              their own data (nearmiss, emotion). Suites evaluate on split.test.
+  limit       keep at most this many test items (None: all); the same `limit` always keeps the same items.
+  seed        every random choice of the suite (negatives, pairs, k-means inits) derives from it.
+  batch_size  encoding batch size.
+
+The evaluator subclasses sentence_transformers.evaluation.SentenceEvaluator; calling it,
+evaluator(model, output_path=None) returns a flat dict {metric name in plain words: float}, e.g.
+"R@10 (term to definition)", "MRR (term to definition)", "ROC-AUC (antonym flip)", "anisotropy",
+"effective rank", "V-measure", "CD-r". Keys carry no evaluator-name prefix; the runner prints them as
+they are and writes them to <out>/<suite>.json. An evaluator may also offer
+    write_plots(out_dir) -> list[str]     (PNG paths, from the data of its last call)
+and an attribute `config` (a JSON-able dict: everything that changes its numbers, used to decide
+whether a saved result can be reused).
+
+Owners: concept, geometry, layerwise (evaluation task, spherekit.evaluation.evaluators.*);
+stress, nearmiss, emotion (data-rules task, spherekit.evaluation.stress / nearmiss / emotion).
+The runner imports a suite module only when that suite runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+SUITES: dict[str, str] = {
+    "concept": "spherekit.evaluation.evaluators.concept",
+    "geometry": "spherekit.evaluation.evaluators.geometry",
+    "layerwise": "spherekit.evaluation.evaluators.layerwise",
+    "stress": "spherekit.evaluation.stress",
+    "nearmiss": "spherekit.evaluation.nearmiss",
+    "emotion": "spherekit.evaluation.emotion",
+}
+
+# suites that evaluate the WordNet split (the others bring their own data)
+NEEDS_SPLIT = frozenset({"concept", "geometry", "layerwise", "stress"})
+
+
+def suite_names(spec: str) -> list[str]:
+    """'all' -> every suite; 'concept,geometry' -> those (validated)."""
+    names = list(SUITES) if spec == "all" else [s.strip() for s in spec.split(",") if s.strip()]
+    bad = [s for s in names if s not in SUITES]
+    if bad or not names:
+        raise ValueError(f"suite must be 'all' or a comma-separated subset of {sorted(SUITES)}, got {spec!r}")
+    return names
+
+
+def load_suite(name: str):
+    """The suite's module (imported now); a clear error if its owner has not written it yet."""
+    if name not in SUITES:
+        raise ValueError(f"unknown suite {name!r}; expected one of {sorted(SUITES)}")
+    try:
+        module = importlib.import_module(SUITES[name])
+    except ModuleNotFoundError as exc:
+        if exc.name and SUITES[name].startswith(exc.name):
+            raise RuntimeError(f"suite {name!r} is not available: module {SUITES[name]} is missing") from exc
+        raise
+    if not hasattr(module, "make_evaluator"):
+        raise RuntimeError(f"suite {name!r}: module {SUITES[name]} has no make_evaluator(split, *, limit, seed, batch_size)")
+    return module

@@ -1,0 +1,177 @@
+"""The verifier interface shared by F0..F4: input checks and the (query, K candidates) flattening.
+
+A verifier scores paired token sequences: ``score(q_tokens, q_mask, d_tokens, d_mask) -> (B,)`` with
+q_tokens (B, m, h), d_tokens (B, n, h) and bool masks (B, m), (B, n) (True = valid token). Masks may
+be None (every token valid) or integer 0/1 tensors (a tokenizer's attention_mask); they become bool.
+
+Two batched forms are built on it without a Python loop over the batch:
+
+- ``score_candidates(q (B, m, h), q_mask, d (B, K, n, h), d_mask (B, K, n)) -> (B, K)``: one query
+  against its own K candidates. The generic path flattens the (B, K) grid into B*K paired calls
+  (q repeated K times along the batch axis); verifiers with a fused layout override it.
+- ``score_all_pairs(q (Bq, m, h), q_mask, d (Bd, n, h), d_mask) -> (Bq, Bd)``: every query against
+  every document (the in-batch block of an MNRL loss), by default through score_candidates with
+  the documents broadcast to every query (MaxSim uses the op's all-pairs layout: no copies).
+- ``score_grid(q, q_mask, pos, pos_mask, neg, neg_mask) -> (B, B + H)``: the MNRL candidate grid.
+
+The flattening paths normalise every text once (Norm(x) = x / max(||x||, 1e-6), as the ops do) before
+the B*K copies and call the ops with normalize=False, so the copies are not normalised (and saved for
+backward) again; the scores are those of the paired calls.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..ops._simmap_checks import normalize_tokens
+
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+
+
+def _check_tokens(name: str, x, ndim: int) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(x.shape)}")
+    if x.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"{name} must be floating point, got dtype {x.dtype}")
+
+
+def as_mask(name: str, mask, shape: tuple[int, ...], device: torch.device) -> Tensor:
+    """A bool mask of `shape` on `device`; None means all valid; 0/1 integer or float masks are accepted."""
+    if mask is None:
+        return torch.ones(shape, dtype=torch.bool, device=device)
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor or None, got {type(mask).__name__}")
+    if tuple(mask.shape) != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(mask.shape)}")
+    if mask.device != device:
+        raise ValueError(f"{name} must be on device {device}, got {mask.device}")
+    if mask.dtype == torch.bool:
+        return mask
+    if bool(((mask != 0) & (mask != 1)).any()):
+        raise ValueError(f"{name} must be bool or hold only 0/1 values (dtype {mask.dtype})")
+    return mask != 0
+
+
+def check_pair(q: Tensor, q_mask, d: Tensor, d_mask, *, d_ndim: int = 3, same_batch: bool = True
+               ) -> tuple[Tensor, Tensor]:
+    """Validate a paired (d_ndim=3), per-query-K (d_ndim=4) or all-pairs (same_batch=False) input;
+    returns the bool masks."""
+    _check_tokens("q_tokens", q, 3)
+    _check_tokens("d_tokens", d, d_ndim)
+    if same_batch and d.shape[0] != q.shape[0]:
+        raise ValueError(f"d_tokens.shape[0] must equal the number of queries q_tokens.shape[0] ({q.shape[0]}), "
+                         f"got shape {tuple(d.shape)}")
+    if d.shape[-1] != q.shape[-1]:
+        raise ValueError(f"d_tokens.shape[-1] must equal the token dimension of q_tokens ({q.shape[-1]}), "
+                         f"got shape {tuple(d.shape)}")
+    if d.device != q.device:
+        raise ValueError(f"d_tokens must be on the device of q_tokens ({q.device}), got {d.device}")
+    if d.dtype != q.dtype:
+        raise TypeError(f"d_tokens must have the dtype of q_tokens ({q.dtype}), got {d.dtype}")
+    masks = as_mask("q_mask", q_mask, tuple(q.shape[:2]), q.device), \
+        as_mask("d_mask", d_mask, tuple(d.shape[:-1]), q.device)
+    for name, mask in zip(("q_mask", "d_mask"), masks):
+        empty = ~mask.any(-1)
+        if bool(empty.any()):
+            where = tuple(int(i) for i in torch.nonzero(empty)[0])
+            raise ValueError(f"{name}: text {where[0] if len(where) == 1 else where} has no valid token "
+                             "(every text needs at least one)")
+    return masks
+
+
+def repeat_queries(q: Tensor, q_mask: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """(B, m, h), (B, m) -> (B*K, m, h), (B*K, m): each query repeated K times, query-major."""
+    b, m, h = q.shape
+    return q.unsqueeze(1).expand(b, k, m, h).reshape(b * k, m, h), q_mask.unsqueeze(1).expand(b, k, m).reshape(b * k, m)
+
+
+def pad_tokens(x: Tensor, mask: Tensor, length: int) -> tuple[Tensor, Tensor]:
+    """Right-pad the token axis (dim -2 of x, -1 of mask) with zeros / False up to `length`."""
+    extra = length - x.shape[-2]
+    if extra == 0:
+        return x, mask
+    return F.pad(x, (0, 0, 0, extra)), F.pad(mask, (0, extra), value=False)
+
+
+class Verifier(nn.Module):
+    """Base class: subclasses implement ``_score(q, q_mask, d, d_mask)`` on validated paired inputs."""
+
+    #: short name used in reports ("F0".."F4")
+    kind = "F?"
+    #: True when a score depends on the other pairs of the call (BatchNorm in training mode)
+    joint_grid = False
+
+    def _score(self, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, normalize: bool = True) -> Tensor:
+        """Paired scores (B,); normalize=False when the tokens are already unit vectors."""
+        raise NotImplementedError
+
+    def score(self, q_tokens: Tensor, q_mask: Tensor | None, d_tokens: Tensor, d_mask: Tensor | None) -> Tensor:
+        """Paired scores: q_tokens (B, m, h) against d_tokens (B, n, h) -> (B,) fp32."""
+        q_mask, d_mask = check_pair(q_tokens, q_mask, d_tokens, d_mask)
+        return self._score(q_tokens, q_mask, d_tokens, d_mask)
+
+    def forward(self, q_tokens: Tensor, q_mask: Tensor | None, d_tokens: Tensor, d_mask: Tensor | None) -> Tensor:
+        return self.score(q_tokens, q_mask, d_tokens, d_mask)
+
+    def score_candidates(self, q_tokens: Tensor, q_mask: Tensor | None, d_tokens: Tensor,
+                         d_mask: Tensor | None) -> Tensor:
+        """Each query against its own K candidates: q (B, m, h), d (B, K, n, h), d_mask (B, K, n) -> (B, K).
+
+        Computed as B*K paired scores in one call (no loop over the batch)."""
+        q_mask, d_mask = check_pair(q_tokens, q_mask, d_tokens, d_mask, d_ndim=4)
+        return self._score_candidates(q_tokens, q_mask, d_tokens, d_mask)
+
+    def _score_candidates(self, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor,
+                          normalized: bool = False) -> Tensor:
+        # normalise each text once, before the B*K copies (the paired ops then skip their own Norm)
+        if not normalized:
+            q, d = normalize_tokens(q), normalize_tokens(d)
+        b, k, n, h = d.shape
+        qq, qm = repeat_queries(q, q_mask, k)
+        return self._score(qq, qm, d.reshape(b * k, n, h), d_mask.reshape(b * k, n), normalize=False).reshape(b, k)
+
+    def score_all_pairs(self, q_tokens: Tensor, q_mask: Tensor | None, d_tokens: Tensor,
+                        d_mask: Tensor | None) -> Tensor:
+        """Every query against every document: q (Bq, m, h), d (Bd, n, h) -> (Bq, Bd)."""
+        q_mask, d_mask = check_pair(q_tokens, q_mask, d_tokens, d_mask, same_batch=False)
+        return self._score_all_pairs(q_tokens, q_mask, d_tokens, d_mask)
+
+    def _score_all_pairs(self, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor) -> Tensor:
+        bq, q, d = q.shape[0], normalize_tokens(q), normalize_tokens(d)
+        return self._score_candidates(q, q_mask, d[None].expand(bq, *d.shape), d_mask[None].expand(bq, *d_mask.shape),
+                                      normalized=True)
+
+    def score_grid(self, q_tokens: Tensor, q_mask: Tensor | None, pos_tokens: Tensor, pos_mask: Tensor | None,
+                   neg_tokens: Tensor | None = None, neg_mask: Tensor | None = None) -> Tensor:
+        """The MNRL candidate grid (B, B + H): column j < B scores query i against positive j (in-batch
+        negatives for j != i), column B + k against query i's own near-miss k.
+
+        q (B, m, h), positives (B, n, h), near-misses (B, H, n', h) with mask (B, H, n') or None.
+        Verifiers whose scores depend on the batch (BatchNorm: ``joint_grid = True``) score the whole
+        grid in one flattened call; the others score the two blocks separately (the in-batch block
+        through score_all_pairs, which never copies the positives B times for F0 and F1).
+        """
+        q_mask, pos_mask = check_pair(q_tokens, q_mask, pos_tokens, pos_mask)
+        if neg_tokens is None:
+            if neg_mask is not None:
+                raise ValueError("neg_mask was given without neg_tokens")
+            return self._score_all_pairs(q_tokens, q_mask, pos_tokens, pos_mask)
+        _, neg_mask = check_pair(q_tokens, q_mask, neg_tokens, neg_mask, d_ndim=4)
+        if not self.joint_grid:
+            return torch.cat([self._score_all_pairs(q_tokens, q_mask, pos_tokens, pos_mask),
+                              self._score_candidates(q_tokens, q_mask, neg_tokens, neg_mask)], dim=1)
+        b, n = q_tokens.shape[0], max(pos_tokens.shape[1], neg_tokens.shape[2])
+        pos_tokens, pos_mask = pad_tokens(normalize_tokens(pos_tokens), pos_mask, n)
+        neg_tokens, neg_mask = pad_tokens(normalize_tokens(neg_tokens), neg_mask, n)
+        d4 = torch.cat([pos_tokens[None].expand(b, *pos_tokens.shape), neg_tokens], dim=1)
+        m4 = torch.cat([pos_mask[None].expand(b, *pos_mask.shape), neg_mask], dim=1)
+        return self._score_candidates(normalize_tokens(q_tokens), q_mask, d4, m4, normalized=True)
+
+    @property
+    def num_parameters(self) -> int:
+        """Number of trainable parameters."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)

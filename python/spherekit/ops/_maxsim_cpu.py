@@ -1,0 +1,125 @@
+"""The "cpu" backend of maxsim: chunked torch (BLAS for the products); M is never materialised for
+more than a chunk of (query, candidate) pairs, and nothing of M is stored for the backward.
+
+Layout (the unified candidate layout of ops/maxsim.py): q (Bq, m, h), q_mask (Bq, m),
+d4 (G, K, n, h), d_mask4 (G, K, n), with G = 1 when `shared` (every query against the same K
+candidates) and G = Bq otherwise (query b against d4[b]). Tokens arrive normalised when the op
+normalises. All math is fp32 (fp64 for fp64 tokens) whatever the input dtype.
+
+Forward per chunk of queries x candidates: S = d q^T (a chunk's doc tokens x query tokens), padding
+doc tokens -> -inf, (max, argmax) over each candidate's n tokens; score_bk = (1/|Q_b|) sum_{i in Q_b} max_j S_bkij.
+The argmax (Bq, K, m) int32 is kept (-1 at padding query tokens).
+
+Backward with upstream g (Bq, K) and w_bk = g_bk / |Q_b|, a = argmax:
+    grad_q[b, i]            += sum_k w_bk d4[g(b), k, a_bki]          (a gather)
+    grad_d4[g(b), k, a_bki] += w_bk q[b, i]                            (index_add_)
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+from torch import Tensor
+
+NEG_INF = float("-inf")
+CHUNK_ELEMENTS = int(os.environ.get("SPHEREKIT_CPU_CHUNK_ELEMENTS", 1 << 22))
+
+
+def _math_dtype(x: Tensor) -> torch.dtype:
+    return torch.float64 if x.dtype == torch.float64 else torch.float32
+
+
+def plan(Bq: int, K: int, per_pair: int, per_cand: int, shared: bool) -> tuple[int, int]:
+    """(queries per chunk, candidates per chunk) so that a chunk's work buffers hold about CHUNK_ELEMENTS:
+    per_pair elements per (query, candidate) pair, plus per_cand per candidate when candidates are shared
+    (their fp32 copy). Whole candidate rows first, so per-query candidate slices stay contiguous."""
+    budget = max(1, CHUNK_ELEMENTS)
+    if not shared:
+        if K * per_pair <= budget:
+            return max(1, min(Bq, budget // (K * per_pair))), K
+        return 1, max(1, min(K, budget // per_pair))
+    if Bq * per_pair + per_cand <= budget:
+        return Bq, max(1, min(K, budget // (Bq * per_pair + per_cand)))
+    return max(1, min(Bq, budget // per_pair)), 1
+
+
+def _chunks(total: int, step: int):
+    for start in range(0, total, step):
+        yield start, min(total, start + step)
+
+
+def _best(qc: Tensor, dc: Tensor, pad: Tensor | None, shared: bool) -> tuple[Tensor, Tensor]:
+    """qc (bc, m, h), dc (kc, n, h) if shared else (bc, kc, n, h), pad (like dc's token axes, True = padding)
+    -> (max, argmax) over the valid doc tokens, (bc, kc, m) each. S is built as d q^T (tall and skinny: the
+    faster BLAS shape here), so the reduction runs over the middle axis n of a (.., n, m) view."""
+    bc, m, h = qc.shape
+    if shared:
+        kc, n = dc.shape[:2]
+        sims = (dc.reshape(kc * n, h) @ qc.reshape(bc * m, h).T).view(kc, n, bc * m)
+        if pad is not None:
+            sims.masked_fill_(pad[:, :, None], NEG_INF)
+        best, idx = sims.max(dim=1)  # (kc, bc * m)
+        return best.view(kc, bc, m).transpose(0, 1), idx.view(kc, bc, m).transpose(0, 1)
+    kc, n = dc.shape[1:3]
+    sims = torch.bmm(dc.reshape(bc, kc * n, h), qc.transpose(1, 2)).view(bc, kc, n, m)
+    if pad is not None:
+        sims.masked_fill_(pad[..., None], NEG_INF)
+    return sims.max(dim=2)
+
+
+def maxsim_fwd(q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, shared: bool) -> tuple[Tensor, Tensor]:
+    """-> scores (Bq, K) fp32 (fp64 for fp64 tokens), argmax (Bq, K, m) int32 (-1 at padding query tokens)."""
+    Bq, m, h = q.shape
+    K, n = d4.shape[1:3]
+    dt = _math_dtype(q)
+    scores = torch.empty(Bq, K, dtype=dt, device=q.device)
+    argmax = torch.empty(Bq, K, m, dtype=torch.int32, device=q.device)
+    qm = q_mask.to(dt)
+    inv_count = 1.0 / qm.sum(-1)
+    q_pad = ~q_mask
+    d_pad = None if bool(d_mask4.all()) else ~d_mask4  # no masking work when every doc token is valid
+    copies = d4.dtype != dt  # half-precision candidates are upcast chunk by chunk
+    bc, kc = plan(Bq, K, m * n, n * h if copies else 0, shared)
+    for b0, b1 in _chunks(Bq, bc):
+        qc = q[b0:b1].to(dt)
+        for k0, k1 in _chunks(K, kc):
+            if shared:
+                dc, pad = d4[0, k0:k1], None if d_pad is None else d_pad[0, k0:k1]
+            else:
+                dc, pad = d4[b0:b1, k0:k1], None if d_pad is None else d_pad[b0:b1, k0:k1]
+            best, idx = _best(qc, dc.to(dt), pad, shared)  # (bc, kc, m)
+            scores[b0:b1, k0:k1] = torch.einsum("bki,bi->bk", best, qm[b0:b1]) * inv_count[b0:b1, None]
+            argmax[b0:b1, k0:k1] = idx.masked_fill(q_pad[b0:b1, None, :], -1)
+    return scores, argmax
+
+
+def maxsim_bwd(grad: Tensor, q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, argmax: Tensor, shared: bool,
+               need_dq: bool = True, need_dd: bool = True) -> tuple[Tensor | None, Tensor | None]:
+    """-> grad_q like q, grad_d4 like d4 (None where not needed). Only argmax entries receive gradient."""
+    Bq, m, h = q.shape
+    G, K, n = d4.shape[:3]
+    dt = _math_dtype(q)
+    weights = grad.to(dt) / q_mask.sum(-1, keepdim=True).to(dt)  # (Bq, K)
+    d_flat = d4.reshape(G * K * n, h)
+    q32 = q.to(dt)
+    gq = torch.zeros(Bq, m, h, dtype=dt, device=q.device) if need_dq else None
+    gd = torch.zeros(G * K * n, h, dtype=dt, device=q.device) if need_dd else None
+    kidx = torch.arange(K, device=q.device)
+    bc, kc = plan(Bq, K, 2 * m * h, 0, shared)
+    for b0, b1 in _chunks(Bq, bc):
+        for k0, k1 in _chunks(K, kc):
+            a = argmax[b0:b1, k0:k1].long()  # (bc, kc, m)
+            coeff = weights[b0:b1, k0:k1, None] * (a >= 0)  # (bc, kc, m)
+            base = kidx[k0:k1] * n
+            if not shared:
+                base = base[None, :] + torch.arange(b0, b1, device=q.device)[:, None] * (K * n)
+            rows = (base[..., None] + a.clamp_min(0)).reshape(-1)  # flat doc-token rows
+            if gq is not None:
+                picked = d_flat.index_select(0, rows).view(b1 - b0, k1 - k0, m, h).to(dt)
+                gq[b0:b1] += torch.einsum("bki,bkih->bih", coeff, picked)
+                del picked
+            if gd is not None:
+                gd.index_add_(0, rows, (coeff[..., None] * q32[b0:b1, None]).reshape(-1, h))
+    return (None if gq is None else gq.to(q.dtype),
+            None if gd is None else gd.view(d4.shape).to(d4.dtype))

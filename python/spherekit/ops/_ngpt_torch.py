@@ -1,0 +1,63 @@
+"""nGPT kernel-level entry points written as a torch composition (fp32 math): the cpu backend's fallback
+when spherekit._C lacks the C++ loops. Same signatures and semantics as kernels/ngpt.py (see
+/work/notes/interfaces.md and spherekit.reference.ngpt for the math). Inputs are contiguous (R, d)."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def _unit(x: Tensor, eps: float) -> tuple[Tensor, Tensor, Tensor]:
+    """(x / max(||x||, eps), ||x|| unclamped, 1 / max(||x||, eps)) per row, fp32."""
+    n = torch.linalg.vector_norm(x, dim=-1)
+    r = 1.0 / n.clamp_min(eps)
+    return x * r[:, None], n, r
+
+
+def _project(g: Tensor, u: Tensor, n: Tensor, r: Tensor, eps: float) -> Tensor:
+    """Backward of Norm at a row with norm n and unit vector u: r (g - u <g, u>), or g / eps when n < eps."""
+    dot = (g * u).sum(-1, keepdim=True)
+    keep = (n >= eps)[:, None].to(g.dtype)
+    return r[:, None] * (g - keep * u * dot)
+
+
+def geodesic_residual_fwd(h: Tensor, f: Tensor, alpha: Tensor, eps: float) -> tuple[Tensor, Tensor]:
+    a = alpha.float().abs()
+    hn, nh, _ = _unit(h.float(), eps)
+    fn, nf, _ = _unit(f.float(), eps)
+    out, ny, _ = _unit(torch.lerp(hn, fn, a), eps)
+    return out.to(h.dtype), torch.stack([nh, nf, ny], dim=1)
+
+
+def geodesic_residual_bwd(grad_out: Tensor, h: Tensor, f: Tensor, alpha: Tensor, norms: Tensor,
+                          eps: float) -> tuple[Tensor, Tensor, Tensor]:
+    a = alpha.float().abs()
+    r = 1.0 / norms.clamp_min(eps)
+    hn = h.float() * r[:, 0:1]
+    fn = f.float() * r[:, 1:2]
+    diff = fn - hn
+    out = (hn + a * diff) * r[:, 2:3]
+    g_y = _project(grad_out.float(), out, norms[:, 2], r[:, 2], eps)
+    g_h = _project((1 - a) * g_y, hn, norms[:, 0], r[:, 0], eps)
+    g_f = _project(a * g_y, fn, norms[:, 1], r[:, 1], eps)
+    g_alpha = torch.sign(alpha.float()) * (diff * g_y).sum(0)
+    return g_h.to(h.dtype), g_f.to(f.dtype), g_alpha
+
+
+def l2_normalize_fwd(x: Tensor, eps: float) -> tuple[Tensor, Tensor]:
+    out, n, _ = _unit(x.float(), eps)
+    return out.to(x.dtype), n
+
+
+def l2_normalize_bwd(grad_out: Tensor, x: Tensor, norms: Tensor, eps: float) -> Tensor:
+    r = 1.0 / norms.clamp_min(eps)
+    u = x.float() * r[:, None]
+    return _project(grad_out.float(), u, norms, r, eps).to(x.dtype)
+
+
+def renormalize_(views: list[Tensor], eps: float) -> None:
+    """Each view (outer, n, inner) is normalised in place over its middle axis."""
+    for v in views:
+        n = torch.linalg.vector_norm(v.float(), dim=1, keepdim=True)
+        v.copy_(v.float() / n.clamp_min(eps))

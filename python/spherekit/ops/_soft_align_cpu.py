@@ -1,0 +1,94 @@
+"""The "cpu" backend of soft_align: chunked over the batch (torch, BLAS for the products); M exists for one
+chunk of pairs at a time and the backward recomputes it. All math is fp32 (fp64 for fp64 tokens).
+
+Per pair (see spherekit.reference.simmap.soft_align), over valid doc tokens j:
+    z_ij = (M_ij - lam |i - j|) / tau,  lse_i = logsumexp_j z_ij,  A_ij = exp(z_ij - lse_i),
+    s_i = sum_j A_ij M_ij,  score = (1/|Q|) sum_{i in Q} s_i
+Backward with upstream g and c_i = g [i in Q] / |Q|:
+    G_ij = c_i A_ij (1 + (M_ij - s_i)/tau);  grad_q = G dn,  grad_d = G^T qn
+    grad_lam = -(1/tau) sum_ij c_i A_ij |i-j| (M_ij - s_i);  grad_tau = -(1/tau) sum_ij c_i A_ij z_ij (M_ij - s_i)
+The backward recomputes A from the stored lse, renormalises it and recomputes s_i from it, and uses
+log A_ij = z_ij - lse_i in place of z_ij in grad_tau (equal, as sum_j A_ij (M_ij - s_i) = 0): in fp32 the
+plain formula loses ~3 digits to cancellation at tau = 0.02.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from . import _maxsim_cpu
+from ._maxsim_cpu import _chunks, _math_dtype
+
+NEG_INF = float("-inf")
+
+
+def _rows_per_chunk(m: int, n: int) -> int:
+    return max(1, _maxsim_cpu.CHUNK_ELEMENTS // (4 * m * n))  # M, z, A and one temporary per pair
+
+
+def _positions(m: int, n: int, dt: torch.dtype, device) -> Tensor:
+    return (torch.arange(m, device=device)[:, None] - torch.arange(n, device=device)[None, :]).abs().to(dt)
+
+
+def _logits(qc, dc, dmc, lam, tau, pos):
+    """-> (M, z) for a chunk; z is -inf at padding doc tokens."""
+    sims = torch.bmm(qc, dc.transpose(1, 2))
+    z = (sims - lam * pos) / tau
+    return sims, z.masked_fill_(~dmc[:, None, :], NEG_INF)
+
+
+def soft_align_fwd(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, lam: Tensor, tau: Tensor
+                   ) -> tuple[Tensor, Tensor, Tensor]:
+    """-> score (B,), lse (B, m), s (B, m) (fp32; fp64 for fp64 tokens)."""
+    B, m, _ = q.shape
+    n = d.shape[1]
+    dt = _math_dtype(q)
+    lam, tau = lam.to(dt), tau.to(dt)
+    pos = _positions(m, n, dt, q.device)
+    lse = torch.empty(B, m, dtype=dt, device=q.device)
+    rows = torch.empty(B, m, dtype=dt, device=q.device)
+    for b0, b1 in _chunks(B, _rows_per_chunk(m, n)):
+        sims, z = _logits(q[b0:b1].to(dt), d[b0:b1].to(dt), d_mask[b0:b1], lam, tau, pos)
+        lse[b0:b1] = torch.logsumexp(z, dim=-1)
+        attn = z.sub_(lse[b0:b1, :, None]).exp_()
+        rows[b0:b1] = (attn * sims).sum(-1)
+    qm = q_mask.to(dt)
+    score = (rows * qm).sum(-1) / qm.sum(-1)
+    return score, lse, rows
+
+
+def soft_align_bwd(grad: Tensor, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, lam: Tensor, tau: Tensor,
+                   lse: Tensor, rows: Tensor, need_dq: bool = True, need_dd: bool = True
+                   ) -> tuple[Tensor | None, Tensor | None, Tensor, Tensor]:
+    """-> grad_q like q, grad_d like d (None where not needed), grad_lam (B,), grad_tau (B,)."""
+    B, m, _ = q.shape
+    n = d.shape[1]
+    dt = _math_dtype(q)
+    lam, tau = lam.to(dt), tau.to(dt)
+    pos = _positions(m, n, dt, q.device)
+    qm = q_mask.to(dt)
+    coeff = grad.to(dt)[:, None] * qm / qm.sum(-1, keepdim=True)  # (B, m)
+    gq = torch.empty(q.shape, dtype=dt, device=q.device) if need_dq else None
+    gd = torch.empty(d.shape, dtype=dt, device=q.device) if need_dd else None
+    glam = torch.empty(B, dtype=dt, device=q.device)
+    gtau = torch.empty(B, dtype=dt, device=q.device)
+    for b0, b1 in _chunks(B, _rows_per_chunk(m, n)):
+        qc, dc = q[b0:b1].to(dt), d[b0:b1].to(dt)
+        sims, z = _logits(qc, dc, d_mask[b0:b1], lam, tau, pos)
+        logp = z.sub_(lse[b0:b1, :, None])  # log A_ij (-inf at padding)
+        attn = logp.exp()
+        attn.div_(attn.sum(-1, keepdim=True))  # exactly row-stochastic again (lse carries rounding)
+        # sum_j A_ij (M_ij - s_i) = 0, so any per-row constant may be taken off a factor multiplying it: with
+        # s_i recomputed from this A, and z_ij - lse_i = log A_ij in place of z_ij, nothing large cancels
+        # (z is up to |M| / tau + lam n / tau; its rounding would otherwise be amplified by 1 / tau)
+        centred = attn * (sims - (attn * sims).sum(-1, keepdim=True)) * coeff[b0:b1, :, None]
+        glam[b0:b1] = -(centred * pos).sum((1, 2)) / tau
+        gtau[b0:b1] = -(centred * logp.masked_fill_(~d_mask[b0:b1, None, :], 0.0)).sum((1, 2)) / tau
+        del z, logp, sims
+        gmap = attn.mul_(coeff[b0:b1, :, None]).add_(centred.div_(tau))  # G_ij = c_i A_ij (1 + (M_ij - s_i)/tau)
+        if gq is not None:
+            gq[b0:b1] = torch.bmm(gmap, dc)
+        if gd is not None:
+            gd[b0:b1] = torch.bmm(gmap.transpose(1, 2), qc)
+    return (None if gq is None else gq.to(q.dtype), None if gd is None else gd.to(d.dtype), glam, gtau)

@@ -1,0 +1,45 @@
+"""global_avg_sim: F0, the mean of the token map (seed 004 eq. 5), computed without M.
+
+    (1/(|Q| |D|)) sum_{i in Q} sum_{j in D} <qn_i, dn_j>  =  <sum_{i in Q} qn_i, sum_{j in D} dn_j> / (|Q| |D|)
+
+so the cost is O(B (m + n) h) instead of O(B m n h). Plain torch (masked sums and a dot product: torch autograd
+and torch.compile handle it directly); the materialising oracle is spherekit.reference.simmap.global_avg_sim.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .. import _backend
+from ..reference import simmap as ref
+from . import _simmap_checks as S
+
+SUPPORTED = ("cpu", "reference")
+
+
+def global_avg_sim(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, *, normalize: bool = True,
+                   backend: str = "auto") -> Tensor:
+    r"""F0 of seed 004, paired (query b with document b): the mean of M_ij = <qn_i, dn_j> over the valid
+    (i, j), computed as <sum_{i in Q} qn_i, sum_{j in D} dn_j> / (|Q| |D|), never forming M.
+
+    Args:
+        q: (B, m, h), d: (B, n, h) tokens, float32 / float16 / bfloat16 / float64.
+        q_mask: (B, m), d_mask: (B, n) bool, True = valid token (None: all valid).
+        normalize: L2-normalise the tokens first (Norm(x) = x / max(||x||, 1e-6), gradient included).
+        backend: "auto" / "cpu" (torch, on any device) or "reference" (the materialising oracle).
+
+    Returns (B,) fp32 (fp64 for fp64 tokens); the sums run in that precision. Gradients flow to q and d.
+    """
+    q_mask, d_mask = S.check_paired(q, q_mask, d, d_mask)
+    S.check_flag("normalize", normalize)
+    dt = S.score_dtype(q)
+    chosen = _backend.resolve("global_avg_sim", backend, q.device, SUPPORTED)
+    if chosen == "reference":
+        return ref.global_avg_sim(q, q_mask, d, d_mask, normalize=normalize, compute_dtype=dt)
+    if normalize:
+        q, d = S.normalize_tokens(q), S.normalize_tokens(d)
+    qm, dm = q_mask.to(dt), d_mask.to(dt)
+    q_sum = torch.einsum("bih,bi->bh", q.to(dt), qm)
+    d_sum = torch.einsum("bjh,bj->bh", d.to(dt), dm)
+    return (q_sum * d_sum).sum(-1) / (qm.sum(-1) * dm.sum(-1))

@@ -1,0 +1,298 @@
+"""nGPT ops (Loshchilov et al. 2025; paper 003 eq. 2): the geodesic residual update, fused L2
+normalisation with backward, and in-place multi-tensor weight renormalisation. Math: spherekit.reference.ngpt.
+
+Each op is a torch.library custom op (register_fake + register_autograd, so torch.compile traces through it)
+whose implementation is picked per backend:
+    "cuda"       spherekit._cuda kernels through spherekit.ops._ngpt_cuda (CUDA tensors)
+    "triton"     spherekit.kernels.ngpt launchers
+    "cpu"        spherekit._C C++ loops (OpenMP, one pass over memory) on CPU tensors; otherwise (no _C, or
+                 tensors on another device) a torch composition with fp32 math
+    "reference"  the pure-torch oracle with torch autograd
+    "auto"       cuda on CUDA tensors when spherekit._cuda has the nGPT kernels, else triton (rows of at most
+                 kernels.ngpt.MAX_D features), else cpu.
+Statistics and math are fp32 for fp16/bf16 storage; outputs keep the input dtype.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+from .. import _backend
+from ..reference import ngpt as _ref
+from . import _checks as C
+from . import _ngpt_cuda, _ngpt_torch
+from ._ngpt_native import NativeNgpt, has_ngpt
+
+SUPPORTED = ("cuda", "triton", "cpu", "reference")
+
+
+def _triton_max_d() -> int:
+    mod = _backend._try_import("spherekit.kernels.ngpt")[0]
+    return getattr(mod, "MAX_D", 1 << 62) if mod is not None else 1 << 62
+
+
+def _resolve(op: str, backend: str, device: torch.device, d: int | None = None) -> str:
+    """The concrete backend. auto on CUDA: cuda (when spherekit._cuda has the nGPT kernels), else triton, else
+    cpu (which on CUDA tensors is the torch composition); rows wider than Triton's MAX_D skip triton."""
+    if _backend.requested(backend) == "auto" and device.type == "cuda":
+        if _backend.usable("cuda", device)[0] and _ngpt_cuda.available():
+            return "cuda"
+        chosen = _backend.resolve(op, "auto", device, SUPPORTED)
+        return "cpu" if chosen == "triton" and d is not None and d > _triton_max_d() else chosen
+    chosen = _backend.resolve(op, backend, device, SUPPORTED)
+    if chosen == "cuda" and not _ngpt_cuda.available():
+        raise RuntimeError(f"{op}: backend 'cuda' cannot run here: spherekit._cuda has no nGPT kernels")
+    return chosen
+
+
+def _impl(backend: str, device: torch.device):
+    """The kernel-level interface (see interfaces.md) for a concrete backend."""
+    if backend == "triton":
+        return _backend.triton_kernels("ngpt")
+    if backend == "cuda":
+        return _ngpt_cuda
+    ext = _backend.cpp_extension()
+    if device.type == "cpu" and has_ngpt(ext):
+        return NativeNgpt(ext)
+    return _ngpt_torch  # the cpu backend without spherekit._C, or on non-CPU tensors
+
+
+# ---- geodesic residual ------------------------------------------------------------------------------------
+
+@torch.library.custom_op("spherekit::geodesic_residual_fwd", mutates_args=())
+def _gr_fwd(h: Tensor, f: Tensor, alpha: Tensor, eps: float, backend: str) -> tuple[Tensor, Tensor]:
+    """h, f (R, d) contiguous, alpha (d,) fp32 -> out (R, d) in h.dtype, norms (R, 3) fp32 (||h||, ||f||, ||y||)."""
+    if h.shape[0] == 0:
+        return torch.empty_like(h), h.new_empty((0, 3), dtype=torch.float32)
+    return _impl(backend, h.device).geodesic_residual_fwd(h, f, alpha, eps)
+
+
+@_gr_fwd.register_fake
+def _(h, f, alpha, eps, backend):
+    return torch.empty_like(h), h.new_empty((h.shape[0], 3), dtype=torch.float32)
+
+
+@torch.library.custom_op("spherekit::geodesic_residual_bwd", mutates_args=())
+def _gr_bwd(grad_out: Tensor, h: Tensor, f: Tensor, alpha: Tensor, norms: Tensor, eps: float,
+            backend: str) -> tuple[Tensor, Tensor, Tensor]:
+    """-> grad_h (R, d) h.dtype, grad_f (R, d) f.dtype, grad_alpha (d,) fp32."""
+    if h.shape[0] == 0:
+        return torch.empty_like(h), torch.empty_like(f), torch.zeros_like(alpha, dtype=torch.float32)
+    return _impl(backend, h.device).geodesic_residual_bwd(grad_out, h, f, alpha, norms, eps)
+
+
+@_gr_bwd.register_fake
+def _(grad_out, h, f, alpha, norms, eps, backend):
+    return torch.empty_like(h), torch.empty_like(f), torch.empty_like(alpha, dtype=torch.float32)
+
+
+def _gr_setup(ctx, inputs, output):
+    h, f, alpha, eps, backend = inputs
+    ctx.save_for_backward(h, f, alpha, output[1])
+    ctx.eps, ctx.backend = eps, backend
+    ctx.mark_non_differentiable(output[1])
+
+
+def _gr_backward(ctx, grad_out, _grad_norms):
+    h, f, alpha, norms = ctx.saved_tensors
+    grad_out = torch.zeros_like(h) if grad_out is None else grad_out.to(h.dtype).contiguous()
+    gh, gf, ga = torch.ops.spherekit.geodesic_residual_bwd(grad_out, h, f, alpha, norms, ctx.eps, ctx.backend)
+    need = ctx.needs_input_grad
+    return gh if need[0] else None, gf if need[1] else None, ga.to(alpha.dtype) if need[2] else None, None, None
+
+
+torch.library.register_autograd("spherekit::geodesic_residual_fwd", _gr_backward, setup_context=_gr_setup)
+
+
+# ---- l2 normalisation -------------------------------------------------------------------------------------
+
+@torch.library.custom_op("spherekit::l2_normalize_fwd", mutates_args=())
+def _l2_fwd(x: Tensor, eps: float, backend: str) -> tuple[Tensor, Tensor]:
+    """x (R, d) contiguous -> out (R, d) in x.dtype, norms (R,) fp32 unclamped."""
+    if x.shape[0] == 0:
+        return torch.empty_like(x), x.new_empty(0, dtype=torch.float32)
+    return _impl(backend, x.device).l2_normalize_fwd(x, eps)
+
+
+@_l2_fwd.register_fake
+def _(x, eps, backend):
+    return torch.empty_like(x), x.new_empty(x.shape[0], dtype=torch.float32)
+
+
+@torch.library.custom_op("spherekit::l2_normalize_bwd", mutates_args=())
+def _l2_bwd(grad_out: Tensor, x: Tensor, norms: Tensor, eps: float, backend: str) -> Tensor:
+    if x.shape[0] == 0:
+        return torch.empty_like(x)
+    return _impl(backend, x.device).l2_normalize_bwd(grad_out, x, norms, eps)
+
+
+@_l2_bwd.register_fake
+def _(grad_out, x, norms, eps, backend):
+    return torch.empty_like(x)
+
+
+def _l2_setup(ctx, inputs, output):
+    x, eps, backend = inputs
+    ctx.save_for_backward(x, output[1])
+    ctx.eps, ctx.backend = eps, backend
+    ctx.mark_non_differentiable(output[1])
+
+
+def _l2_backward(ctx, grad_out, _grad_norms):
+    x, norms = ctx.saved_tensors
+    grad_out = torch.zeros_like(x) if grad_out is None else grad_out.to(x.dtype).contiguous()
+    return torch.ops.spherekit.l2_normalize_bwd(grad_out, x, norms, ctx.eps, ctx.backend), None, None
+
+
+torch.library.register_autograd("spherekit::l2_normalize_fwd", _l2_backward, setup_context=_l2_setup)
+
+
+# ---- in-place renormalisation -----------------------------------------------------------------------------
+
+def _view3(w: Tensor, dim: int) -> Tensor:
+    """w as a (outer, n, inner) view normalised over the middle axis (w is contiguous)."""
+    outer = 1
+    for s in w.shape[:dim]:
+        outer *= s
+    inner = 1
+    for s in w.shape[dim + 1:]:
+        inner *= s
+    return w.view(outer, w.shape[dim], inner)
+
+
+@torch.library.custom_op("spherekit::renormalize_", mutates_args=("weights",))
+def _renorm(weights: list[Tensor], dims: list[int], eps: float, backend: str) -> None:
+    views = [_view3(w, d) for w, d in zip(weights, dims) if w.numel() > 0]
+    if views:
+        _impl(backend, views[0].device).renormalize_(views, eps)
+
+
+@_renorm.register_fake
+def _(weights, dims, eps, backend):
+    return None
+
+
+# ---- validation and the public API --------------------------------------------------------------------------
+
+def _check_eps(eps) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0 or eps == float("inf"):
+        raise ValueError(f"eps must be a finite float > 0, got {eps!r}")
+    return float(eps)
+
+
+def _norm_dim(name: str, dim, ndim: int) -> int:
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"{name} must be an int, got {type(dim).__name__}")
+    if not -ndim <= dim < ndim:
+        raise ValueError(f"{name} must lie in [{-ndim}, {ndim}) for a tensor with {ndim} dimensions, got {dim}")
+    return dim % ndim
+
+
+def _check_rows(name: str, x: Tensor) -> None:
+    C.check_tensor(name, x, dtypes=C.FLOAT_DTYPES)
+    if x.dim() == 0:
+        raise ValueError(f"{name} must have at least 1 dimension (..., d), got a 0-dim tensor")
+    if x.shape[-1] == 0:
+        raise ValueError(f"{name} must have a last dimension d >= 1, got shape {tuple(x.shape)}")
+
+
+def geodesic_residual(h: Tensor, f: Tensor, alpha: Tensor, *, eps: float = 1e-6, backend: str = "auto") -> Tensor:
+    r"""nGPT geodesic residual update: Norm(Norm(h) + |alpha| * (Norm(f) - Norm(h))) over the last dimension.
+
+    Args:
+        h: (..., d) float32/float16/bfloat16 hidden states.
+        f: (..., d) the block output (attention or MLP), same shape, dtype and device as h.
+        alpha: per-feature step sizes of shape (), (1,) or (d,), any float dtype, on h's device; the step is
+            a = |alpha| (gradient sign(alpha) * ...). Receives its gradient in alpha.dtype.
+        eps: Norm(x) = x / max(||x||, eps): a zero row maps to 0 and gets gradient g / eps, never NaN.
+        backend: "auto" | "cuda" | "triton" | "cpu" | "reference" (see the module docstring).
+
+    Returns:
+        (..., d) in h.dtype. Gradients flow to h, f and alpha (math in spherekit.reference.ngpt).
+    """
+    _check_rows("h", h)
+    C.check_tensor("f", f, dtypes=(h.dtype,), device=h.device)
+    if f.shape != h.shape:
+        raise ValueError(f"f must have the shape of h {tuple(h.shape)}, got {tuple(f.shape)}")
+    d = h.shape[-1]
+    C.check_tensor("alpha", alpha, device=h.device)
+    if not alpha.is_floating_point() or alpha.dim() > 1 or alpha.numel() not in (1, d):
+        raise ValueError(f"alpha must be a floating tensor of shape (), (1,) or (d,) = ({d},), got shape "
+                         f"{tuple(alpha.shape)} dtype {alpha.dtype}")
+    eps = _check_eps(eps)
+    chosen = _resolve("geodesic_residual", backend, h.device, d)
+    if chosen == "reference":
+        return _ref.geodesic_residual(h, f, alpha, eps)
+    a = alpha.float().reshape(-1).expand(d).contiguous()  # autograd sums the expanded gradient back
+    out, _ = torch.ops.spherekit.geodesic_residual_fwd(h.reshape(-1, d).contiguous(), f.reshape(-1, d).contiguous(),
+                                                       a, eps, chosen)
+    return out.view(h.shape)
+
+
+def l2_normalize(x: Tensor, dim: int = -1, *, eps: float = 1e-6, backend: str = "auto") -> Tensor:
+    r"""Norm(x) = x / max(||x||_2, eps) along ``dim`` (torch.nn.functional.normalize semantics), fused, with backward.
+
+    Args:
+        x: float32/float16/bfloat16 tensor with at least one dimension.
+        dim: the dimension to normalise over.
+        eps: the clamp of the norm: a zero slice maps to 0 (gradient g / eps), never NaN.
+        backend: "auto" | "cuda" | "triton" | "cpu" | "reference".
+
+    Returns:
+        a tensor like x (same dtype); norms are fp32 internally. Gradient: r (g - out <g, out>), r = 1/max(||x||, eps).
+    """
+    C.check_tensor("x", x, dtypes=C.FLOAT_DTYPES)
+    if x.dim() == 0:
+        raise ValueError("x must have at least 1 dimension, got a 0-dim tensor")
+    dim = _norm_dim("dim", dim, x.dim())
+    if x.shape[dim] == 0:
+        raise ValueError(f"x must have size >= 1 along dim {dim}, got shape {tuple(x.shape)}")
+    eps = _check_eps(eps)
+    chosen = _resolve("l2_normalize", backend, x.device, x.shape[dim])
+    if chosen == "reference":
+        return _ref.l2_normalize(x, dim, eps)
+    moved = x.movedim(dim, -1)
+    out, _ = torch.ops.spherekit.l2_normalize_fwd(moved.reshape(-1, moved.shape[-1]).contiguous(), eps, chosen)
+    return out.view(moved.shape).movedim(-1, dim)
+
+
+def renormalize_(weights: Sequence[Tensor], dims: Sequence[int], *, eps: float = 1e-6, backend: str = "auto") -> None:
+    r"""In place, without gradient: weights[i] <- Norm(weights[i]) along dims[i], for many tensors in one launch.
+
+    nGPT keeps every embedding/projection matrix on the unit sphere along its embedding dimension by calling
+    this after each optimiser step. Parameters are accepted (the update runs under torch.no_grad()).
+
+    Args:
+        weights: list/tuple of contiguous float32/float16/bfloat16 tensors on one device (at least 1-D).
+        dims: one int per tensor (dim=-1: every row gets unit norm; dim=0 of a matrix: every column).
+        eps: Norm(x) = x / max(||x||, eps); zero slices stay 0.
+        backend: "auto" | "cuda" | "triton" | "cpu" | "reference".
+    """
+    if not isinstance(weights, (list, tuple)):
+        raise TypeError(f"weights must be a list or tuple of tensors, got {type(weights).__name__}")
+    if not isinstance(dims, (list, tuple)):
+        raise TypeError(f"dims must be a list or tuple of ints, got {type(dims).__name__}")
+    if len(weights) != len(dims):
+        raise ValueError(f"weights and dims must have the same length, got {len(weights)} and {len(dims)}")
+    eps = _check_eps(eps)
+    if not weights:
+        return
+    device = weights[0].device if isinstance(weights[0], Tensor) else None
+    norm_dims = []
+    for i, (w, dim) in enumerate(zip(weights, dims)):
+        C.check_tensor(f"weights[{i}]", w, dtypes=C.FLOAT_DTYPES, device=device)
+        if not w.is_contiguous():
+            raise ValueError(f"weights[{i}] must be contiguous, got shape {tuple(w.shape)} strides {w.stride()}")
+        if w.dim() == 0:
+            raise ValueError(f"weights[{i}] must have at least 1 dimension, got a 0-dim tensor")
+        norm_dims.append(_norm_dim(f"dims[{i}]", dim, w.dim()))
+    chosen = _resolve("renormalize_", backend, device)
+    with torch.no_grad():
+        if chosen == "reference":
+            for w, dim in zip(weights, norm_dims):
+                w.copy_(_ref.renormalize(w, dim, eps))
+            return
+        torch.ops.spherekit.renormalize_(list(weights), norm_dims, eps, chosen)

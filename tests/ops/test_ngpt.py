@@ -1,0 +1,307 @@
+"""spherekit.ops nGPT ops (geodesic_residual, l2_normalize, renormalize_) against the fp64 oracle
+(spherekit.reference.ngpt): outputs and every gradient with grad_output != 1, on every CPU-runnable backend
+(cpu = the C++ loops of spherekit._C, cpu-generic = the same for the baseline ISA instead of AVX2, cpu-torch =
+the torch composition used when _C lacks them, triton in the interpreter, reference), fp32/fp16 (+ bf16 on the
+C++ path), odd d, leading batch dims, one and zero rows, alpha shapes (), (1,), (d,) with negative and zero
+entries, zero rows (clamped Jacobian, no NaN), non-contiguous inputs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from spherekit import _backend, ops
+from spherekit.ops import ngpt as ngpt_ops
+from spherekit.reference import ngpt as ref
+from tests._oracle import assert_close_to_oracle, grads_of, leaf
+
+BACKENDS = ["cpu", "cpu-generic", "cpu-torch", "triton", "reference"]
+DTYPES = [torch.float32, torch.float16]
+SHAPES = [(1, 41), (7, 1000), (2, 3, 41), (300, 257)]  # (300, 257): OpenMP threads, several grad_alpha flushes
+ALPHA_SHAPES = ["scalar", "one", "vector"]
+
+
+@pytest.fixture
+def backend(request, monkeypatch):
+    """Backend name for ops; 'cpu-generic' forces the C++ loops compiled for the baseline ISA (not AVX2),
+    'cpu-torch' the cpu backend's torch composition."""
+    name = request.param
+    if name == "cpu-generic":
+        monkeypatch.setenv("SPHEREKIT_CPU_ISA", "generic")
+        name = "cpu"
+    if name == "triton" and _backend._try_import("spherekit.kernels.ngpt")[0] is None:
+        pytest.skip(f"kernels/ngpt.py does not import yet: {_backend._try_import('spherekit.kernels.ngpt')[1]}")
+    if name == "cpu-torch":
+        monkeypatch.setattr(ngpt_ops, "has_ngpt", lambda ext: False)
+        return "cpu"
+    if name == "cpu" and not ngpt_ops.has_ngpt(_backend.cpp_extension()):
+        pytest.fail("spherekit._C was built without the nGPT entry points")
+    return name
+
+
+def _rand(shape, seed, scale=1.0):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) * scale
+
+
+def _alpha(kind, d, seed=5):
+    if kind == "scalar":
+        return torch.tensor(-0.3, dtype=torch.float64)  # negative: the step is |alpha|
+    if kind == "one":
+        return torch.tensor([0.45], dtype=torch.float64)
+    a = (torch.rand(d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) - 0.3) * 1.4
+    a[0] = 0.0  # gradient sign(0) * ... = 0
+    if d > 2:
+        a[1], a[2] = -0.25, 1.3
+    return a
+
+
+def _exact(x64, dtype):
+    """x64 rounded to `dtype`, back in float64."""
+    return x64.to(dtype).double()
+
+
+def _weights(shape, dtype, seed=99):
+    """grad_output != 1, exactly representable in `dtype` so every run sees the same upstream gradient."""
+    return (_rand(shape, seed) + 0.5).to(dtype).double()
+
+
+def _geodesic_runs(backend, h64, f64, a64, dtype, eps=1e-6):
+    """(kernel, same-precision torch, fp64 oracle) -> each a list [out, grad_h, grad_f, grad_alpha].
+    Inputs are first rounded to `dtype` (alpha to fp32), so the oracle sees exactly what the kernel sees."""
+    w = _weights(h64.shape, dtype)
+    h64, f64, a64 = _exact(h64, dtype), _exact(f64, dtype), _exact(a64, torch.float32)
+
+    def run(fn, cast, compute=None):
+        h, f = leaf(h64, cast), leaf(f64, cast)
+        a = leaf(a64, torch.float64 if cast == torch.float64 else torch.float32)
+        out = fn(h, f, a, eps=eps, backend=backend) if compute is None else fn(h, f, a, eps, compute_dtype=compute)
+        return [out, *grads_of(out, w.to(out.dtype), [h, f, a])]
+
+    return (run(ops.geodesic_residual, dtype), run(ref.geodesic_residual, dtype, dtype),
+            run(ref.geodesic_residual, torch.float64, torch.float64))
+
+
+def _compare(names, got, base, oracle, dtype):
+    for name, g, b, o in zip(names, got, base, oracle):
+        assert g is not None and g.shape == o.shape, name
+        assert torch.isfinite(g).all() and torch.isfinite(o).all(), name
+        assert_close_to_oracle(name, g, b, o, dtype)
+
+
+GR_NAMES = ("out", "grad_h", "grad_f", "grad_alpha")
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("alpha_kind", ALPHA_SHAPES)
+def test_geodesic_residual(backend, dtype, shape, alpha_kind):
+    if backend == "triton" and shape[0] * shape[-1] > 10_000:
+        pytest.skip("interpreter: large shape covered by the cpu backends")
+    d = shape[-1]
+    h64, f64, a64 = _rand(shape, 1), _rand(shape, 2, 3.0), _alpha(alpha_kind, d)
+    got, base, oracle = _geodesic_runs(backend, h64, f64, a64, dtype)
+    assert got[0].dtype == dtype and got[0].shape == shape
+    assert got[3].dtype == torch.float32 and got[3].shape == a64.shape
+    _compare(GR_NAMES, got, base, oracle, dtype)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_geodesic_residual_clamped_rows(backend, dtype):
+    """Zero rows of h and f, a row below eps, a row with y = 0 (f = -h, a = 0.5) and one with 0 < ||y|| < eps
+    (f at angle 0.6 eps from -h): finite, Jacobian I / eps for every clamped norm."""
+    eps = 1e-6 if dtype == torch.float32 else 1e-2  # g / eps must fit in fp16
+    h64, f64 = _rand((6, 41), 3), _rand((6, 41), 4)
+    h64[0] = 0
+    f64[1] = 0
+    h64[2] *= 0.1 * eps / h64[2].norm()
+    f64[3] = -h64[3]
+    hn = h64[4] / h64[4].norm()
+    r = f64[4] - (f64[4] @ hn) * hn
+    theta = 0.6 * eps
+    f64[4] = 2.0 * (-hn * torch.cos(torch.tensor(theta, dtype=torch.float64)) + r / r.norm() * theta)
+    a64 = torch.full((41,), -0.5, dtype=torch.float64)
+    got, base, oracle = _geodesic_runs(backend, h64, f64, a64, dtype, eps=eps)
+    assert torch.equal(got[0][3], torch.zeros(41, dtype=dtype))  # Norm(0) = 0
+    y4 = ref.geodesic_residual(_exact(h64[4:5], dtype), _exact(f64[4:5], dtype), a64, 1e30, compute_dtype=torch.float64)
+    assert 0 < y4.norm() * 1e30 < 0.5 * eps  # the row really has 0 < ||y|| < eps (y = out * max(||y||, 1e30))
+    _compare(GR_NAMES, got, base, oracle, dtype)
+
+
+@pytest.mark.parametrize("shape", [(5, 41), (300, 257)])
+def test_geodesic_residual_bf16_cpp(shape):
+    """bf16 storage on the C++ path: within the oracle rule vs bf16 torch, and within bf16 rounding of the oracle."""
+    h64, f64, a64 = _rand(shape, 6), _rand(shape, 7), _alpha("vector", shape[-1])
+    got, base, oracle = _geodesic_runs("cpu", h64, f64, a64, torch.bfloat16)
+    assert got[0].dtype == torch.bfloat16
+    _compare(GR_NAMES, got, base, oracle, torch.bfloat16)
+    for name, g, o in zip(GR_NAMES, got, oracle):
+        tol = 2 ** -7 * o.abs().max().item()  # two bf16 ulps of the largest entry
+        assert (g.double() - o).abs().max().item() <= tol, name
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_geodesic_residual_zero_rows_and_frozen_inputs(backend):
+    h = torch.zeros(0, 41, requires_grad=True)
+    a = torch.randn(41, requires_grad=True)
+    out = ops.geodesic_residual(h, torch.zeros(0, 41), a, backend=backend)
+    assert out.shape == (0, 41)
+    (ga,) = torch.autograd.grad(out.sum(), (a,))
+    assert torch.equal(ga, torch.zeros(41))
+    # only alpha requires grad: h and f get none, alpha's gradient matches the oracle
+    h64, f64, a64 = _rand((4, 41), 8), _rand((4, 41), 9), _alpha("vector", 41)
+    a = leaf(a64, torch.float32)
+    out = ops.geodesic_residual(h64.float(), f64.float(), a, backend=backend)
+    (ga,) = torch.autograd.grad(out, (a,), torch.ones_like(out))
+    a_ref = leaf(a64, torch.float64)
+    (ga_ref,) = torch.autograd.grad(ref.geodesic_residual(h64, f64, a_ref, compute_dtype=torch.float64).sum(), (a_ref,))
+    torch.testing.assert_close(ga.double(), ga_ref, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cpu-generic", "cpu-torch"], indirect=True)
+def test_non_contiguous_inputs(backend):
+    """Sliced / transposed inputs give the results (and gradients) of their contiguous copies."""
+    base_h = torch.randn(6, 50, requires_grad=True)
+    base_f = torch.randn(41, 6, requires_grad=True)
+    a = torch.randn(41, requires_grad=True)
+    g = torch.randn(6, 41)
+    h, f = base_h[:, 3:44], base_f.t()
+    out = ops.geodesic_residual(h, f, a, backend=backend)
+    grads = torch.autograd.grad(out, (base_h, base_f, a), g)
+    hc, fc = h.detach().contiguous().requires_grad_(), f.detach().contiguous().requires_grad_()
+    ac = a.detach().clone().requires_grad_()
+    out_c = ops.geodesic_residual(hc, fc, ac, backend=backend)
+    gh, gf, ga = torch.autograd.grad(out_c, (hc, fc, ac), g)
+    torch.testing.assert_close(out, out_c, rtol=0, atol=0)
+    torch.testing.assert_close(grads[0][:, 3:44], gh, rtol=0, atol=0)
+    assert torch.equal(grads[0][:, :3], torch.zeros(6, 3))
+    torch.testing.assert_close(grads[1].t(), gf, rtol=0, atol=0)
+    torch.testing.assert_close(grads[2], ga, rtol=0, atol=0)
+    x = torch.randn(41, 7).t()
+    torch.testing.assert_close(ops.l2_normalize(x, backend=backend), F.normalize(x, dim=-1), rtol=1e-6, atol=1e-7)
+
+
+def test_alpha_dtype_preserved_for_its_gradient():
+    a = torch.full((41,), 0.2, dtype=torch.bfloat16, requires_grad=True)
+    out = ops.geodesic_residual(torch.randn(3, 41), torch.randn(3, 41), a, backend="cpu")
+    out.sum().backward()
+    assert a.grad.dtype == torch.bfloat16 and a.grad.shape == (41,)
+
+
+# ---- l2_normalize -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, dim", [((1, 41), -1), ((7, 1000), -1), ((2, 3, 41), 1), ((2, 3, 41), 0),
+                                        ((41,), 0), ((300, 257), -1)])
+def test_l2_normalize(backend, dtype, shape, dim):
+    if backend == "triton" and shape[0] * shape[-1] > 10_000:
+        pytest.skip("interpreter: large shape covered by the cpu backends")
+    eps = 1e-3
+    x64 = _rand(shape, 10, 2.0)
+    x64.view(-1)[:3] = 0
+    if len(shape) > 1:
+        slices = x64.movedim(dim, -1)  # a view: its last axis is the normalised one
+        slices[(0,) * (len(shape) - 1)] = 0  # a zero slice
+        last = slices[(-1,) * (len(shape) - 1)]
+        if last.norm() > 0:  # (not the zero slice itself when there is only one)
+            last *= 0.3 * eps / last.norm()  # a nonzero slice below eps: Jacobian I / eps
+    x64 = _exact(x64, dtype)
+    w = _weights(shape, dtype)
+
+    def run(fn, cast, compute=None):
+        x = leaf(x64, cast)
+        out = fn(x, dim, eps=eps, backend=backend) if compute is None else fn(x, dim, eps, compute_dtype=compute)
+        return [out, *grads_of(out, w.to(out.dtype), [x])]
+
+    got = run(ops.l2_normalize, dtype)
+    assert got[0].dtype == dtype and got[0].shape == shape
+    _compare(("out", "grad_x"), got, run(ref.l2_normalize, dtype, dtype), run(ref.l2_normalize, torch.float64,
+                                                                               torch.float64), dtype)
+
+
+def test_l2_normalize_bf16_cpp_and_zero_row():
+    x = torch.randn(300, 129).bfloat16()
+    x[5] = 0
+    out = ops.l2_normalize(x, backend="cpu")
+    want = F.normalize(x.float(), dim=-1, eps=1e-6)
+    assert torch.equal(out[5], torch.zeros(129, dtype=torch.bfloat16))
+    assert (out.float() - want).abs().max() <= 2 ** -8
+
+
+# ---- renormalize_ -----------------------------------------------------------------------------------------
+
+def _weight_set(dtype, many_rows):
+    """(tensor, dim) pairs: rows, columns, 1-D, 3-D middle axis with > 64 inner columns, empty, many short rows."""
+    t = [(_rand((10, 41), 11), -1), (_rand((37, 41), 12), 0), (_rand((19,), 13), 0), (_rand((3, 5, 130), 14), 1),
+         (_rand((4, 6, 7), 16), 0), (_rand((0, 5), 17), 1)]
+    if many_rows:  # several C++ work items for one tensor
+        t.append((_rand((2000, 10), 15), -1))
+    t[0][0][3] = 0  # a zero row stays zero
+    return [(w.to(dtype).contiguous(), dim) for w, dim in t]
+
+
+RENORM_TOL = {torch.float32: 1e-6, torch.float16: 2e-3, torch.bfloat16: 1e-2}
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_renormalize_(backend, dtype):
+    if backend == "triton" and dtype == torch.bfloat16:
+        pytest.skip("bf16 arithmetic is wrong in the Triton interpreter")
+    pairs = _weight_set(dtype, many_rows=backend != "triton")
+    originals = [w.clone() for w, _ in pairs]
+    ptrs = [w.data_ptr() for w, _ in pairs]
+    ops.renormalize_([w for w, _ in pairs], [d for _, d in pairs], backend=backend)
+    for (w, dim), w0, p in zip(pairs, originals, ptrs):
+        assert w.data_ptr() == p and w.dtype == dtype  # in place
+        if w.numel() == 0:
+            continue
+        oracle = ref.renormalize(w0.double(), dim, compute_dtype=torch.float64)
+        base = ref.renormalize(w0, dim, compute_dtype=dtype)
+        assert_close_to_oracle(f"renormalize dim={dim} shape={tuple(w.shape)}", w, base, oracle, dtype)
+        norms = torch.linalg.vector_norm(w.double(), dim=dim)
+        nonzero = torch.linalg.vector_norm(w0.double(), dim=dim) > 0
+        assert (norms[nonzero] - 1).abs().max() <= RENORM_TOL[dtype]
+        assert torch.equal(norms[~nonzero], torch.zeros_like(norms[~nonzero]))
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_renormalize_parameters_without_autograd(backend):
+    p = torch.nn.Parameter(torch.randn(8, 41))
+    q = torch.nn.Parameter(torch.randn(41, 8))
+    version = p._version
+    ops.renormalize_((p, q), (-1, 0), backend=backend)
+    assert p.grad_fn is None and p.requires_grad and p._version > version
+    torch.testing.assert_close(p.detach().norm(dim=-1), torch.ones(8))
+    torch.testing.assert_close(q.detach().norm(dim=0), torch.ones(8))
+    ops.renormalize_([], [], backend=backend)  # nothing to do
+
+
+def test_auto_resolves_to_cpu_and_env_override(monkeypatch):
+    x = torch.randn(4, 9)
+    assert ngpt_ops._resolve("l2_normalize", "auto", x.device) == "cpu"
+    monkeypatch.setenv("SPHEREKIT_BACKEND", "reference")
+    assert ngpt_ops._resolve("l2_normalize", "auto", x.device) == "reference"
+    assert ngpt_ops._resolve("l2_normalize", "cpu", x.device) == "cpu"
+
+
+def test_auto_on_cuda_prefers_cuda_then_triton(monkeypatch):
+    """auto on CUDA tensors: the CUDA launchers when spherekit._cuda has the nGPT kernels, else Triton, and the
+    torch composition (cpu backend) for rows wider than Triton's MAX_D."""
+    cuda = torch.device("cuda")
+    monkeypatch.setattr(ngpt_ops._ngpt_cuda, "available", lambda: True)
+    monkeypatch.setattr(_backend, "_triton_usable", lambda device: (True, "fake"))
+    real_usable = _backend.usable
+    monkeypatch.setattr(_backend, "usable", lambda b, dev: (True, "fake") if b == "cuda" else real_usable(b, dev))
+    assert ngpt_ops._resolve("geodesic_residual", "auto", cuda, 64) == "cuda"
+    assert ngpt_ops._impl("cuda", cuda) is ngpt_ops._ngpt_cuda
+    monkeypatch.setattr(ngpt_ops._ngpt_cuda, "available", lambda: False)  # built, but without nGPT kernels
+    assert ngpt_ops._resolve("geodesic_residual", "auto", cuda, 64) == "triton"
+    monkeypatch.setattr(ngpt_ops, "_triton_max_d", lambda: 128)
+    assert ngpt_ops._resolve("geodesic_residual", "auto", cuda, 129) == "cpu"
+    assert ngpt_ops._impl("cpu", cuda) is ngpt_ops._ngpt_torch  # never the C++ loops on device memory
+    with pytest.raises(RuntimeError, match="no nGPT kernels"):
+        ngpt_ops._resolve("geodesic_residual", "cuda", cuda)
