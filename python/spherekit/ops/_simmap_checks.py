@@ -71,19 +71,6 @@ def check_mask(name: str, mask, shape: tuple[int, ...], device: torch.device, wh
     return mask
 
 
-def check_finite(**tensors: Tensor) -> None:
-    """Raise naming each tensor holding NaN or +-Inf. One aminmax reduction per tensor (NaN propagates to
-    min and max; an Inf shows up as one of them): no tensor-sized temporary, one host sync for all."""
-    named = [(n, t.detach()) for n, t in tensors.items() if t is not None and t.numel()]
-    if not named:
-        return
-    stats = torch.stack([torch.stack(torch.aminmax(t)).to(torch.float64) for _, t in named])
-    ok = torch.isfinite(stats).all(-1).tolist()
-    bad = [n for (n, _), fine in zip(named, ok) if not fine]
-    if bad:
-        raise ValueError(f"NaN or Inf found in {', '.join(bad)}")
-
-
 def check_flag(name: str, value) -> None:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
@@ -123,5 +110,5 @@ def check_paired(q, q_mask, d, d_mask) -> tuple[Tensor, Tensor]:
                          f"got shape {tuple(d.shape)}")
     q_mask = check_mask("q_mask", q_mask, q.shape[:2], q.device, "query")
     d_mask = check_mask("d_mask", d_mask, d.shape[:2], q.device, "document")
-    check_finite(q=q, d=d)
+    C.check_finite(q=q, d=d)
     return q_mask, d_mask

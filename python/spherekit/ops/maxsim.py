@@ -15,6 +15,7 @@ from torch import Tensor
 from .. import _backend
 from ..reference import simmap as ref
 from . import _maxsim_cpu
+from . import _checks as C
 from . import _simmap_checks as S
 
 SUPPORTED = ("triton", "cpu", "reference")
@@ -89,7 +90,7 @@ def _validate(q, q_mask, d, d_mask, pairwise):
         raise ValueError(f"pairwise=True needs as many documents as queries: Bq={Bq}, Bd={d.shape[0]}")
     q_mask = S.check_mask("q_mask", q_mask, q.shape[:2], q.device, "query")
     d_mask = S.check_mask("d_mask", d_mask, d.shape[:-1], q.device, "document")
-    S.check_finite(q=q, d=d)
+    C.check_finite(q=q, d=d)
     return q_mask, d_mask
 
 

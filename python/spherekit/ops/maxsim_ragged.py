@@ -15,6 +15,7 @@ from torch import Tensor
 from .. import _backend
 from ..reference import simmap as ref
 from . import _maxsim_cpu
+from . import _checks as C
 from . import _simmap_checks as S
 
 SUPPORTED = ("cuda", "cpu", "reference")
@@ -101,7 +102,7 @@ def _validate(q, q_mask, docs, offsets):
         k = int(torch.nonzero(steps <= 0)[0])
         raise ValueError(f"offsets must be strictly increasing: document {k} has no valid token "
                          f"(offsets[{k}]={int(offsets[k])}, offsets[{k + 1}]={int(offsets[k + 1])})")
-    S.check_finite(q=q, docs=docs)
+    C.check_finite(q=q, docs=docs)
     return q_mask
 
 
