@@ -77,7 +77,7 @@ def usable(backend: str, device: torch.device) -> tuple[bool, str]:
             return False, f"spherekit._cuda is not built or does not load ({_try_import('spherekit._cuda')[1]})"
         return True, "spherekit._cuda"
     if backend == "cpu":
-        return True, "chunked torch (BLAS for the products)"
+        return True, "chunked torch (BLAS for the products); C++ loops from spherekit._C for the nGPT ops"
     if backend == "reference":
         return True, "pure torch (materialising)"
     raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
