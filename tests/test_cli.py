@@ -70,3 +70,12 @@ def test_unknown_preset_and_provider_are_rejected(tmp_path):
         main(["bench", "contrastive", "--preset", "nope"])
     with pytest.raises(ValueError, match="unknown providers"):
         main(["bench", "contrastive", "--preset", "tiny", "--providers", "nope", "--out", str(tmp_path)])
+
+
+def test_bench_verifier_train_forwards_its_options(monkeypatch):
+    from spherekit.bench import verifier_throughput
+
+    seen = []
+    monkeypatch.setattr(verifier_throughput, "main", lambda argv: seen.append(argv) or 0)
+    assert main(["bench", "verifier-train", "--preset", "tiny", "--max-batch", "4"]) == 0
+    assert seen == [["--preset", "tiny", "--max-batch", "4"]]

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 FAMILIES = ("contrastive",)
 
@@ -65,9 +66,9 @@ def _parser() -> argparse.ArgumentParser:
                          description=simmap_bench.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     simmap_bench.add_arguments(sm)
 
-    vt = bsub.add_parser("verifier-train", add_help=False,
-                         help="F4 verifier training throughput vs the paper's per-pair approach (--help for options)")
-    vt.add_argument("rest", nargs=argparse.REMAINDER)
+    # listed for --help only: main() forwards `bench verifier-train ...` to its own parser
+    bsub.add_parser("verifier-train", add_help=False,
+                    help="F4 verifier training throughput vs the paper's per-pair approach (--help for options)")
 
     p = bsub.add_parser("plot", help="PNGs from <out>/<family>.csv")
     p.add_argument("what", choices=FAMILIES)
@@ -92,6 +93,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:2] == ["bench", "verifier-train"]:
+        from .bench import verifier_throughput
+
+        return verifier_throughput.main(argv[2:])
     args = _parser().parse_args(argv)
     if args.command == "info":
         from . import info
@@ -127,10 +133,6 @@ def main(argv: list[str] | None = None) -> int:
             mem_limit_gib=args.mem_limit_gib, budget_s=args.budget_s, timeout_s=args.timeout_s,
             progress=not args.no_progress,
         )
-    if args.family == "verifier-train":
-        from .bench import verifier_throughput
-
-        return verifier_throughput.main(args.rest)
     if args.family == "simmap":
         from .bench import simmap as simmap_bench
 

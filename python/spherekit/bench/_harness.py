@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from .machine import GIB
+from .machine import GIB, default_mem_limit
 from .memory import PeakMemory, malloc_probe_mode, rss_bytes
 
 MIB = 1 << 20
@@ -335,3 +335,33 @@ if __name__ == "__main__":
         raise SystemExit(worker_main(sys.argv[2], sys.argv[3]))
     print("usage: python -m spherekit.bench._harness --worker MODULE TASKS.json", file=sys.stderr)
     raise SystemExit(2)
+
+
+def prepare_run(presets: dict, preset: str, providers, known_providers, *, repeats: int | None,
+                budget_s: float | None, timeout_s: float, isolate: str, mem_limit_gib: float | None):
+    """Validate a preset and a provider subset and build the run Settings: (spec, settings), or None when
+    the preset needs a CUDA GPU and none is available (the caller prints nothing more and returns 2).
+    `repeats` overrides the preset's (and caps its min_repeats); specs are dataclasses with device,
+    repeats, warmup, min_repeats and budget_s."""
+    from dataclasses import replace
+
+    if preset not in presets:
+        raise ValueError(f"preset must be one of {sorted(presets)}, got {preset!r}")
+    unknown = sorted(set(providers or ()) - set(known_providers))
+    if unknown:
+        raise ValueError(f"unknown providers {unknown}; choose from {sorted(known_providers)}")
+    spec = presets[preset]
+    if repeats is not None:
+        spec = replace(spec, repeats=repeats, min_repeats=min(spec.min_repeats, repeats))
+    if spec.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            print(f"preset {preset!r} needs a CUDA GPU; none is available here")
+            return None
+    settings = Settings(
+        device=spec.device, repeats=spec.repeats, warmup=spec.warmup, min_repeats=spec.min_repeats,
+        budget_s=spec.budget_s if budget_s is None else budget_s, timeout_s=timeout_s, isolate=isolate,
+        mem_limit_bytes=int(mem_limit_gib * GIB) if mem_limit_gib else default_mem_limit(spec.device),
+    )
+    return spec, settings

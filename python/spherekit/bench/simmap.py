@@ -34,12 +34,12 @@ import argparse
 import itertools
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from . import _harness as H
-from .machine import GIB, default_mem_limit, machine_name, now, versions
+from .machine import GIB, machine_name, now, versions
 from .results import append_rows
 
 FAMILY = "simmap"
@@ -428,26 +428,11 @@ def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int |
         providers: list[str] | None = None, isolate: str = "provider", mem_limit_gib: float | None = None,
         budget_s: float | None = None, timeout_s: float = 1800.0, progress: bool = True) -> int:
     """Run a preset, append rows to <out>/simmap.csv, print the table and the goal checks."""
-    if preset not in PRESETS:
-        raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}")
-    known = {p for w in WORKLOADS.values() for p in w.providers}
-    unknown = sorted(set(providers or ()) - known)
-    if unknown:
-        raise ValueError(f"unknown providers {unknown}; choose from {sorted(known)}")
-    spec = PRESETS[preset]
-    if repeats is not None:
-        spec = replace(spec, repeats=repeats, min_repeats=min(spec.min_repeats, repeats))
-    if spec.device == "cuda":
-        import torch
-
-        if not torch.cuda.is_available():
-            print(f"preset {preset!r} needs a CUDA GPU; none is available here")
-            return 2
-    settings = H.Settings(
-        device=spec.device, repeats=spec.repeats, warmup=spec.warmup, min_repeats=spec.min_repeats,
-        budget_s=spec.budget_s if budget_s is None else budget_s, timeout_s=timeout_s, isolate=isolate,
-        mem_limit_bytes=int(mem_limit_gib * GIB) if mem_limit_gib else default_mem_limit(spec.device),
-    )
+    prepared = H.prepare_run(PRESETS, preset, providers, {p for w in WORKLOADS.values() for p in w.providers}, repeats=repeats, budget_s=budget_s,
+                             timeout_s=timeout_s, isolate=isolate, mem_limit_gib=mem_limit_gib)
+    if prepared is None:
+        return 2
+    spec, settings = prepared
     tasks = build_tasks(spec, providers)
     if not tasks:
         print("no measurements selected")
