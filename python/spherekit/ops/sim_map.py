@@ -5,7 +5,8 @@ The math is in spherekit.reference.simmap.sim_map.
 
 The public function validates, normalises the tokens (autograd through spherekit's Norm), then calls
 two torch.library custom ops (spherekit::sim_map_fwd / spherekit::sim_map_bwd); the backward recomputes
-M from the tokens, so only the inputs are saved.
+M from the tokens, so only the inputs are saved (plus, on triton, the row/column maxima and their argmax
+when those channels are asked for: (B, m) and (B, n) each).
 """
 
 from __future__ import annotations
