@@ -33,6 +33,17 @@ def softplus(x):
 
 
 @triton.jit
+def load_valid(m_ptr, stride_mb, stride_mt, b, o_t, L, HAS_MASK: tl.constexpr):
+    """(in range, valid) flags of token positions o_t of sequence b: valid = in range and mask != 0
+    (every in-range token when HAS_MASK is False)."""
+    m_t = o_t < L
+    valid = m_t
+    if HAS_MASK:
+        valid = m_t & (tl.load(m_ptr + b * stride_mb + o_t * stride_mt, mask=m_t, other=0) != 0)
+    return m_t, valid
+
+
+@triton.jit
 def dot_tile(a_ptr, stride_a0, stride_a1, o_a, m_a, b_ptr, stride_b0, stride_b1, o_b, m_b, D,
              BLOCK_A: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr):
     """x[i, j] = <a[o_a[i]], b[o_b[j]]> over all of D with fp32 accumulation; operands go to tl.dot as loaded."""

@@ -35,8 +35,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import INTERPRET, dot_precision, dot_tile
-from ._simmap_common import check_same, check_shape, check_tokens, mask_arg, mask_strides, unit_last
+from ._common import INTERPRET, dot_precision, dot_tile, load_valid
+from ._simmap_common import check_paired, check_shape, mask_strides, unit_last
 from .maxsim import row_max
 
 CHANNELS = ("sim", "rowmax", "colmax")
@@ -44,15 +44,6 @@ PTR_TYPES = {"q_ptr": None, "d_ptr": None, "x_ptr": None, "y_ptr": None, "out_pt
              "dx_ptr": None, "qm_ptr": "*u8", "dm_ptr": "*u8", "xm_ptr": "*u8", "ym_ptr": "*u8",
              "rmax_ptr": "*fp32", "cmax_ptr": "*fp32", "max_ptr": "*fp32", "sum_ptr": "*fp32",
              "rsum_ptr": "*fp32", "csum_ptr": "*fp32", "rarg_ptr": "*i32", "carg_ptr": "*i32"}
-
-
-@triton.jit
-def _valid(m_ptr, stride_mb, stride_mt, b, o_t, L, HAS_MASK: tl.constexpr):
-    m_t = o_t < L
-    valid = m_t
-    if HAS_MASK:
-        valid = m_t & (tl.load(m_ptr + b * stride_mb + o_t * stride_mt, mask=m_t, other=0) != 0)
-    return m_t, valid
 
 
 @triton.jit
@@ -83,8 +74,8 @@ def _sim_map_fwd_kernel(
     b = tl.program_id(0).to(tl.int64)
     o_m = tl.program_id(1).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     o_n = tl.program_id(2).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
-    m_m, valid_m = _valid(qm_ptr, stride_qmb, stride_qmm, b, o_m, M, HAS_QMASK)
-    m_n, valid_n = _valid(dm_ptr, stride_dmb, stride_dmn, b, o_n, N, HAS_DMASK)
+    m_m, valid_m = load_valid(qm_ptr, stride_qmb, stride_qmm, b, o_m, M, HAS_QMASK)
+    m_n, valid_n = load_valid(dm_ptr, stride_dmb, stride_dmn, b, o_n, N, HAS_DMASK)
     valid = valid_m[:, None] & valid_n[None, :]
     p_out = out_ptr + b * stride_ob + _layout_offsets(o_m, o_n, P, stride_opr, stride_or, stride_opc, stride_oc)
     m_out = (o_m < MP)[:, None] & (o_n < NP)[None, :]
@@ -121,12 +112,12 @@ def _sim_map_chansum_kernel(
     valid rows i (0 elsewhere). Called with rows/columns swapped for the column sums."""
     b = tl.program_id(0).to(tl.int64)
     o_m = tl.program_id(1).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    m_m, valid_m = _valid(xm_ptr, stride_xmb, stride_xmr, b, o_m, R, HAS_XMASK)
+    m_m, valid_m = load_valid(xm_ptr, stride_xmb, stride_xmr, b, o_m, R, HAS_XMASK)
     p_g = g_ptr + b * stride_gb + CH * stride_gch
     acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for n0 in range(0, S, BLOCK_N):
         o_n = n0 + tl.arange(0, BLOCK_N)
-        m_n, valid_n = _valid(ym_ptr, stride_ymb, stride_yms, b, o_n, S, HAS_YMASK)
+        m_n, valid_n = load_valid(ym_ptr, stride_ymb, stride_yms, b, o_n, S, HAS_YMASK)
         valid = valid_m[:, None] & valid_n[None, :]
         b_g = tl.load(p_g + _layout_offsets(o_m, o_n, P, stride_gpr, stride_gr, stride_gpc, stride_gc), mask=valid,
                       other=0.0).to(tl.float32)
@@ -157,7 +148,7 @@ def _sim_map_bwd_kernel(
     o_m = tl.program_id(1).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     o_v = tl.program_id(2).to(tl.int64) * BLOCK_HV + tl.arange(0, BLOCK_HV)
     m_v = o_v < H
-    m_m, valid_m = _valid(xm_ptr, stride_xmb, stride_xmr, b, o_m, R, HAS_XMASK)
+    m_m, valid_m = load_valid(xm_ptr, stride_xmb, stride_xmr, b, o_m, R, HAS_XMASK)
     p_g = g_ptr + b * stride_gb + CH_SIM * stride_gch
     p_x = x_ptr + b * stride_xb
     p_y = y_ptr + b * stride_yb
@@ -167,7 +158,7 @@ def _sim_map_bwd_kernel(
     acc = tl.zeros((BLOCK_M, BLOCK_HV), dtype=tl.float32)
     for n0 in range(0, S, BLOCK_N):
         o_n = n0 + tl.arange(0, BLOCK_N)
-        m_n, valid_n = _valid(ym_ptr, stride_ymb, stride_yms, b, o_n, S, HAS_YMASK)
+        m_n, valid_n = load_valid(ym_ptr, stride_ymb, stride_yms, b, o_n, S, HAS_YMASK)
         dm = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         if CH_SIM >= 0:
             valid = valid_m[:, None] & valid_n[None, :]
@@ -233,18 +224,8 @@ def _grad_strides(grad, N, C, patch):
 
 
 def _prepare(q, q_mask, d, d_mask):
-    check_tokens("q", q, 3)
-    check_tokens("d", d, 3)
-    check_same("d", d, "q", q)
-    B, M, H = q.shape
-    if d.shape[0] != B or d.shape[2] != H:
-        raise ValueError(f"d must have shape ({B}, n, {H}) to pair with q {tuple(q.shape)}, got {tuple(d.shape)}")
-    N = d.shape[1]
-    if min(B, M, N, H) < 1:
-        raise ValueError(f"empty input: q shape {tuple(q.shape)}, d shape {tuple(d.shape)}")
-    qm, has_qm = mask_arg("q_mask", q_mask, (B, M), q.device)
-    dm, has_dm = mask_arg("d_mask", d_mask, (B, N), q.device)
-    return (B, M, N, H), unit_last(q), unit_last(d), (qm, has_qm), (dm, has_dm)
+    sizes, qmask, dmask = check_paired(q, q_mask, d, d_mask)
+    return sizes, unit_last(q), unit_last(d), qmask, dmask
 
 
 def sim_map_fwd(q, q_mask, d, d_mask, patch, channels, clip: bool, out_dtype):

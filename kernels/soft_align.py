@@ -25,23 +25,12 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import INTERPRET, dot_precision, dot_tile
-from ._simmap_common import (check_same, check_shape, check_tokens, inv_valid_count, mask_arg, mask_strides,
-                             unit_last)
+from ._common import INTERPRET, dot_precision, dot_tile, load_valid
+from ._simmap_common import check_paired, check_shape, inv_valid_count, mask_strides, unit_last
 
 PTR_TYPES = {"q_ptr": None, "d_ptr": None, "dq_ptr": None, "dd_ptr": None, "qm_ptr": "*u8", "dm_ptr": "*u8",
              "part_ptr": "*fp32", "lse_ptr": "*fp32", "s_ptr": "*fp32", "inv_ptr": "*fp32", "g_ptr": "*fp32",
              "plam_ptr": "*fp32", "ptau_ptr": "*fp32"}
-
-
-@triton.jit
-def _load_valid(m_ptr, stride_mb, stride_mt, b, o_t, L, HAS_MASK: tl.constexpr):
-    """(in range, valid) token flags of positions o_t of pair b."""
-    m_t = o_t < L
-    valid = m_t
-    if HAS_MASK:
-        valid = m_t & (tl.load(m_ptr + b * stride_mb + o_t * stride_mt, mask=m_t, other=0) != 0)
-    return m_t, valid
 
 
 @triton.jit
@@ -68,7 +57,7 @@ def _soft_align_fwd_kernel(
     b = tl.program_id(0).to(tl.int64)
     pid_m = tl.program_id(1).to(tl.int64)
     o_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    m_m, valid_m = _load_valid(qm_ptr, stride_qmb, stride_qmm, b, o_m, M, HAS_QMASK)
+    m_m, valid_m = load_valid(qm_ptr, stride_qmb, stride_qmm, b, o_m, M, HAS_QMASK)
     p_q = q_ptr + b * stride_qb
     p_d = d_ptr + b * stride_db
 
@@ -77,7 +66,7 @@ def _soft_align_fwd_kernel(
     acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for n0 in range(0, N, BLOCK_N):
         o_n = n0 + tl.arange(0, BLOCK_N)
-        m_n, valid_n = _load_valid(dm_ptr, stride_dmb, stride_dmn, b, o_n, N, HAS_DMASK)
+        m_n, valid_n = load_valid(dm_ptr, stride_dmb, stride_dmn, b, o_n, N, HAS_DMASK)
         x = dot_tile(p_q, stride_qm, stride_qd, o_m, m_m, p_d, stride_dn, stride_dd, o_n, m_n, H,
                      BLOCK_M, BLOCK_N, BLOCK_H, PRECISION)
         z, _ = _logits(x, o_m, o_n, valid_n[None, :], lam, inv_tau)
@@ -126,7 +115,7 @@ def _soft_align_bwd_dq_kernel(
     pid_m = tl.program_id(1).to(tl.int64)
     pid_v = tl.program_id(2).to(tl.int64)
     o_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    m_m, valid_m = _load_valid(qm_ptr, stride_qmb, stride_qmm, b, o_m, M, HAS_QMASK)
+    m_m, valid_m = load_valid(qm_ptr, stride_qmb, stride_qmm, b, o_m, M, HAS_QMASK)
     o_v = pid_v * BLOCK_HV + tl.arange(0, BLOCK_HV)
     m_v = o_v < H
     b_lse = tl.load(lse_ptr + b * M + o_m, mask=m_m, other=0.0)
@@ -140,7 +129,7 @@ def _soft_align_bwd_dq_kernel(
     tau_acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for n0 in range(0, N, BLOCK_N):
         o_n = n0 + tl.arange(0, BLOCK_N)
-        m_n, valid_n = _load_valid(dm_ptr, stride_dmb, stride_dmn, b, o_n, N, HAS_DMASK)
+        m_n, valid_n = load_valid(dm_ptr, stride_dmb, stride_dmn, b, o_n, N, HAS_DMASK)
         valid = valid_m[:, None] & valid_n[None, :]
         x = dot_tile(p_q, stride_qm, stride_qd, o_m, m_m, p_d, stride_dn, stride_dd, o_n, m_n, H,
                      BLOCK_M, BLOCK_N, BLOCK_H, PRECISION)
@@ -176,7 +165,7 @@ def _soft_align_bwd_dd_kernel(
     pid_n = tl.program_id(1).to(tl.int64)
     pid_v = tl.program_id(2).to(tl.int64)
     o_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    m_n, valid_n = _load_valid(dm_ptr, stride_dmb, stride_dmn, b, o_n, N, HAS_DMASK)
+    m_n, valid_n = load_valid(dm_ptr, stride_dmb, stride_dmn, b, o_n, N, HAS_DMASK)
     o_v = pid_v * BLOCK_HV + tl.arange(0, BLOCK_HV)
     m_v = o_v < H
     c = tl.load(g_ptr + b) * tl.load(inv_ptr + b)
@@ -186,7 +175,7 @@ def _soft_align_bwd_dd_kernel(
     acc = tl.zeros((BLOCK_N, BLOCK_HV), dtype=tl.float32)
     for m0 in range(0, M, BLOCK_M):
         o_m = m0 + tl.arange(0, BLOCK_M)
-        m_m, valid_m = _load_valid(qm_ptr, stride_qmb, stride_qmm, b, o_m, M, HAS_QMASK)
+        m_m, valid_m = load_valid(qm_ptr, stride_qmb, stride_qmm, b, o_m, M, HAS_QMASK)
         b_lse = tl.load(lse_ptr + b * M + o_m, mask=m_m, other=0.0)
         b_s = tl.load(s_ptr + b * M + o_m, mask=m_m, other=0.0)
         valid = valid_m[:, None] & valid_n[None, :]
@@ -212,19 +201,9 @@ def _config(D: int, dtype: torch.dtype) -> dict:
 
 
 def _prepare(q, q_mask, d, d_mask, lam, tau):
-    check_tokens("q", q, 3)
-    check_tokens("d", d, 3)
-    check_same("d", d, "q", q)
-    B, M, H = q.shape
-    if d.shape[0] != B or d.shape[2] != H:
-        raise ValueError(f"d must have shape ({B}, n, {H}) to pair with q {tuple(q.shape)}, got {tuple(d.shape)}")
-    N = d.shape[1]
-    if min(B, M, N, H) < 1:
-        raise ValueError(f"empty input: q shape {tuple(q.shape)}, d shape {tuple(d.shape)}")
+    (B, M, N, H), (qm, has_qm), (dm, has_dm) = check_paired(q, q_mask, d, d_mask)
     if not float(tau) > 0.0:
         raise ValueError(f"tau must be > 0, got {tau}")
-    qm, has_qm = mask_arg("q_mask", q_mask, (B, M), q.device)
-    dm, has_dm = mask_arg("d_mask", d_mask, (B, N), q.device)
     cfg = _config(H, q.dtype)
     block_m = min(cfg["BLOCK_M"], max(16, triton.next_power_of_2(M)))
     args = dict(

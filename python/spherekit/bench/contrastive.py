@@ -34,14 +34,13 @@ with memory-based skips).
 from __future__ import annotations
 
 import itertools
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import _harness as H
 from .machine import GIB, machine_name, now, versions
-from .results import append_rows
+from .results import append_rows, number, timing_cells
 
 FAMILY = "contrastive"
 MODULE = "spherekit.bench.contrastive"
@@ -263,13 +262,6 @@ def run_task(task: dict, settings: H.Settings) -> dict:
 # ------------------------------------------------------------------------------------------------
 
 
-def _num(row: dict, key: str) -> float:
-    try:
-        return float(row[key])
-    except (KeyError, TypeError, ValueError):
-        return math.nan
-
-
 def format_table(rows: list[dict]) -> str:
     order = {p: i for i, p in enumerate(PROVIDERS)}
     rows = sorted(rows, key=lambda r: (int(r["d"]), int(r["k"]), MODES.index(r["mode"]), int(r["B"]),
@@ -283,11 +275,7 @@ def format_table(rows: list[dict]) -> str:
         if last is not None and group != last:
             lines.append("")
         last = group
-        ok = r["status"] == "ok"
-        med = f"{_num(r, 'median_ms'):11.2f}" if ok else f"{'-':>11}"
-        q = f"{_num(r, 'p20_ms'):.2f}-{_num(r, 'p80_ms'):.2f}" if ok else "-"
-        mem = f"{_num(r, 'peak_extra_mib'):10.1f}" if ok else f"{'-':>10}"
-        status = r["status"] if ok or not r.get("note") else f"{r['status']} ({r['note']})"
+        med, q, mem, status = timing_cells(r)
         lines.append(f"{r['d']:>4} {r['k']:>2} {r['mode']:<8} {r['B']:>6} {r['provider']:<18} {r['N']:>7} "
                      f"{med} {q:>21} {mem}  {status}")
     return "\n".join(lines)
@@ -315,13 +303,13 @@ def goal_checks(rows: list[dict], device: str, peak_tflops: float | None = None)
         ref = _find(rows, "reference", 16384, 384, "float32")
         sk = _find(rows, "spherekit-cpu", 16384, 384, "float32")
         if ref and sk and ref["status"] == "ok" and sk["status"] == "ok":
-            mem = _num(sk, "peak_extra_mib") / max(_num(ref, "peak_extra_mib"), 1e-9)
-            tim = _num(sk, "median_ms") / _num(ref, "median_ms")
+            mem = number(sk, "peak_extra_mib") / max(number(ref, "peak_extra_mib"), 1e-9)
+            tim = number(sk, "median_ms") / number(ref, "median_ms")
             out.append(f"{'PASS' if mem <= 1 / 8 else 'FAIL'}  CPU memory, B=16384 d=384 fwd+bwd: spherekit-cpu "
-                       f"{_num(sk, 'peak_extra_mib'):.0f} MiB vs reference {_num(ref, 'peak_extra_mib'):.0f} MiB "
+                       f"{number(sk, 'peak_extra_mib'):.0f} MiB vs reference {number(ref, 'peak_extra_mib'):.0f} MiB "
                        f"= 1/{1 / max(mem, 1e-12):.1f} (goal <= 1/8)")
             out.append(f"{'PASS' if tim <= 1.3 else 'FAIL'}  CPU time, B=16384 d=384 fwd+bwd: spherekit-cpu "
-                       f"{_num(sk, 'median_ms'):.0f} ms vs reference {_num(ref, 'median_ms'):.0f} ms "
+                       f"{number(sk, 'median_ms'):.0f} ms vs reference {number(ref, 'median_ms'):.0f} ms "
                        f"= {tim:.2f}x (goal <= 1.3x)")
         else:
             out.append("N/A   CPU memory/time goals at B=16384 d=384: reference and spherekit-cpu fwd+bwd not both "
@@ -333,7 +321,7 @@ def goal_checks(rows: list[dict], device: str, peak_tflops: float | None = None)
         else:
             ref_status = ref["status"] if ref else "not run"
             ok = sk["status"] == "ok" and ref_status in ("oom", "skipped", "timeout")
-            what = f"{_num(sk, 'median_ms') / 1e3:.1f} s" if sk["status"] == "ok" else sk["status"]
+            what = f"{number(sk, 'median_ms') / 1e3:.1f} s" if sk["status"] == "ok" else sk["status"]
             out.append(f"{'PASS' if ok else 'FAIL'}  B=65536 d=384 fwd+bwd: spherekit-cpu {what}, "
                        f"reference {ref_status} (goal: runs where the reference cannot)")
         return out
@@ -341,15 +329,15 @@ def goal_checks(rows: list[dict], device: str, peak_tflops: float | None = None)
     st = _find(rows, "st-mnrl", 16384, 768, "bfloat16")
     if not (sk and sk["status"] == "ok"):
         return ["N/A   GPU goals: spherekit-triton B=16384 d=768 fwd+bwd not measured ok in this run (preset gpu)"]
-    t = _num(sk, "median_ms") / 1e3
+    t = number(sk, "median_ms") / 1e3
     if st and st["status"] == "ok":
-        speed = _num(st, "median_ms") / _num(sk, "median_ms")
-        mem = _num(sk, "peak_extra_mib") / max(_num(st, "peak_extra_mib"), 1e-9)
+        speed = number(st, "median_ms") / number(sk, "median_ms")
+        mem = number(sk, "peak_extra_mib") / max(number(st, "peak_extra_mib"), 1e-9)
         out.append(f"{'PASS' if speed >= 3 else 'FAIL'}  GPU time, B=16384 d=768 bf16 fwd+bwd: spherekit-triton "
-                   f"{_num(sk, 'median_ms'):.2f} ms vs st-mnrl {_num(st, 'median_ms'):.2f} ms = {speed:.1f}x "
+                   f"{number(sk, 'median_ms'):.2f} ms vs st-mnrl {number(st, 'median_ms'):.2f} ms = {speed:.1f}x "
                    "faster (goal >= 3x)")
-        out.append(f"{'PASS' if mem < 0.02 else 'FAIL'}  GPU memory: spherekit-triton {_num(sk, 'peak_extra_mib'):.1f} "
-                   f"MiB vs st-mnrl {_num(st, 'peak_extra_mib'):.1f} MiB = {100 * mem:.2f}% (goal < 2%)")
+        out.append(f"{'PASS' if mem < 0.02 else 'FAIL'}  GPU memory: spherekit-triton {number(sk, 'peak_extra_mib'):.1f} "
+                   f"MiB vs st-mnrl {number(st, 'peak_extra_mib'):.1f} MiB = {100 * mem:.2f}% (goal < 2%)")
     else:
         out.append("N/A   GPU speed/memory vs st-mnrl: st-mnrl B=16384 d=768 not measured ok")
     B, N, d = int(sk["B"]), int(sk["N"]), int(sk["d"])

@@ -28,14 +28,13 @@ fwd+bwd, for each spherekit GPU backend): >= 80% of the measured peak bandwidth,
 from __future__ import annotations
 
 import itertools
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import _harness as H
 from .machine import GIB, machine_name, now, versions
-from .results import COLUMNS, append_rows
+from .results import COLUMNS, append_rows, number
 
 FAMILY = "ngpt"
 MODULE = "spherekit.bench.ngpt"
@@ -224,16 +223,9 @@ def run_task(task: dict, settings: H.Settings) -> dict:
 # reporting
 # ------------------------------------------------------------------------------------------------
 
-def _num(row: dict, key: str) -> float:
-    try:
-        return float(row[key])
-    except (KeyError, TypeError, ValueError):
-        return math.nan
-
-
 def peak_bandwidth(rows: list[dict]) -> float | None:
     """The best measured peak row (GB/s), or None."""
-    values = [_num(r, "gb_per_s") for r in rows if r["provider"] == "peak" and r["status"] == "ok"]
+    values = [number(r, "gb_per_s") for r in rows if r["provider"] == "peak" and r["status"] == "ok"]
     return max(values) if values else None
 
 
@@ -253,12 +245,12 @@ def format_table(rows: list[dict]) -> str:
             lines.append("")
         last = group
         ok = r["status"] == "ok"
-        med = f"{_num(r, 'median_ms'):10.2f}" if ok else f"{'-':>10}"
-        q = f"{_num(r, 'p20_ms'):.2f}-{_num(r, 'p80_ms'):.2f}" if ok else "-"
-        bw = _num(r, "gb_per_s")
+        med = f"{number(r, 'median_ms'):10.2f}" if ok else f"{'-':>10}"
+        q = f"{number(r, 'p20_ms'):.2f}-{number(r, 'p80_ms'):.2f}" if ok else "-"
+        bw = number(r, "gb_per_s")
         bw_s = f"{bw:7.1f}" if ok else f"{'-':>7}"
         pct = f"{100 * bw / peak:6.0f}%" if ok and peak else f"{'-':>7}"
-        mem = f"{_num(r, 'peak_extra_mib'):9.1f}" if ok else f"{'-':>9}"
+        mem = f"{number(r, 'peak_extra_mib'):9.1f}" if ok else f"{'-':>9}"
         status = r["status"] if ok or not r.get("note") else f"{r['status']} ({r['note']})"
         lines.append(f"{r['dtype']:<8} {r['d']:>5} {r['B']:>9} {r['mode']:<8} {r['provider']:<17} {med} {q:>17} "
                      f"{bw_s} {pct} {mem}  {status}")
@@ -280,9 +272,9 @@ def goal_checks(rows: list[dict], device: str) -> list[str]:
         if not (eager and sk):
             return ["N/A   CPU goal at rows=16384 d=1024 fp32 fwd+bwd: eager and spherekit-cpu not both measured ok "
                     "(preset cpu)"]
-        speed = _num(eager, "median_ms") / _num(sk, "median_ms")
+        speed = number(eager, "median_ms") / number(sk, "median_ms")
         return [f"{'PASS' if speed >= 2 else 'FAIL'}  CPU fwd+bwd rows=16384 d=1024 fp32: spherekit-cpu "
-                f"{_num(sk, 'median_ms'):.1f} ms vs eager {_num(eager, 'median_ms'):.1f} ms = {speed:.1f}x faster "
+                f"{number(sk, 'median_ms'):.1f} ms vs eager {number(eager, 'median_ms'):.1f} ms = {speed:.1f}x faster "
                 "(goal >= 2x)"]
     peak = peak_bandwidth(rows)
     eager, comp = _find(rows, "eager", 65536, 4096, "bfloat16"), _find(rows, "compile", 65536, 4096, "bfloat16")
@@ -292,23 +284,23 @@ def goal_checks(rows: list[dict], device: str) -> list[str]:
         if sk is None:
             out.append(f"N/A   GPU goals for {p}: rows=65536 d=4096 bf16 fwd+bwd not measured ok (preset gpu)")
             continue
-        t = _num(sk, "median_ms")
+        t = number(sk, "median_ms")
         if peak:
-            frac = _num(sk, "gb_per_s") / peak
-            out.append(f"{'PASS' if frac >= 0.8 else 'FAIL'}  GPU bandwidth {p}: {_num(sk, 'gb_per_s'):.0f} GB/s = "
+            frac = number(sk, "gb_per_s") / peak
+            out.append(f"{'PASS' if frac >= 0.8 else 'FAIL'}  GPU bandwidth {p}: {number(sk, 'gb_per_s'):.0f} GB/s = "
                        f"{100 * frac:.0f}% of the measured peak {peak:.0f} GB/s (goal >= 80%)")
         else:
             out.append(f"N/A   GPU bandwidth {p}: no peak measurement in this run")
         if eager:
-            speed = _num(eager, "median_ms") / t
+            speed = number(eager, "median_ms") / t
             out.append(f"{'PASS' if speed >= 3 else 'FAIL'}  GPU time {p} vs eager: {t:.3f} ms vs "
-                       f"{_num(eager, 'median_ms'):.3f} ms = {speed:.1f}x (goal >= 3x)")
+                       f"{number(eager, 'median_ms'):.3f} ms = {speed:.1f}x (goal >= 3x)")
         else:
             out.append("N/A   GPU time vs eager: eager not measured ok")
         if comp:
-            speed = _num(comp, "median_ms") / t
+            speed = number(comp, "median_ms") / t
             out.append(f"{'PASS' if speed > 1 else 'FAIL'}  GPU time {p} vs torch.compile: {t:.3f} ms vs "
-                       f"{_num(comp, 'median_ms'):.3f} ms = {speed:.2f}x (goal > 1x)")
+                       f"{number(comp, 'median_ms'):.3f} ms = {speed:.2f}x (goal > 1x)")
         else:
             out.append("N/A   GPU time vs torch.compile: compile not measured ok")
     return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -81,3 +82,22 @@ def _fmt(value):
 def read_rows(path: str | os.PathLike) -> list[dict]:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def number(row: dict, key: str) -> float:
+    """row[key] as a float (CSV rows hold strings); NaN when missing, empty or not a number."""
+    try:
+        return float(row[key])
+    except (KeyError, TypeError, ValueError):
+        return math.nan
+
+
+def timing_cells(row: dict) -> tuple[str, str, str, str]:
+    """Table cells of a measurement row: median ms (11 wide), p20-p80 ms, peak MiB (10 wide), status
+    (with the note when it did not run); '-' for the numbers of a row whose status is not ok."""
+    ok = row["status"] == "ok"
+    med = f"{number(row, 'median_ms'):11.2f}" if ok else f"{'-':>11}"
+    q = f"{number(row, 'p20_ms'):.2f}-{number(row, 'p80_ms'):.2f}" if ok else "-"
+    mem = f"{number(row, 'peak_extra_mib'):10.1f}" if ok else f"{'-':>10}"
+    status = row["status"] if ok or not row.get("note") else f"{row['status']} ({row['note']})"
+    return med, q, mem, status

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +39,7 @@ from typing import Callable
 
 from . import _harness as H
 from .machine import GIB, machine_name, now, versions
-from .results import append_rows
+from .results import append_rows, number, timing_cells
 
 FAMILY = "simmap"
 MODULE = "spherekit.bench.simmap"
@@ -357,13 +356,6 @@ def run_task(task: dict, settings: H.Settings) -> dict:
 # ------------------------------------------------------------------------------------------------
 
 
-def _num(row: dict, key: str) -> float:
-    try:
-        return float(row[key])
-    except (KeyError, TypeError, ValueError):
-        return math.nan
-
-
 def format_table(rows: list[dict]) -> str:
     order = {p: i for i, p in enumerate(PROVIDER_ORDER)}
     rows = sorted(rows, key=lambda r: (r["workload"], int(r["k"]), order.get(r["provider"], 99)))
@@ -376,11 +368,7 @@ def format_table(rows: list[dict]) -> str:
         if last is not None and group != last:
             lines.append("")
         last = group
-        ok = r["status"] == "ok"
-        med = f"{_num(r, 'median_ms'):11.2f}" if ok else f"{'-':>11}"
-        q = f"{_num(r, 'p20_ms'):.2f}-{_num(r, 'p80_ms'):.2f}" if ok else "-"
-        mem = f"{_num(r, 'peak_extra_mib'):10.1f}" if ok else f"{'-':>10}"
-        status = r["status"] if ok or not r.get("note") else f"{r['status']} ({r['note']})"
+        med, q, mem, status = timing_cells(r)
         lines.append(f"{r['workload']:<8} {r['B']:>3} {r['k']:>6} {r['mode']:<8} {r['provider']:<22} {med} {q:>21} "
                      f"{mem}  {status}")
     return "\n".join(lines)
@@ -401,21 +389,21 @@ def goal_checks(rows: list[dict], device: str) -> list[str]:
         sk = _find(rows, "spherekit-cpu", "rerank", k)
         if not (ein and sk):
             return [f"N/A   CPU goals, rerank k={k}: einsum and spherekit-cpu not both measured ok (preset cpu)"]
-        mem = _num(ein, "peak_extra_mib") / max(_num(sk, "peak_extra_mib"), 1e-9)
-        tim = _num(sk, "median_ms") / _num(ein, "median_ms")
+        mem = number(ein, "peak_extra_mib") / max(number(sk, "peak_extra_mib"), 1e-9)
+        tim = number(sk, "median_ms") / number(ein, "median_ms")
         return [
             f"{'PASS' if mem >= 20 else 'FAIL'}  CPU memory, rerank 1 x {k} docs: spherekit-cpu "
-            f"{_num(sk, 'peak_extra_mib'):.1f} MiB vs einsum {_num(ein, 'peak_extra_mib'):.1f} MiB = {mem:.1f}x less "
+            f"{number(sk, 'peak_extra_mib'):.1f} MiB vs einsum {number(ein, 'peak_extra_mib'):.1f} MiB = {mem:.1f}x less "
             "(goal >= 20x)",
             f"{'PASS' if tim <= 1.0 else 'FAIL'}  CPU time, rerank 1 x {k} docs: spherekit-cpu "
-            f"{_num(sk, 'median_ms'):.0f} ms vs einsum {_num(ein, 'median_ms'):.0f} ms = {tim:.2f}x (goal <= 1x)",
+            f"{number(sk, 'median_ms'):.0f} ms vs einsum {number(ein, 'median_ms'):.0f} ms = {tim:.2f}x (goal <= 1x)",
         ]
     sk = _find(rows, "spherekit-triton", "rerank", k)
     if not (ein and sk):
         return [f"N/A   GPU goal, rerank k={k}: einsum and spherekit-triton not both measured ok (preset gpu)"]
-    speed = _num(ein, "median_ms") / _num(sk, "median_ms")
+    speed = number(ein, "median_ms") / number(sk, "median_ms")
     return [f"{'PASS' if speed >= 5 else 'FAIL'}  GPU time, rerank 1 x {k} docs: spherekit-triton "
-            f"{_num(sk, 'median_ms'):.3f} ms vs einsum {_num(ein, 'median_ms'):.3f} ms = {speed:.1f}x faster "
+            f"{number(sk, 'median_ms'):.3f} ms vs einsum {number(ein, 'median_ms'):.3f} ms = {speed:.1f}x faster "
             "(goal >= 5x)"]
 
 
