@@ -4,10 +4,12 @@
     spherekit bench contrastive --preset cpu-small [--out benches/results] [--repeats N] [--providers a,b]
     spherekit bench plot contrastive [--out benches/results]
     spherekit bench verifier-train --preset tiny|cpu-small|gpu|gpu-paper-f4 [--mem-limit-gib G] [--providers a,b]
+    spherekit bench reproduce concept --preset cpu-small|gpu|tiny [--steps N] [--backbone B]
     spherekit bench simmap --preset tiny|cpu|gpu [--out benches/results] [--providers a,b]
     spherekit bench ngpt --preset tiny|cpu|cpu-full|gpu [--out benches/results] [--repeats N] [--providers a,b]
     spherekit data install wordnet|gcide|spacy|nrc|models|all
     spherekit data status
+    spherekit reproduce list | report DIR | EXPERIMENT --preset P [--conditions ...] [--backbone B] [--data-dir D] [--out DIR] [--seed S] [--force]
     spherekit eval MODEL --suite concept|stress|geometry|layerwise|emotion|nearmiss|all --split in-domain|head-holdout|source-holdout [--out DIR] [--limit N] [--device D]
 """
 
@@ -70,6 +72,10 @@ def _parser() -> argparse.ArgumentParser:
     bsub.add_parser("verifier-train", add_help=False,
                     help="F4 verifier training throughput vs the paper's per-pair approach (--help for options)")
 
+    bsub.add_parser("reproduce", add_help=False,
+                    help="a reproduction's training and evaluation: spherekit's path vs a plain sentence-transformers "
+                         "recipe (--help for options)")
+
     p = bsub.add_parser("plot", help="PNGs from <out>/<family>.csv")
     p.add_argument("what", choices=FAMILIES)
     p.add_argument("--out", default="benches/results")
@@ -89,11 +95,21 @@ def _parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="evaluation suites on a model (JSON + plots in results/eval/<model>)",
                         description=eval_runner.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     eval_runner.add_arguments(ev)
+
+    from .experiments import cli as reproduce_cli
+
+    rp = sub.add_parser("reproduce", help="reproduce a paper's experiments (result card in results/reproduce/...)",
+                        description=reproduce_cli.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    reproduce_cli.add_arguments(rp)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:2] == ["bench", "reproduce"]:
+        from .bench import reproduce as bench_reproduce
+
+        return bench_reproduce.main(argv[2:])
     if argv[:2] == ["bench", "verifier-train"]:
         from .bench import verifier_throughput
 
@@ -108,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
         from .evaluation import runner as eval_runner
 
         return eval_runner.main(args)
+    if args.command == "reproduce":
+        from .experiments import cli as reproduce_cli
+
+        return reproduce_cli.main(args)
     if args.command == "data":
         from .data import install as data_install
 

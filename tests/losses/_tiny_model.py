@@ -33,8 +33,10 @@ def tiny_vocab() -> list[str]:
     return [t for t in vocab if not (t in seen or seen.add(t))]
 
 
-def build_tiny_model(path: str | Path, *, seed: int = 0, pooling: str = "mean", max_seq_length: int = 32):
-    """Write a random 1-layer BERT (hidden 32, 2 heads) + WordPiece tokenizer to `path`; return an ST model."""
+def build_tiny_model(path: str | Path, *, seed: int = 0, pooling: str = "mean", max_seq_length: int = 32,
+                     num_hidden_layers: int = 1, dropout: float | None = None):
+    """Write a random BERT (hidden 32, 2 heads, `num_hidden_layers` layers; `dropout` replaces BERT's 0.1
+    dropout probabilities when given) + WordPiece tokenizer to `path`; return an ST model."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
     from transformers import BertConfig, BertModel, BertTokenizerFast
@@ -47,11 +49,12 @@ def build_tiny_model(path: str | Path, *, seed: int = 0, pooling: str = "mean", 
     config = BertConfig(
         vocab_size=len(vocab),
         hidden_size=32,
-        num_hidden_layers=1,
+        num_hidden_layers=num_hidden_layers,
         num_attention_heads=2,
         intermediate_size=37,
         max_position_embeddings=64,
         pad_token_id=0,
+        **({} if dropout is None else {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}),
     )
     torch.manual_seed(seed)
     BertModel(config).save_pretrained(path)

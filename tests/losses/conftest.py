@@ -18,3 +18,19 @@ def tiny_model(tiny_model_path):
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(str(tiny_model_path), device="cpu")
+
+
+@pytest.fixture
+def count_fused(monkeypatch):
+    """Counts the info_nce calls made by spherekit's MNRL module (proves the fused path ran)."""
+    from spherekit.losses import multiple_negatives_ranking as mnrl_mod
+
+    calls = []
+    real = mnrl_mod.info_nce
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mnrl_mod, "info_nce", spy)
+    return calls

@@ -57,18 +57,6 @@ def assert_matches_st(ours, theirs, cols, upstream=1.0):
         torch.testing.assert_close(a, b, atol=ATOL, rtol=RTOL, msg=lambda m: f"grad of column {i}: {m}")
 
 
-@pytest.fixture
-def count_fused(monkeypatch):
-    """Counts info_nce calls made by the loss module (proves the fused path ran)."""
-    calls = []
-    real = mnrl_mod.info_nce
-
-    def spy(*args, **kwargs):
-        calls.append(kwargs)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(mnrl_mod, "info_nce", spy)
-    return calls
 
 
 @pytest.mark.parametrize("directions,partition_mode", COMBOS, ids=lambda v: "+".join(v) if isinstance(v, tuple) else v)

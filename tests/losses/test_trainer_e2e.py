@@ -9,8 +9,8 @@ import math
 import pytest
 import torch
 from datasets import Dataset, DatasetDict
-from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
 
+from tests.losses._train import ANCHORS, NEG_1, NEG_2, POSITIVES, train_two_steps
 from spherekit.losses import (
     CircularCSELoss,
     ConceptEquivalenceLoss,
@@ -20,12 +20,6 @@ from spherekit.losses import (
     SoftCSELoss,
 )
 
-ANCHORS = ["dirty cup", "clean plate", "mammal", "death place", "revitalize", "cup"]
-POSITIVES = ["filthy cup", "free of dirt plate", "a warm blooded vertebrate that feeds its young with milk",
-             "where someone drew last breath", "give new life or vigor to", "a small open container"]
-NEG_1 = ["clean cup", "dirty plate", "not a warm blooded vertebrate", "where someone drew first breath",
-         "give no life to", "a small closed container"]
-NEG_2 = ["a cup", "a plate", "a cold blooded vertebrate", "a place", "imbue something", "a drinking place"]
 TEXTS = ["i am thrilled", "what a joy", "so happy today", "i feel so sad", "this is grim", "sad and cold",
          "a nice sunny day", "he drove to work"]
 LABELS = [0, 0, 0, 1, 1, 1, 2, 2]
@@ -41,23 +35,6 @@ def pairs(with_negatives=False):
 
 def labelled():
     return Dataset.from_dict({"text": TEXTS, "label": LABELS})
-
-
-def train_two_steps(model, tmp_path, dataset, loss, batch_size=4, **extra):
-    args = SentenceTransformerTrainingArguments(
-        output_dir=str(tmp_path / "out"), max_steps=2, per_device_train_batch_size=batch_size,
-        learning_rate=5e-3, warmup_steps=0, logging_steps=1, save_strategy="no", report_to=[], use_cpu=True,
-        dataloader_num_workers=0, seed=0, **extra,
-    )
-    before = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset, loss=loss)
-    trainer.train()
-    logged = [row["loss"] for row in trainer.state.log_history if "loss" in row]
-    assert trainer.state.global_step == 2 and len(logged) == 2
-    assert all(math.isfinite(x) for x in logged), logged
-    changed = sum(not torch.equal(before[k], v) for k, v in model.state_dict().items())
-    assert changed > 0, "no weight moved"
-    return logged
 
 
 def spy_on(loss, calls):

@@ -121,6 +121,25 @@ def atomic_dir(target: str | os.PathLike):
         raise
 
 
+@contextlib.contextmanager
+def file_lock(path: str | os.PathLike):
+    """Hold an exclusive flock on `path` (created if missing) for the block: one process at a time builds a
+    shared cache. No lock where fcntl does not exist."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX
+            yield
+            return
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def offline() -> bool:
     """True when downloads are forbidden (SPHEREKIT_OFFLINE, HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE set to
     1/true/yes) or no connection to the Hugging Face hub can be opened within 3 seconds."""

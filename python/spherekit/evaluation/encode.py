@@ -62,10 +62,13 @@ def _named_parameters(fn) -> set[str]:
 
 
 def encode_layers(model, texts, *, batch_size: int = 32, normalize: bool = True, show_progress: bool = False) -> Tensor:
-    """-> float32 CPU tensor (L + 1, n, d): masked mean pooling of every hidden state (see the module docstring)."""
+    """-> float32 CPU tensor (L + 1, n, d): masked mean pooling of every hidden state (see the module docstring).
+    A model that provides its own encode_layers (spherekit.evaluation.cache.EmbeddingCache) answers itself."""
     texts = _check_texts(texts)
     if not texts:
         raise ValueError("texts is empty")
+    if hasattr(type(model), "encode_layers"):
+        return model.encode_layers(texts, batch_size=batch_size, normalize=normalize, show_progress=show_progress)
     _, hf = _hf_model(model)
     device = next(hf.parameters()).device
     chunks: list[Tensor] = []

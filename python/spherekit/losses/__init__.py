@@ -3,10 +3,13 @@
 Each loss follows sentence-transformers' conventions: ``__init__(model, ...)``,
 ``forward(sentence_features, labels)``, the math in ``compute_loss_from_embeddings``,
 ``get_config_dict()`` and a BibTeX ``citation``; every one takes ``backend`` for its op.
+The ``Cached*`` losses are gradient-cached (GradCache) versions: their loss stage is ``calculate_loss``.
 """
 
+from .cached import CachedConceptEquivalenceLoss, CachedMultipleNegativesRankingLoss
 from .circular_cse import CircularCSELoss
 from .concept_equivalence import ConceptEquivalenceLoss
+from .deep_supervision import DeepSupervisionLoss
 from .entry_bank import EntryBankLoss
 from .multiple_negatives_ranking import MultipleNegativesRankingLoss
 from .sincere import SincereLoss, SoftCSELoss
@@ -14,8 +17,11 @@ from .verifier_mnrl import VerifierMNRLLoss, verifier_mnrl_loss
 from .verifier_training import TokenTriplets, TrainResult, train_verifier
 
 __all__ = [
+    "CachedConceptEquivalenceLoss",
+    "CachedMultipleNegativesRankingLoss",
     "CircularCSELoss",
     "ConceptEquivalenceLoss",
+    "DeepSupervisionLoss",
     "EntryBankLoss",
     "MultipleNegativesRankingLoss",
     "SincereLoss",

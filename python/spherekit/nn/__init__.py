@@ -2,7 +2,9 @@
 hypersphere head of seed 003, and the weight renormalisation that nGPT training needs after each step.
 
 The blocks, ScaledParameter and renormalize_all_ need torch only; HypersphereHead / freeze_backbone
-(sentence-transformers) and RenormalizeCallback (transformers) are imported on first use (the ``st`` extra).
+(sentence-transformers), the cross-layer readouts LayerMixPooling / enable_hidden_states / layer_mix_model
+(``readouts``, sentence-transformers) and RenormalizeCallback (transformers) are imported on first use (the
+``st`` extra).
 
 Seed 004's stage-2 verifiers F0..F4 over token similarity maps (``verifiers``), and ``encode_tokens`` for
 the token embeddings of a sentence-transformers model, need torch only as well.
@@ -18,7 +20,8 @@ from .verifiers import (VERIFIERS, CNNVerifier, GlobalAverageVerifier, MaxSimVer
                         SoftAlignVerifier, build_verifier)
 from ._verifier_base import Verifier
 
-_LAZY = {"HypersphereHead": "head", "freeze_backbone": "head", "RenormalizeCallback": "callbacks"}
+_LAZY = {"HypersphereHead": "head", "freeze_backbone": "head", "RenormalizeCallback": "callbacks",
+         "LayerMixPooling": "readouts", "enable_hidden_states": "readouts", "layer_mix_model": "readouts"}
 
 __all__ = ["GPTBlock", "NGPTBlock", "ScaledParameter", "pool", "renormalize_all_", "unit_norm_weights", *_LAZY]
 __all__ += ["Verifier", "GlobalAverageVerifier", "MaxSimVerifier", "SoftAlignVerifier", "CNNVerifier",

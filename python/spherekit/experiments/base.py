@@ -1,0 +1,65 @@
+"""What every experiment provides to the runner (spherekit.experiments.runner), and its units of work.
+
+An experiment is an object with
+
+    name, title, citation           CLI name ("concept"), the paper's title, a BibTeX entry
+    presets: dict[str, dict]        preset name -> overrides of its config dataclass
+    conditions: dict[str, str]      condition name -> one-line description (the paper's names: B0, M1, ...)
+    make_config(preset) -> cfg      the preset's config (a dataclass of spherekit.experiments.config fields)
+    units(cfg) -> list[Unit]        the (backbone, condition) pairs the config asks for
+    prepare(cfg, root, progress) -> data          shared data for all units (cached under root/data)
+    run_unit(cfg, unit, data, unit_dir, progress) -> dict   train and/or evaluate one unit; JSON-able result
+                                    with at least {"metrics": {...}, "seconds": {stage: s}}; the final model
+                                    goes to unit_dir/checkpoint/
+    report(results) -> str          the Markdown body of report.md (ours vs the paper, claims)
+    plots(results, folder) -> list[str]           PNGs for the card
+    summary(results) -> str         the plain table printed at the end of a run (ours next to the paper)
+
+The runner owns everything else: output layout, resume, --force, atomic writes, the card's frame.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+def slug(text: str) -> str:
+    """A folder name for a backbone name or path ("/a/b/my-model/" -> "my-model")."""
+    name = re.split(r"[\\/]", str(text).rstrip("/\\"))[-1]
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name) or "model"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One model of an experiment: a condition trained (or frozen) on a backbone."""
+
+    backbone: str
+    condition: str
+
+    @property
+    def id(self) -> str:
+        return f"{slug(self.backbone)}/{self.condition}"
+
+
+class Experiment(Protocol):
+    name: str
+    title: str
+    citation: str
+    presets: dict[str, dict]
+    conditions: dict[str, str]
+
+    def make_config(self, preset: str) -> Any: ...
+
+    def units(self, cfg) -> list[Unit]: ...
+
+    def prepare(self, cfg, root, progress: bool) -> Any: ...
+
+    def run_unit(self, cfg, unit: Unit, data, unit_dir, progress: bool) -> dict: ...
+
+    def report(self, results: dict) -> str: ...
+
+    def plots(self, results: dict, folder) -> list[str]: ...
+
+    def summary(self, results: dict) -> str: ...

@@ -1,0 +1,60 @@
+"""`spherekit reproduce`: list the experiments, run one, or re-render a result card.
+
+    spherekit reproduce list
+    spherekit reproduce concept --preset cpu-small [--conditions B0,B1] [--backbone NAME|PATH] [--data-dir DIR]
+                                [--out DIR] [--seed S] [--force] [--no-progress]
+    spherekit reproduce report results/reproduce/concept/cpu-small
+
+A run prints a progress bar per stage and, at the end, a plain table of the main metrics per unit; the
+result card (results.json, report.md, plots/) is under <out>/<experiment>/<preset>/.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("experiment", help="an experiment name, 'list', or 'report'")
+    parser.add_argument("folder", nargs="?", help="with 'report': the card folder <out>/<experiment>/<preset>")
+    parser.add_argument("--preset", default="cpu-small", help="cpu-small (default), cpu, paper, tiny")
+    parser.add_argument("--conditions", type=lambda s: [c for c in s.split(",") if c],
+                        help="comma-separated subset of the experiment's conditions")
+    parser.add_argument("--backbone", help="a backbone name or a local sentence-transformers folder")
+    parser.add_argument("--data-dir", help="the paper's own data in its published formats")
+    parser.add_argument("--out", default="results/reproduce", help="output root (default: %(default)s)")
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--force", action="store_true", help="redo finished units")
+    parser.add_argument("--no-progress", action="store_true")
+
+
+def main(args) -> int:
+    from ..data._store import DataMissingError
+    from . import get, names
+    from .card import render
+    from .runner import reproduce
+
+    if args.experiment == "list":
+        for name in names():
+            exp = get(name)
+            print(f"{name}: {exp.title}\n  presets: {', '.join(exp.presets)}\n  conditions: "
+                  + "; ".join(f"{c} ({d})" for c, d in exp.conditions.items()))
+        return 0
+    if args.experiment == "report":
+        if not args.folder:
+            print("spherekit reproduce report: give the card folder, e.g. results/reproduce/concept/cpu-small",
+                  file=sys.stderr)
+            return 2
+        print(f"report: {render(args.folder)}")
+        return 0
+    try:
+        results = reproduce(args.experiment, args.preset, conditions=args.conditions, backbone=args.backbone,
+                            data_dir=args.data_dir, out=args.out, seed=args.seed, force=args.force,
+                            progress=not args.no_progress)
+    except (ValueError, FileNotFoundError, PermissionError, DataMissingError) as exc:
+        print(f"spherekit reproduce: {exc}", file=sys.stderr)
+        return 2
+    print(get(args.experiment).summary(results))
+    folder = f"{args.out}/{args.experiment}/{args.preset}"
+    print(f"\nresult card: {folder}/report.md (results.json, plots/)")
+    return 0

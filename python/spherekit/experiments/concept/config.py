@@ -1,0 +1,146 @@
+"""Conditions, configuration and presets of the concept-equivalence reproduction.
+
+Source: Mohr, Dujany, Souquet, Freitas. "Principles of Concept Representation in Sentence Encoders",
+arXiv:2606.06994 (2026): sections 4.1-4.4 (conditions, readouts, objective, training), 4.5 (data),
+appendices E (hyperparameters: the table itself is missing from the text we have), F (B1-unified),
+G (hard-negative rules) and H (geometry).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import choice, paper, runtime
+from ..training import TrainConfig
+
+RULE_TYPES = ("antonym_flip", "negation", "pos_swap", "prefix_swap", "type_swap")
+EVAL_SPLITS = ("in-domain", "head-holdout")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One encoder condition of the paper's Table 1 / appendix F.
+
+    readout: "mean" | "cls" (sentence-transformers Pooling of the final layer), "uniform" | "learned" |
+    "gated" (spherekit.nn.LayerMixPooling over the last `layers` layers).  trained: fine-tuned (False:
+    the frozen backbone).  hard_negatives: None (no hard-negative term), "bce" (the BCE term, weight 0.5)
+    or "softmax" (B1-unified: hard negatives in the InfoNCE denominator, no BCE).  deep_supervision: M3's
+    per-layer projection heads and per-layer InfoNCE in training.
+    """
+
+    description: str
+    readout: str = "mean"
+    layers: int = 1
+    trained: bool = True
+    hard_negatives: str | None = "bce"
+    deep_supervision: bool = False
+
+
+CONDITIONS: dict[str, Condition] = {
+    "B0": Condition("frozen backbone, mean pooling of the final layer", trained=False, hard_negatives=None),
+    "B0-WM": Condition("frozen backbone, uniform mean of the last K=4 layers", "uniform", 4, trained=False,
+                       hard_negatives=None),
+    "B1": Condition("fine-tuned, mean pooling, hard negatives (BCE)"),
+    "B2": Condition("fine-tuned, CLS pooling, hard negatives (BCE)", "cls"),
+    "B3": Condition("fine-tuned, mean pooling, no hard negatives", hard_negatives=None),
+    "M1": Condition("fine-tuned, learned softmax-weighted mean of the last K=4 layers, hard negatives",
+                    "learned", 4),
+    "M1-K6": Condition("as M1 with the last K=6 layers", "learned", 6),
+    "M2": Condition("fine-tuned, per-input MLP gate over the last K=4 layers, hard negatives", "gated", 4),
+    "M3": Condition("fine-tuned, deep supervision (a projection head and an InfoNCE loss per layer in training), "
+                    "learned weighted mean of the last K=4 layers at inference, hard negatives",
+                    "learned", 4, deep_supervision=True),
+    "B1-unified": Condition("fine-tuned, mean pooling, hard negatives in the InfoNCE denominator, no BCE "
+                            "(appendix F)", hard_negatives="softmax"),
+}
+
+
+@dataclass(frozen=True)
+class ConceptConfig:
+    # what runs
+    backbones: tuple = paper(("all-mpnet-base-v2",), "section 4.1: every condition on all-mpnet-base-v2")
+    conditions: tuple = runtime(tuple(CONDITIONS), "which conditions run (Table 1 + appendix F)")
+    seed: int = choice(0, "the paper uses a single seed without giving it")
+    data_dir: str | None = choice(None, "None: offline analogues (WordNet + GCIDE); a folder with the paper's "
+                                        "data in its published formats replaces them (see data.py)")
+    # data
+    second_source: str = choice("gcide", "the paper's second source is Wiktionary (2.8M pairs), not available "
+                                         "offline; GCIDE (~180k pairs) stands in unless data_dir holds a dump")
+    eval_splits: tuple = paper(EVAL_SPLITS, "section 4.5: in-domain and head-holdout test splits "
+                                            "(source-holdout needs a separate model: not run)")
+    n_test: int = choice(2000, "in-domain test synsets (the paper gives no size)")
+    n_test_head: int = choice(1000, "head-holdout: the most frequent synsets withheld")
+    eval_limit: int | None = choice(None, "cap on evaluated test pairs per split (None: all)")
+    negatives_per_pair: int = paper(5, "appendix G: five rules per definition, all negatives used; rows hold k "
+                                       "slots filled from the rules that apply (cycled when fewer apply)")
+    d2d_max_per_term: int = paper(6, "section 4.5: up to 6 cross-source definition pairs per term")
+    # objective (section 4.3)
+    syn_weight: float = paper(1.0, "L = L_syn + L_t2d + 0.7 L_d2d + 0.5 L_BCE")
+    t2d_weight: float = paper(1.0, "L = L_syn + L_t2d + 0.7 L_d2d + 0.5 L_BCE")
+    d2d_weight: float = paper(0.7, "L = L_syn + L_t2d + 0.7 L_d2d + 0.5 L_BCE")
+    bce_weight: float = paper(0.5, "L = L_syn + L_t2d + 0.7 L_d2d + 0.5 L_BCE")
+    scale: float = choice(20.0, "InfoNCE scale 1/temperature (temperature 0.05, sentence-transformers' default)")
+    bce_scale: float = choice(20.0, "BCE logit = cos / 0.05 (the InfoNCE temperature), no bias: section 4.3 says "
+                                    "the BCE term gives every hard negative 'a gradient of fixed magnitude', which "
+                                    "a biased (SigLIP-style, -10) logit would not: it saturates below cos 0.5")
+    bce_bias: float = choice(0.0, "see bce_scale")
+    max_seq_length: int = choice(64, "tokens per text; WordNet/GCIDE glosses are short")
+    gate_hidden: int | None = choice(None, "hidden width of M2's gate MLP (None: d // 2)")
+    deep_weight: float = choice(1.0, "M3: weight of the per-layer InfoNCE sum relative to the view loss")
+    # training (section 4.4, appendix E)
+    steps: int = paper(8000, "Figure 2: 8k steps")
+    batch_size: int = paper(16, "Figure 2: batch 16")
+    lr: float = choice(2e-5, "base learning rate (appendix E's table is missing from the text)")
+    warmup_steps: int = paper(100, "section 4.4: linear warmup of 100 steps, then linear decay to 0")
+    layer_decay: float = paper(0.9, "section 4.4: layerwise LR decay 0.90 per transformer layer")
+    head_multiplier: float = paper(5.0, "section 4.4: pooling head and cross-layer weights at 5x the base rate")
+    weight_decay: float = choice(0.01, "AdamW weight decay (none on biases and norms)")
+    max_grad_norm: float = choice(1.0, "gradient clipping")
+    precision: str = choice("auto", "bf16 autocast on a GPU, fp32 on a CPU")
+    cached_mini_batch: int | None = choice(None, "GradCache mini-batch (None: plain fused losses)")
+    # runtime
+    eval_batch_size: int = runtime(64, "encoding batch size")
+    save_steps: int = runtime(200, "training checkpoint interval (resume)")
+    logging_steps: int = runtime(10, "loss logging interval")
+
+    def __post_init__(self):
+        bad = [c for c in self.conditions if c not in CONDITIONS]
+        if bad:
+            raise ValueError(f"unknown condition(s) {bad}; valid conditions: {', '.join(CONDITIONS)}")
+        bad = [s for s in self.eval_splits if s not in EVAL_SPLITS]
+        if bad or "in-domain" not in self.eval_splits:
+            raise ValueError(f"eval_splits must include 'in-domain' and be a subset of {EVAL_SPLITS}, "
+                             f"got {self.eval_splits}")
+        if self.second_source not in ("gcide", "wiktionary"):
+            raise ValueError(f"second_source must be 'gcide' or 'wiktionary', got {self.second_source!r}")
+        if self.negatives_per_pair < 1:
+            raise ValueError(f"negatives_per_pair must be >= 1, got {self.negatives_per_pair}")
+
+    def train_config(self) -> TrainConfig:
+        return TrainConfig(steps=self.steps, batch_size=self.batch_size, lr=self.lr, warmup_steps=self.warmup_steps,
+                           schedule="linear", layer_decay=self.layer_decay, head_multiplier=self.head_multiplier,
+                           weight_decay=self.weight_decay, max_grad_norm=self.max_grad_norm, seed=self.seed,
+                           precision=self.precision, save_steps=self.save_steps, logging_steps=self.logging_steps)
+
+
+PRESETS: dict[str, dict] = {
+    # the embedded default: minutes on a 2-core CPU (the `make run` job)
+    "cpu-small": dict(backbones=("all-MiniLM-L6-v2",), conditions=("B0", "B1", "B3"), steps=120, warmup_steps=12,
+                      lr=5e-5, negatives_per_pair=2, eval_splits=("in-domain",), n_test=1000,
+                      save_steps=100, logging_steps=5),
+    # every condition on the CPU: hours (MiniLM ~2.5 h on 2 cores, all-mpnet-base-v2 about 5x longer)
+    "cpu": dict(backbones=("all-MiniLM-L6-v2", "all-mpnet-base-v2"), steps=500, warmup_steps=25, lr=5e-5,
+                negatives_per_pair=2, n_test=2000),
+    # the paper's sizes (GPU)
+    "paper": dict(),
+    # seconds: the tests' preset (pass --backbone with a small local model)
+    "tiny": dict(backbones=("all-MiniLM-L6-v2",), conditions=("B0", "B1"), steps=3, batch_size=4, warmup_steps=1,
+                 lr=1e-3, negatives_per_pair=2, eval_splits=("in-domain",), n_test=40, n_test_head=20,
+                 max_seq_length=24, save_steps=2, logging_steps=1, eval_batch_size=32),
+}
+
+
+def preset_config(name: str) -> ConceptConfig:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}")
+    return ConceptConfig(**PRESETS[name])

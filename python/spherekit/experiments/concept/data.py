@@ -1,0 +1,297 @@
+"""Training rows and evaluation sets of the concept-equivalence reproduction (paper section 4.5).
+
+Training (one model per condition, one set of rows for all conditions):
+  t2d  term-definition pairs of WordNet and the second source (GCIDE offline; Wiktionary from a dump),
+       headwords masked; each row carries k hard negatives of its definition (appendix G's five rules,
+       spherekit.data.hard_negatives, replacements drawn from training pairs only).
+  syn  WordNet synonym pairs (and the dump's, with Wiktionary).
+  d2d  cross-source definition pairs: a WordNet definition and a second-source definition of the same term,
+       up to 6 per term, taken in order of max(i, j) over the two sources' senses (most frequent first).
+All three exclude every test and dev concept, term and test definition of every evaluated split
+(spherekit.data.splits.check_decontaminated is run on each). Each view is shuffled with the seed and
+cycled to steps x batch rows; a row's k negatives are its definition's generated negatives in a seeded
+order, repeated when fewer than k rules apply, and a random training definition of another concept when
+none applies (counted in stats).
+
+Evaluation: the test pairs of each split with their stress-test negatives (generated once, from the split's
+own test pairs), plus, when data_dir has them, the NP paraphrase suite and the DBpedia benchmark.
+
+data_dir layout (the paper's data in its published formats, each part optional):
+    wiktionary/*.jsonl[.gz] or kaikki*.jsonl[.gz]   Wiktextract dump: replaces GCIDE as the second source
+    np_paraphrase.jsonl | np_paraphrase.tsv | np_paraphrase/*.jsonl   the modifier-labelled NP suite
+    dbpedia_gap/pairs.jsonl (+ dbpedia_gap/candidates.txt)            the DBpedia semantic-gap benchmark
+Everything is cached under <root>/data/<fingerprint>/ (atomic), keyed by the settings that change it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...data.records import TermDefinition, definition_key, term_key
+
+RANDOM_FALLBACK = "random"
+
+
+@dataclass
+class EvalSet:
+    kind: str
+    records: list[TermDefinition]
+    negatives: list          # HardNegative records for the stress suite
+    rule_stats: dict
+
+
+@dataclass
+class ConceptData:
+    rows: dict[str, list[str]]       # column name -> values (syn_*, t2d_*, d2d_*)
+    k: int
+    eval_sets: dict[str, EvalSet]
+    np_items: list | None = None
+    dbpedia: object | None = None
+    stats: dict = field(default_factory=dict)
+
+    def columns(self, hard_negatives: bool) -> list[str]:
+        negs = [f"t2d_negative_{j}" for j in range(1, self.k + 1)] if hard_negatives else []
+        return ["syn_anchor", "syn_positive", "t2d_anchor", "t2d_positive", *negs, "d2d_anchor", "d2d_positive"]
+
+    def dataset(self, hard_negatives: bool):
+        """A datasets.Dataset of the rows, with the t2d negative columns or without them."""
+        from datasets import Dataset
+
+        return Dataset.from_dict({c: self.rows[c] for c in self.columns(hard_negatives)})
+
+
+def _digest(payload) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def data_fingerprint(cfg, world: int = 1) -> str:
+    keys = ("seed", "data_dir", "second_source", "eval_splits", "n_test", "n_test_head", "eval_limit",
+            "negatives_per_pair", "d2d_max_per_term", "steps", "batch_size")
+    return _digest({**{k: getattr(cfg, k) for k in keys}, "world": world, "version": 1})
+
+
+# ---------------------------------------------------------------- sources
+
+def find_wiktionary(data_dir) -> Path | None:
+    if data_dir is None:
+        return None
+    root = Path(data_dir)
+    hits = sorted(root.glob("wiktionary/*.jsonl*")) + sorted(root.glob("kaikki*.jsonl*"))
+    return hits[0] if hits else None
+
+
+def _np_path(root: Path) -> Path | None:
+    for p in (root / "np_paraphrase.jsonl", root / "np_paraphrase.tsv"):
+        if p.is_file():
+            return p
+    hits = sorted((root / "np_paraphrase").glob("*.jsonl")) + sorted((root / "np_paraphrase").glob("*.tsv"))
+    return hits[0] if hits else None
+
+
+def load_extra_suites(data_dir):
+    """(NP paraphrase items or None, DBpediaGap or None) from data_dir (module docstring)."""
+    if data_dir is None:
+        return None, None
+    root = Path(data_dir)
+    np_items = dbpedia = None
+    path = _np_path(root)
+    if path is not None:
+        from ...data.datasets.np_paraphrase import load_np_paraphrase
+
+        np_items = load_np_paraphrase(path)
+    pairs = root / "dbpedia_gap" / "pairs.jsonl"
+    if pairs.is_file():
+        from ...data.datasets.dbpedia_gap import load_dbpedia_gap
+
+        cands = root / "dbpedia_gap" / "candidates.txt"
+        dbpedia = load_dbpedia_gap(pairs, "test", cands if cands.is_file() else None)
+    return np_items, dbpedia
+
+
+class _Held:
+    """Concepts, terms and definitions that training must not contain."""
+
+    def __init__(self, splits):
+        self.concepts, self.terms, self.defs = set(), set(), set()
+        for s in splits:
+            for p in list(s.test) + list(s.dev):
+                self.concepts.add(p.concept_id)
+                self.terms.add(term_key(p.term))
+            self.defs |= {definition_key(p.definition) for p in s.test}
+
+    def pair_ok(self, p) -> bool:
+        return (p.concept_id not in self.concepts and term_key(p.term) not in self.terms
+                and definition_key(p.definition) not in self.defs)
+
+    def synonym_ok(self, s) -> bool:
+        return (s.concept_id not in self.concepts and term_key(s.term_a) not in self.terms
+                and term_key(s.term_b) not in self.terms)
+
+
+def cross_source_pairs(pairs, second: str, max_per_term: int) -> list[tuple[str, str]]:
+    """(WordNet definition, second-source definition) of the same term, <= max_per_term per term, in order
+    of max(i, j) over the two sources' senses (as spherekit.data.gcide.cross_source_definition_pairs, but on
+    the masked, decontaminated training pairs)."""
+    by_term: dict[str, dict[str, list[str]]] = {}
+    for p in pairs:
+        if p.source in ("wordnet", second):
+            by_term.setdefault(term_key(p.term), {}).setdefault(p.source, []).append(p.definition)
+    out = []
+    for term in sorted(by_term):
+        a, b = by_term[term].get("wordnet", []), by_term[term].get(second, [])
+        order = sorted(((i, j) for i in range(len(a)) for j in range(len(b))), key=lambda ij: (max(ij), ij))
+        n = 0
+        for i, j in order:
+            if n >= max_per_term:
+                break
+            if definition_key(a[i]) != definition_key(b[j]):
+                out.append((a[i], b[j]))
+                n += 1
+    return out
+
+
+# ---------------------------------------------------------------- build
+
+def _cycle(items: list, n: int, rng: random.Random) -> list:
+    if not items:
+        raise ValueError("a training view has no pairs after decontamination")
+    order = items[:]
+    out = []
+    while len(out) < n:
+        rng.shuffle(order)
+        out.extend(order[: n - len(out)])
+    return out
+
+
+def _negatives_for_rows(rows, k, pool, wn, seed, progress):
+    from ...data.hard_negatives import make_hard_negatives
+
+    unique = list({(r.term, r.definition): r for r in rows}.values())
+    if progress:
+        print(f"  hard negatives for {len(unique)} training definitions (spaCy)...", flush=True)
+    negs, rule_stats = make_hard_negatives(unique, seed=seed, pool=pool, wordnet=wn)
+    by_pair: dict[tuple, list] = {}
+    for n in negs:
+        by_pair.setdefault((n.term, n.definition), []).append(n)
+    rng = random.Random(f"{seed}:row-negatives")
+    defs = [p.definition for p in pool]
+    columns = [[] for _ in range(k)]
+    used: dict[str, int] = {}
+    for r in rows:
+        cands = list(by_pair.get((r.term, r.definition), []))
+        rng.shuffle(cands)
+        for j in range(k):
+            if cands:
+                neg = cands[j % len(cands)]
+                text, rule = neg.negative, neg.rule
+            else:
+                text, rule = r.definition, RANDOM_FALLBACK
+                while definition_key(text) == definition_key(r.definition):
+                    text = defs[rng.randrange(len(defs))]
+            columns[j].append(text)
+            used[rule] = used.get(rule, 0) + 1
+    return columns, {"generation": rule_stats, "row_slots": used}
+
+
+def build(cfg, wn=None, progress: bool = True, world: int = 1) -> ConceptData:
+    """Build training rows and evaluation sets (module docstring); no caching here (see load_or_build)."""
+    from ...data.hard_negatives import make_hard_negatives
+    from ...data.splits import Split, check_decontaminated, make_split
+    from ...data.wordnet import load_wordnet
+
+    np_items, dbpedia = load_extra_suites(cfg.data_dir)  # first: a malformed file fails before any work
+    wn = wn or load_wordnet()
+    wiktionary = find_wiktionary(cfg.data_dir)
+    second = "wiktionary" if wiktionary is not None else cfg.second_source
+    gcide = None
+    if second == "gcide":
+        from ...data.gcide import load_gcide
+
+        gcide = load_gcide()
+    elif wiktionary is None:
+        raise FileNotFoundError("second_source 'wiktionary' needs a Wiktextract dump: put it under "
+                                "<data_dir>/wiktionary/ (kaikki.org JSONL)")
+    common = dict(wordnet=wn, gcide=gcide, wiktionary=str(wiktionary) if wiktionary else None)
+    in_domain = make_split("in-domain", cfg.seed, n_test=cfg.n_test, sources=("wordnet", second), **common)
+    splits = {"in-domain": in_domain}
+    if "head-holdout" in cfg.eval_splits:
+        splits["head-holdout"] = make_split("head-holdout", cfg.seed, n_test=cfg.n_test_head, **common)
+    held = _Held(splits.values())
+    t2d = [p for p in in_domain.train if held.pair_ok(p)]
+    syn = [s for s in in_domain.train_synonyms if held.synonym_ok(s)]
+    if wiktionary is not None:
+        from ...data import wiktionary as wk
+
+        syn += [s for s in wk.synonym_pairs(wk.load_wiktionary(wiktionary)) if held.synonym_ok(s)]
+    d2d = cross_source_pairs(t2d, second, cfg.d2d_max_per_term)
+    for kind, s in splits.items():
+        check_decontaminated(Split(kind, cfg.seed, t2d, s.dev, s.test, syn))
+
+    n_rows = cfg.steps * cfg.batch_size * world
+    rng = random.Random(cfg.seed)
+    syn_rows, t2d_rows, d2d_rows = _cycle(syn, n_rows, rng), _cycle(t2d, n_rows, rng), _cycle(d2d, n_rows, rng)
+    neg_columns, neg_stats = _negatives_for_rows(t2d_rows, cfg.negatives_per_pair, t2d, wn, cfg.seed, progress)
+    rows = {"syn_anchor": [s.term_a for s in syn_rows], "syn_positive": [s.term_b for s in syn_rows],
+            "t2d_anchor": [p.term for p in t2d_rows], "t2d_positive": [p.definition for p in t2d_rows],
+            "d2d_anchor": [a for a, _ in d2d_rows], "d2d_positive": [b for _, b in d2d_rows]}
+    for j, col in enumerate(neg_columns, 1):
+        rows[f"t2d_negative_{j}"] = col
+
+    eval_sets = {}
+    for kind in cfg.eval_splits:
+        test = list(splits[kind].test)
+        records = test[: cfg.eval_limit] if cfg.eval_limit else test
+        negs, rule_stats = make_hard_negatives(records, seed=cfg.seed, pool=test, wordnet=wn)
+        eval_sets[kind] = EvalSet(kind, records, negs, rule_stats)
+    stats = {
+        "second_source": second, "wiktionary_dump": str(wiktionary) if wiktionary else None,
+        "train_pairs": {"t2d": len(t2d), "syn": len(syn), "d2d": len(d2d),
+                        "t2d_by_source": {src: sum(p.source == src for p in t2d) for src in ("wordnet", second)}},
+        "rows": n_rows, "hard_negatives": neg_stats,
+        "eval": {k: {"pairs": len(e.records), "stress_negatives": len(e.negatives)} for k, e in eval_sets.items()},
+        "np_paraphrase": len(np_items) if np_items else None,
+        "dbpedia_test_queries": len(dbpedia.queries) if dbpedia else None,
+    }
+    return ConceptData(rows, cfg.negatives_per_pair, eval_sets, np_items, dbpedia, stats)
+
+
+def _dump(data: ConceptData, folder: Path) -> None:
+    from dataclasses import asdict
+
+    (folder / "rows.json").write_text(json.dumps(data.rows))
+    evals = {k: {"records": [asdict(r) for r in e.records], "negatives": [asdict(n) for n in e.negatives],
+                 "rule_stats": e.rule_stats} for k, e in data.eval_sets.items()}
+    (folder / "eval.json").write_text(json.dumps(evals))
+    (folder / "stats.json").write_text(json.dumps({"k": data.k, **data.stats}, indent=2))
+
+
+def _load(folder: Path, data_dir) -> ConceptData:
+    from ...data.hard_negatives import HardNegative
+
+    rows = json.loads((folder / "rows.json").read_text())
+    stats = json.loads((folder / "stats.json").read_text())
+    evals = json.loads((folder / "eval.json").read_text())
+    eval_sets = {k: EvalSet(k, [TermDefinition(**r) for r in e["records"]],
+                            [HardNegative(**n) for n in e["negatives"]], e["rule_stats"]) for k, e in evals.items()}
+    np_items, dbpedia = load_extra_suites(data_dir)
+    k = stats.pop("k")
+    return ConceptData(rows, k, eval_sets, np_items, dbpedia, stats)
+
+
+def load_or_build(cfg, root, progress: bool = True, world: int = 1) -> ConceptData:
+    """The cached data of this config under <root>/data/<fingerprint>/, built (atomically) when absent; one
+    process builds it while the others (torchrun ranks, parallel runs) wait for it."""
+    from ...data._store import atomic_dir, file_lock
+
+    folder = Path(root) / "data" / data_fingerprint(cfg, world)
+    with file_lock(folder.with_name(f".{folder.name}.lock")):
+        if (folder / "stats.json").is_file():
+            return _load(folder, cfg.data_dir)
+        data = build(cfg, progress=progress, world=world)
+        with atomic_dir(folder) as tmp:
+            _dump(data, tmp)
+    return data

@@ -1,0 +1,75 @@
+"""The encoder and the training objective of each condition (paper sections 4.1-4.3, appendix F).
+
+Encoder: the backbone's Transformer with the condition's readout: sentence-transformers Pooling ("mean" or
+"cls") of the final layer, or spherekit.nn.LayerMixPooling over the last K layers ("uniform", "learned",
+"gated"; M3 adds training-only per-layer heads). max_seq_length is set for every condition, B0 included.
+
+Objective, one ConceptEquivalenceLoss per view, summed per step (spherekit.experiments.training.MultiViewLoss):
+
+    L = L_syn + L_t2d + 0.7 L_d2d + 0.5 L_BCE
+
+L_BCE sits in the t2d view (the view whose definitions the five rules perturb): with t2d weight w its
+bce_weight is 0.5 / w, so the BCE coefficient stays 0.5 absolute. B3 has no hard-negative columns (plain
+InfoNCE); B1-unified puts the hard negatives into the t2d InfoNCE denominator instead (no BCE). M3 wraps every
+view in DeepSupervisionLoss (an InfoNCE per supervised layer). With cached_mini_batch the views are the
+gradient-cached losses (GradCache), which bound activation memory by the mini-batch.
+"""
+
+from __future__ import annotations
+
+from ..training import MultiViewLoss, distributed_world_size
+from .config import Condition
+
+
+def build_model(backbone, condition: Condition, cfg):
+    """A SentenceTransformer for `condition` on a loaded backbone (its Transformer module is reused)."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    transformer = backbone[0]
+    transformer.max_seq_length = cfg.max_seq_length
+    if condition.readout in ("mean", "cls"):
+        pooling = Pooling(transformer.get_embedding_dimension(), condition.readout)
+        return SentenceTransformer(modules=[transformer, pooling], device=str(backbone.device))
+    from ...nn.readouts import layer_mix_model
+
+    return layer_mix_model(backbone, condition.readout, num_layers=condition.layers,
+                           deep_supervision=condition.deep_supervision,
+                           gate_hidden=cfg.gate_hidden if condition.readout == "gated" else None)
+
+
+def _view_loss(model, cfg, weight: float, mode: str = "bce", bce_weight: float = 0.0):
+    from ...losses import CachedConceptEquivalenceLoss, ConceptEquivalenceLoss
+
+    kw = dict(scale=cfg.scale, hard_negative_mode=mode, bce_weight=bce_weight, bce_scale=cfg.bce_scale,
+              bce_bias=cfg.bce_bias, weight=weight, gather_across_devices=distributed_world_size() > 1)
+    if cfg.cached_mini_batch:
+        return CachedConceptEquivalenceLoss(model, mini_batch_size=cfg.cached_mini_batch, **kw)
+    return ConceptEquivalenceLoss(model, **kw)
+
+
+def build_loss(model, condition: Condition, cfg, k: int) -> MultiViewLoss:
+    """The condition's MultiViewLoss over the columns of ConceptData.columns(condition.hard_negatives)."""
+    if condition.deep_supervision and cfg.cached_mini_batch:
+        raise ValueError("M3 (deep supervision) needs the per-layer embeddings of one forward pass; it cannot "
+                         "use the gradient-cached losses: set cached_mini_batch=None")
+    hn = condition.hard_negatives
+    t2d_kw = {"mode": "bce" if hn in (None, "bce") else hn,
+              "bce_weight": cfg.bce_weight / cfg.t2d_weight if hn == "bce" else 0.0}
+    views = {
+        "syn": (_view_loss(model, cfg, cfg.syn_weight), 2),
+        "t2d": (_view_loss(model, cfg, cfg.t2d_weight, **t2d_kw), 2 + (k if hn else 0)),
+        "d2d": (_view_loss(model, cfg, cfg.d2d_weight), 2),
+    }
+    if condition.deep_supervision:
+        from ...losses.deep_supervision import DeepSupervisionLoss
+
+        views = {name: (DeepSupervisionLoss(model, loss, cfg.deep_weight), n) for name, (loss, n) in views.items()}
+    return MultiViewLoss(model, views)
+
+
+def readout_module(model):
+    """The LayerMixPooling of a model, or None."""
+    from ...nn.readouts import LayerMixPooling
+
+    return next((m for m in model if isinstance(m, LayerMixPooling)), None)

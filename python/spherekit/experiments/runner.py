@@ -1,0 +1,162 @@
+"""Run an experiment's preset: validate, prepare data, run every unit (resumably), write the result card.
+
+Output layout (one folder per preset; a preset may span several backbones):
+
+    <out>/<experiment>/<preset>/
+        data/                               shared data (cached, reused by reruns)
+        <backbone>/<condition>/unit.json    the unit's config fingerprint (written when it starts)
+        <backbone>/<condition>/checkpoint/  the trained model (a SentenceTransformer folder)
+        <backbone>/<condition>/metrics.json the unit's result
+        <backbone>/<condition>/done         written last: the unit is finished
+        results.json, report.md, plots/     the result card (spherekit.experiments.card)
+
+Under torchrun / accelerate every process trains; only rank 0 evaluates and writes files.
+
+Resume rules: a unit with `done` and the same fingerprint is skipped; `force=True` redoes it; a unit
+whose config changed is redone from scratch; an interrupted unit continues from its last training
+checkpoint (or from its saved model when only the evaluation was cut off). Every file is written to a
+temporary name and renamed, so nothing half-written is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import card
+from .base import Unit
+from .config import fingerprint, with_overrides
+from .training import barrier, is_main_process
+
+DONE, METRICS, UNIT = "done", "metrics.json", "unit.json"
+
+
+def check_writable(folder: Path) -> None:
+    """Create `folder` and write a probe file there, before any work starts; a clear error if impossible."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-probe.", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise PermissionError(f"output directory {folder} is not writable ({exc.strerror or exc}); "
+                              "pass --out to a writable folder") from exc
+
+
+def _check_names(kind: str, given, valid) -> None:
+    bad = [g for g in given if g not in valid]
+    if bad:
+        raise ValueError(f"unknown {kind} {', '.join(map(repr, bad))}; valid {kind}s: {', '.join(valid)}")
+
+
+def make_config(experiment, preset: str, *, conditions=None, backbone=None, data_dir=None, seed=None,
+                overrides: dict | None = None):
+    """The preset's config with the command-line choices applied and validated."""
+    _check_names("preset", [preset], list(experiment.presets))
+    cfg = experiment.make_config(preset)
+    changes = dict(overrides or {})
+    if conditions:
+        _check_names("condition", conditions, list(experiment.conditions))
+        changes["conditions"] = tuple(conditions)
+    if backbone:
+        from ..models.backbones import resolve_backbone
+
+        resolve_backbone(backbone)  # BackboneNotFoundError listing what was tried and how to install
+        changes["backbones"] = (str(backbone),)
+    if data_dir is not None:
+        if not Path(data_dir).is_dir():
+            raise FileNotFoundError(f"data_dir {data_dir} is not a folder")
+        changes["data_dir"] = str(Path(data_dir).resolve())
+    if seed is not None:
+        changes["seed"] = int(seed)
+    return with_overrides(cfg, changes) if changes else cfg
+
+
+SELECTION = ("backbones", "conditions")  # which units run; a unit's own backbone and condition are in its id
+
+
+def unit_fingerprint(cfg, unit: Unit) -> str:
+    """What a unit's result depends on: the config (without the unit selection) and the unit itself."""
+    return fingerprint(cfg, exclude=SELECTION, unit=unit.id, backbone=unit.backbone)
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def finished(unit_dir: Path, fp: str) -> dict | None:
+    """The saved result of a finished unit with fingerprint `fp`, else None."""
+    done = _read_json(unit_dir / DONE)
+    if not done or done.get("fingerprint") != fp:
+        return None
+    return _read_json(unit_dir / METRICS)
+
+
+def _start_unit(unit_dir: Path, fp: str, unit: Unit, force: bool, log) -> None:
+    info = _read_json(unit_dir / UNIT)
+    if unit_dir.exists() and (force or not info or info.get("fingerprint") != fp):
+        reason = "--force" if force else "its configuration changed"
+        log(f"{unit.id}: starting over ({reason})")
+        shutil.rmtree(unit_dir)
+    elif unit_dir.exists():
+        log(f"{unit.id}: resuming an interrupted run")
+    card.write_json(unit_dir / UNIT, {"fingerprint": fp, "backbone": unit.backbone, "condition": unit.condition})
+
+
+def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_dir=None, out="results/reproduce",
+              seed=None, force: bool = False, progress: bool = True, overrides: dict | None = None,
+              log=None) -> dict:
+    """Run `preset` of experiment `name` (see the module docstring); returns the card's results dict."""
+    from . import get
+
+    log = log or (lambda msg: print(msg, file=sys.stderr))
+    experiment = get(name)
+    cfg = make_config(experiment, preset, conditions=conditions, backbone=backbone, data_dir=data_dir, seed=seed,
+                      overrides=overrides)
+    root = Path(out) / experiment.name / preset
+    check_writable(root)
+    main = is_main_process()
+    started = card.now()
+    seconds: dict[str, float] = {}
+    t0 = time.perf_counter()
+    data = experiment.prepare(cfg, root, progress)
+    seconds["data"] = round(time.perf_counter() - t0, 2)
+    units = experiment.units(cfg)
+    results = {}
+    for i, unit in enumerate(units, 1):
+        unit_dir = root / unit.id
+        fp = unit_fingerprint(cfg, unit)
+        saved = None if force else finished(unit_dir, fp)
+        if saved is not None:
+            log(f"[{i}/{len(units)}] {unit.id}: done earlier (reused; --force redoes it)")
+            results[unit.id] = {**saved, "reused": True}
+            continue
+        log(f"[{i}/{len(units)}] {unit.id}")
+        if main:
+            _start_unit(unit_dir, fp, unit, force, log)
+        barrier()  # the other ranks start once rank 0 has cleared or kept the unit's folder
+        result = experiment.run_unit(cfg, unit, data, unit_dir, progress)
+        if not main:
+            continue  # trained with the others; rank 0 evaluates and writes
+        result = {"backbone": unit.backbone, "condition": unit.condition, **result}
+        card.write_json(unit_dir / METRICS, result)
+        card.write_json(unit_dir / DONE, {"fingerprint": fp, "finished": card.now()})
+        results[unit.id] = result
+    if not main:
+        return {}
+    for unit_id, result in results.items():
+        for stage, s in result.get("seconds", {}).items():
+            seconds[f"{unit_id}/{stage}"] = s
+    seconds["total"] = round(time.perf_counter() - t0, 2)
+    payload = card.results_payload(experiment, preset, cfg, results, seconds, started,
+                                   data_stats=getattr(data, "stats", {}))
+    card.write_card(root, experiment, payload)
+    return payload

@@ -1,0 +1,101 @@
+"""Each condition's encoder and objective: readout modules, view columns, hard-negative modes and the BCE
+coefficient, deep supervision (M3) against a hand computation, and the cached variant."""
+
+import dataclasses
+
+import pytest
+import torch
+
+from spherekit.experiments.concept.config import CONDITIONS, ConceptConfig, preset_config
+from spherekit.experiments.concept.models import build_loss, build_model, readout_module
+from spherekit.losses import CachedConceptEquivalenceLoss, ConceptEquivalenceLoss
+from spherekit.losses.deep_supervision import DeepSupervisionLoss
+
+K = 2  # hard-negative columns per t2d row
+CFG = dataclasses.replace(preset_config("tiny"), negatives_per_pair=K)
+A = ["dirty cup", "mammal", "joy", "death place"]
+P = ["filthy cup", "a warm blooded vertebrate", "happy feel", "where someone drew last breath"]
+
+
+def columns(model, n):
+    texts = [A, P, *([P[::-1]] * K), P, A, A[::-1], P[::-1]][:n]
+    return [model.preprocess(list(t)) for t in texts]
+
+
+@pytest.mark.parametrize("name", list(CONDITIONS))
+def test_readout_of_each_condition(backbone, name):
+    cond = CONDITIONS[name]
+    model = build_model(backbone, cond, CFG)
+    assert model[0].max_seq_length == CFG.max_seq_length
+    readout = readout_module(model)
+    if cond.readout in ("mean", "cls"):
+        assert readout is None and model[1].pooling_mode == cond.readout
+    else:
+        assert readout.mode == cond.readout and readout.num_layers == cond.layers
+        assert (readout.heads is not None) == cond.deep_supervision
+    emb = model.encode(A, convert_to_tensor=True)
+    assert emb.shape == (len(A), 32) and torch.isfinite(emb).all()
+
+
+@pytest.mark.parametrize("name", [c for c, v in CONDITIONS.items() if v.trained])
+def test_loss_of_each_condition(backbone, name):
+    cond = CONDITIONS[name]
+    model = build_model(backbone, cond, CFG)
+    loss = build_loss(model, cond, CFG, K)
+    assert list(loss.view_columns) == ["syn", "t2d", "d2d"]
+    assert loss.view_columns["t2d"] == 2 + (K if cond.hard_negatives else 0)
+    t2d = loss.view_losses["t2d"]
+    assert isinstance(t2d, DeepSupervisionLoss) == cond.deep_supervision
+    inner = t2d.loss if cond.deep_supervision else t2d
+    d2d = loss.view_losses["d2d"].loss if cond.deep_supervision else loss.view_losses["d2d"]
+    assert inner.weight == CFG.t2d_weight and d2d.weight == pytest.approx(CFG.d2d_weight)
+    if cond.hard_negatives == "bce":
+        assert inner.hard_negative_mode == "bce" and inner.bce_weight * inner.weight == pytest.approx(0.5)
+    elif cond.hard_negatives == "softmax":
+        assert inner.hard_negative_mode == "softmax"
+    out = loss(columns(model, loss.n_columns), None)
+    assert set(out) == {"syn", "t2d", "d2d"} and all(torch.isfinite(v) for v in out.values())
+    sum(out.values()).backward()
+    assert model[0].auto_model.embeddings.word_embeddings.weight.grad is not None
+
+
+def test_bce_stays_absolute_when_the_t2d_view_is_weighted(backbone):
+    cfg = dataclasses.replace(CFG, t2d_weight=2.0)
+    model = build_model(backbone, CONDITIONS["B1"], cfg)
+    t2d = build_loss(model, CONDITIONS["B1"], cfg, K).view_losses["t2d"]
+    assert t2d.weight == 2.0 and t2d.bce_weight == pytest.approx(0.25)
+
+
+def test_deep_supervision_adds_one_infonce_per_layer(backbone):
+    model = build_model(backbone, CONDITIONS["M3"], CFG)
+    model.train()
+    view = ConceptEquivalenceLoss(model, weight=0.7)
+    feats = columns(model, 2)
+    got = DeepSupervisionLoss(model, view, deep_weight=0.5)(feats, None)
+    outs = [model(dict(f)) for f in feats]
+    want = view.compute_loss_from_embeddings([o["sentence_embedding"] for o in outs], None)
+    layers = [o["layer_embeddings"] for o in outs]
+    assert layers[0].shape[0] == 4
+    want = want + 0.5 * sum(view.compute_loss_from_embeddings([layers[0][k], layers[1][k]], None) for k in range(4))
+    torch.testing.assert_close(got, want)
+    model.eval()
+    with pytest.raises(ValueError, match="layer_embeddings"):
+        DeepSupervisionLoss(model, view)(feats, None)
+
+
+def test_cached_views_and_their_limits(backbone):
+    cfg = dataclasses.replace(CFG, cached_mini_batch=2)
+    model = build_model(backbone, CONDITIONS["B1"], cfg)
+    loss = build_loss(model, CONDITIONS["B1"], cfg, K)
+    assert all(isinstance(v, CachedConceptEquivalenceLoss) for v in loss.view_losses.values())
+    with pytest.raises(ValueError, match="M3"):
+        build_loss(build_model(backbone, CONDITIONS["M3"], cfg), CONDITIONS["M3"], cfg, K)
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="valid conditions"):
+        ConceptConfig(conditions=("B9",))
+    with pytest.raises(ValueError, match="eval_splits"):
+        ConceptConfig(eval_splits=("head-holdout",))
+    with pytest.raises(ValueError, match="valid presets"):
+        preset_config("huge")

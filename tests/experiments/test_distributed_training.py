@@ -1,0 +1,41 @@
+"""Data parallelism through the shared training path: 2 gloo processes on the CPU (torchrun) with half the batch
+each and the losses' gather_across_devices give the loss curve of one process with the whole batch."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).with_name("_dist_train.py")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(cmd, env_extra=None):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", **(env_extra or {})}
+    for key in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(key, None)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+
+
+@pytest.mark.distributed
+def test_two_gloo_processes_match_one_process(backbone_dir, tmp_path):
+    run([sys.executable, str(SCRIPT), str(backbone_dir), str(tmp_path / "one"), "8"])
+    run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+         "--master_port", str(free_port()), str(SCRIPT), str(backbone_dir), str(tmp_path / "two"), "8"])
+    one = json.loads((tmp_path / "one" / "curve.json").read_text())
+    two = json.loads((tmp_path / "two" / "curve.json").read_text())
+    assert one["step"] == two["step"] == [1, 2, 3, 4]
+    assert one["loss"][0] != pytest.approx(one["loss"][-1], abs=1e-3)  # it trained
+    for key in ("loss", "one", "two"):
+        assert two[key] == pytest.approx(one[key], rel=2e-3, abs=2e-3), key

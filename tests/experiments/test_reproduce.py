@@ -1,0 +1,168 @@
+"""`spherekit reproduce` end to end on the tiny preset with a small local backbone: every condition trains and
+is evaluated, the output layout and the card, resume rules (reuse, --force, an interrupted evaluation, a
+changed config), the report command, and every bad input of the issue."""
+
+import json
+import shutil
+
+import pytest
+
+from spherekit.cli import main
+from spherekit.experiments import runner
+from spherekit.experiments.concept import CONDITIONS
+
+ALL = ",".join(CONDITIONS)
+
+
+@pytest.fixture(scope="module")
+def card(backbone_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("reproduce")
+    code = main(["reproduce", "concept", "--preset", "tiny", "--backbone", str(backbone_dir), "--conditions", ALL,
+                 "--out", str(out), "--no-progress"])
+    assert code == 0
+    return out / "concept" / "tiny"
+
+
+def unit_dir(card, condition):
+    return card / "st" / condition
+
+
+def test_layout_and_metrics(card):
+    for name, cond in CONDITIONS.items():
+        d = unit_dir(card, name)
+        assert (d / "done").is_file() and (d / "unit.json").is_file(), name
+        assert not (d / "trainer").exists(), "training checkpoints are removed once the model is saved"
+        assert (d / "checkpoint" / ("modules.json" if cond.trained else "frozen.json")).is_file()
+        result = json.loads((d / "metrics.json").read_text())
+        m = result["metrics"]
+        for key in ("in-domain/R@10 (term to definition)", "in-domain/MRR (definition to term)",
+                    "in-domain/pair ROC-AUC (hard negatives)", "in-domain/anisotropy", "in-domain/effective rank",
+                    "in-domain/MRR (layer 6)", "in-domain/anisotropy (layer 0)"):
+            assert 0 <= m[key] <= (1 if "rank" not in key else 64), (name, key)
+        assert ("train" in result["seconds"]) == cond.trained
+        if cond.trained:
+            curve = result["training"]["curve"]
+            assert curve["step"] == [1, 2, 3] and {"syn", "t2d", "d2d"} <= set(curve)
+    m3 = json.loads((unit_dir(card, "M3") / "checkpoint" / "modules.json").read_text())
+    readout_cfg = json.loads((unit_dir(card, "M3") / "checkpoint" / m3[1]["path"] / "config.json").read_text())
+    assert readout_cfg["deep_supervision"] is False  # per-layer heads are not part of the saved encoder
+
+
+def test_results_json_and_report(card):
+    results = json.loads((card / "results.json").read_text())
+    assert set(results["units"]) == {f"st/{c}" for c in CONDITIONS}
+    assert results["preset"] == "tiny" and "torch" in results["versions"] and results["machine"]
+    assert {"data", "total", "st/B1/train", "st/B1/eval"} <= set(results["wall_seconds"])
+    sources = {c["field"]: c["source"] for c in results["config_sources"]}
+    assert sources["steps"].startswith("departs from the paper") and sources["layer_decay"] == "paper"
+    assert sources["lr"] == "choice"
+    report = (card / "report.md").read_text()
+    for name in CONDITIONS:
+        assert f"| {name} |" in report
+    assert "Claims of the paper" in report and "departs from the paper" in report
+    assert "| holds |" in report or "| does not hold |" in report
+    for line in report.splitlines():
+        if line.startswith("![") and "](" in line:
+            assert (card / line.split("](")[1].rstrip(")")).is_file()
+    assert len(list((card / "plots").glob("*.png"))) == 4
+
+
+def test_rerun_reuses_finished_units(card, backbone_dir, capsys):
+    before = (unit_dir(card, "B1") / "done").read_text()
+    assert main(["reproduce", "concept", "--preset", "tiny", "--backbone", str(backbone_dir), "--conditions", ALL,
+                 "--out", str(card.parent.parent), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("done earlier (reused") == len(CONDITIONS)
+    assert (unit_dir(card, "B1") / "done").read_text() == before
+
+
+def test_force_and_interrupted_evaluation(card, backbone_dir):
+    out = str(card.parent.parent)
+    b1 = unit_dir(card, "B1")
+    # an evaluation cut off after training: the saved model is evaluated again, nothing is retrained
+    (b1 / "done").unlink()
+    (b1 / "metrics.json").unlink()
+    args = ["reproduce", "concept", "--preset", "tiny", "--backbone", str(backbone_dir), "--conditions", "B1",
+            "--out", out, "--no-progress"]
+    assert main(args) == 0
+    result = json.loads((b1 / "metrics.json").read_text())
+    assert "train" not in result["seconds"] and "eval" in result["seconds"]
+    # --force redoes it from scratch
+    assert main(args + ["--force"]) == 0
+    assert "train" in json.loads((b1 / "metrics.json").read_text())["seconds"]
+    # the card still lists every unit of the preset that is done
+    assert len(json.loads((card / "results.json").read_text())["units"]) == 1  # this run asked for B1 only
+
+
+def test_changed_config_restarts_a_unit(tmp_path, capsys):
+    from spherekit.experiments.base import Unit
+
+    unit = Unit("x", "B1")
+    d = tmp_path / "u"
+    runner._start_unit(d, "aaa", unit, False, print)
+    (d / "checkpoint").mkdir()
+    runner._start_unit(d, "bbb", unit, False, print)
+    assert "configuration changed" in capsys.readouterr().out and not (d / "checkpoint").exists()
+    assert json.loads((d / "unit.json").read_text())["fingerprint"] == "bbb"
+    assert runner.finished(d, "bbb") is None
+
+
+def test_report_command_rerenders(card, capsys):
+    (card / "report.md").unlink()
+    shutil.rmtree(card / "plots")
+    assert main(["reproduce", "report", str(card)]) == 0
+    assert (card / "report.md").is_file() and len(list((card / "plots").glob("*.png"))) == 4
+
+
+def test_list(capsys):
+    assert main(["reproduce", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "concept" in out and "cpu-small" in out and "B1-unified" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["reproduce", "nope"], "valid experiments: concept"),
+    (["reproduce", "concept", "--preset", "huge"], "valid presets: cpu-small, cpu, paper, tiny"),
+    (["reproduce", "concept", "--preset", "tiny", "--conditions", "B1,B9"], "valid conditions: B0, B0-WM"),
+    (["reproduce", "concept", "--preset", "tiny", "--backbone", "/no/such/model"], "not found"),
+    (["reproduce", "concept", "--preset", "tiny", "--data-dir", "/no/such/dir"], "is not a folder"),
+    (["reproduce", "report"], "give the card folder"),
+])
+def test_bad_names_list_the_valid_ones(args, message, capsys):
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unwritable_output_fails_before_any_work(tmp_path, backbone_dir, capsys, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setattr("spherekit.experiments.concept.experiment.ConceptExperiment.prepare",
+                        lambda *a, **k: pytest.fail("prepare ran before the output check"))
+    assert main(["reproduce", "concept", "--preset", "tiny", "--backbone", str(backbone_dir),
+                 "--out", str(blocker / "sub")]) == 2
+    assert "is not writable" in capsys.readouterr().err
+
+
+def test_bad_data_dir_file_names_file_line_and_field(tmp_path, backbone_dir, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    lines = ['{"query": "dirty cup", "paraphrase": "not clean cup", "family": "intersective"}',
+             '{"query": "toy gun", "paraphrase": "replica gun", "family": "fictional"}']
+    (data / "np_paraphrase.jsonl").write_text("\n".join(lines) + "\n")
+    assert main(["reproduce", "concept", "--preset", "tiny", "--backbone", str(backbone_dir), "--conditions", "B0",
+                 "--data-dir", str(data), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "np_paraphrase.jsonl:2" in err and "family" in err
+    assert not list((tmp_path / "out").rglob("done"))
+
+
+def test_missing_offline_data_says_what_to_install(tmp_path, backbone_dir, capsys, monkeypatch):
+    from spherekit.data._store import DataMissingError
+
+    def missing(*a, **k):
+        raise DataMissingError("wordnet", "WordNet 3.0 not found")
+
+    monkeypatch.setattr("spherekit.data.wordnet.load_wordnet", missing)
+    assert main(["reproduce", "concept", "--preset", "tiny", "--backbone", str(backbone_dir), "--seed", "5",
+                 "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    assert "spherekit data install wordnet" in capsys.readouterr().err

@@ -1,0 +1,115 @@
+"""The shared training path: summed loss views, the loss falls on a tiny BERT, an interrupted run resumed
+from its checkpoint ends with exactly the weights of an uninterrupted run, and bad settings."""
+
+import pytest
+import torch
+from datasets import Dataset
+from transformers import TrainerCallback
+
+from spherekit.experiments.training import (MultiViewLoss, TrainConfig, last_complete_checkpoint, loss_curve,
+                                            resolve_precision, train)
+from spherekit.losses import ConceptEquivalenceLoss
+
+ANCHORS = ["dirty cup", "clean plate", "mammal", "death place", "revitalize", "cup", "a cup", "a plate"]
+POSITIVES = ["filthy cup", "free of dirt plate", "a warm blooded vertebrate", "where someone drew last breath",
+             "give new life", "a small open container", "the cup", "the plate"]
+
+
+def views_dataset():
+    return Dataset.from_dict({"syn_a": ANCHORS, "syn_p": POSITIVES, "t2d_a": POSITIVES, "t2d_p": ANCHORS,
+                              "t2d_n1": ANCHORS[::-1]})
+
+
+def views_loss(model):
+    return MultiViewLoss(model, {"syn": (ConceptEquivalenceLoss(model), 2),
+                                 "t2d": (ConceptEquivalenceLoss(model, weight=0.7, bce_weight=0.5 / 0.7), 3)})
+
+
+def test_multiview_returns_each_view_on_its_columns(backbone):
+    loss = views_loss(backbone)
+    feats = [backbone.preprocess(list(c)) for c in (ANCHORS[:4], POSITIVES[:4], POSITIVES[:4], ANCHORS[:4],
+                                                    ANCHORS[4:])]
+    out = loss(feats, None)
+    assert set(out) == {"syn", "t2d"}
+    syn = ConceptEquivalenceLoss(backbone)(feats[:2], None)
+    t2d = ConceptEquivalenceLoss(backbone, weight=0.7, bce_weight=0.5 / 0.7)(feats[2:], None)
+    torch.testing.assert_close(out["syn"], syn)
+    torch.testing.assert_close(out["t2d"], t2d)
+    with pytest.raises(ValueError, match="expects 5 columns"):
+        loss(feats[:4], None)
+    with pytest.raises(ValueError, match="number of columns"):
+        MultiViewLoss(backbone, {"syn": (ConceptEquivalenceLoss(backbone), 0)})
+
+
+def test_loss_falls_and_views_are_logged(backbone, tmp_path):
+    cfg = TrainConfig(steps=24, batch_size=4, lr=3e-3, warmup_steps=2, logging_steps=1, layer_decay=0.9,
+                      head_multiplier=5.0)
+    result = train(backbone, views_dataset(), views_loss(backbone), cfg, tmp_path, progress=False)
+    curve = loss_curve(result.log_history)
+    assert result.steps == 24 and curve["step"] == list(range(1, 25))
+    assert {"loss", "syn", "t2d"} <= set(curve)
+    first, last = sum(curve["loss"][:6]) / 6, sum(curve["loss"][-6:]) / 6
+    assert last < 0.8 * first, (first, last)
+    for s, total, a, b in zip(curve["step"], curve["loss"], curve["syn"], curve["t2d"]):
+        assert total == pytest.approx(a + b, abs=2e-3), s  # the views are logged rounded to 4 digits
+
+
+class Interrupt(TrainerCallback):
+    def __init__(self, at):
+        self.at = at
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.at:
+            raise KeyboardInterrupt
+
+
+def test_resume_gives_the_weights_of_an_uninterrupted_run(backbone_dir, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    cfg = TrainConfig(steps=6, batch_size=4, lr=2e-3, warmup_steps=1, save_steps=2, logging_steps=1, seed=3)
+
+    def fresh():
+        return SentenceTransformer(str(backbone_dir), device="cpu")
+
+    whole = fresh()
+    train(whole, views_dataset(), views_loss(whole), cfg, tmp_path / "whole", progress=False)
+
+    cut = fresh()
+    with pytest.raises(KeyboardInterrupt):
+        train(cut, views_dataset(), views_loss(cut), cfg, tmp_path / "cut", callbacks=[Interrupt(3)], progress=False)
+    assert last_complete_checkpoint(tmp_path / "cut" / "trainer").name == "checkpoint-2"
+    resumed = fresh()  # a new process would start from the original weights
+    result = train(resumed, views_dataset(), views_loss(resumed), cfg, tmp_path / "cut", progress=False)
+    assert result.resumed_from == 2 and result.steps == 6
+    for (name, a), (_, b) in zip(whole.state_dict().items(), resumed.state_dict().items()):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-6, msg=lambda m: f"{name}: {m}")
+    assert not torch.equal(whole[0].auto_model.embeddings.word_embeddings.weight,
+                           fresh()[0].auto_model.embeddings.word_embeddings.weight)
+
+
+def test_incomplete_checkpoints_are_skipped_and_removed(tmp_path):
+    good, bad = tmp_path / "checkpoint-2", tmp_path / "checkpoint-4"
+    good.mkdir()
+    (good / "trainer_state.json").write_text("{}")
+    bad.mkdir()
+    (bad / "model.safetensors").write_text("half")
+    assert last_complete_checkpoint(tmp_path) == good
+    assert not bad.exists()
+    assert last_complete_checkpoint(tmp_path / "missing") is None
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"steps": 0}, "steps"), ({"batch_size": 1.5}, "batch_size"), ({"lr": 0.0}, "lr"),
+    ({"schedule": "cosine"}, "schedule"), ({"precision": "fp8"}, "precision"), ({"warmup_steps": -1}, "warmup"),
+])
+def test_bad_train_config(kw, match):
+    base = dict(steps=10, batch_size=4, lr=1e-4)
+    with pytest.raises(ValueError, match=match):
+        TrainConfig(**{**base, **kw})
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU answer")
+def test_precision_on_cpu():
+    assert resolve_precision("auto") == "fp32"
+    with pytest.raises(ValueError, match="needs a CUDA GPU"):
+        resolve_precision("bf16")
