@@ -38,7 +38,7 @@ def test_each_text_is_encoded_once(tiny_model):
     encode(cache, TEXTS)            # 2 new texts
     encode_layers(cache, TEXTS[1:])  # all cached, layers included
     encode(cache, TEXTS + TEXTS)    # duplicates
-    assert cache.encoded == len(TEXTS) == len(cache)
+    assert cache.encoded == len(TEXTS) == cache.size
 
 
 def test_texts_cached_without_layers_are_encoded_again_for_layers(tiny_model):
@@ -60,7 +60,8 @@ def test_model_mode_is_restored_and_attributes_delegate(tiny_model):
     tiny_model.train()
     cache = EmbeddingCache(tiny_model)
     cache.encode(TEXTS[:2])
-    assert tiny_model.training and cache.device == tiny_model.device
+    assert tiny_model.training and cache.device == tiny_model.device and cache[0] is tiny_model[0]
+    assert list(cache) == list(tiny_model)
     assert tiny_model[0].auto_model.config.output_hidden_states in (False, None)
     tiny_model.eval()
 
@@ -81,3 +82,12 @@ def test_suites_give_the_same_metrics_through_the_cache(tiny_model):
         for k in plain:
             assert cached[k] == pytest.approx(plain[k], abs=1e-5), k
     assert cache.encoded == len(TEXTS)
+
+
+def test_other_encoders_use_their_own_encode():
+    from tests.evaluation._stub import StubModel
+
+    stub = StubModel({"a": [1.0, 0.0], "b": [0.0, 2.0]})
+    cache = EmbeddingCache(stub)
+    torch.testing.assert_close(cache.encode(["b", "a", "b"]), torch.tensor([[0.0, 2.0], [1.0, 0.0], [0.0, 2.0]]))
+    assert cache.encoded == 2

@@ -39,3 +39,19 @@ def test_two_gloo_processes_match_one_process(backbone_dir, tmp_path):
     assert one["loss"][0] != pytest.approx(one["loss"][-1], abs=1e-3)  # it trained
     for key in ("loss", "one", "two"):
         assert two[key] == pytest.approx(one[key], rel=2e-3, abs=2e-3), key
+
+
+@pytest.mark.distributed
+def test_reproduce_under_torchrun(backbone_dir, tmp_path):
+    """`torchrun -m spherekit reproduce ...`: both ranks train, rank 0 evaluates and writes the card."""
+    out = tmp_path / "out"
+    run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+         "--master_port", str(free_port()), "-m", "spherekit", "reproduce", "concept", "--preset", "tiny",
+         "--backbone", str(backbone_dir), "--conditions", "B0,B1", "--out", str(out), "--no-progress"])
+    card = out / "concept" / "tiny"
+    results = json.loads((card / "results.json").read_text())
+    assert set(results["units"]) == {"st/B0", "st/B1"}
+    b1 = results["units"]["st/B1"]
+    assert b1["training"]["steps"] == 3 and "in-domain/R@10 (term to definition)" in b1["metrics"]
+    assert results["data"]["rows"] == 3 * 4 * 2  # steps x per-device batch x 2 processes
+    assert (card / "st" / "B1" / "done").is_file() and (card / "report.md").is_file()

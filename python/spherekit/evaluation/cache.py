@@ -9,7 +9,8 @@ One forward pass per distinct text gives both what the suites ask for: the model
 sentence-transformers Transformer, the attention-masked mean pool of every hidden state (the per-layer
 embeddings of spherekit.evaluation.encode.encode_layers). Texts are encoded longest first in batches
 (little padding); results are float32 on the CPU. Everything but `encode` / `encode_layers` is delegated to
-the wrapped model, so an EmbeddingCache can stand in for the SentenceTransformer in an evaluator.
+the wrapped model (attributes, indexing, iteration), so an EmbeddingCache can stand in for the
+SentenceTransformer in any evaluator; `spherekit eval` and `spherekit reproduce` evaluate through one.
 """
 
 from __future__ import annotations
@@ -44,7 +45,15 @@ class EmbeddingCache:
             raise AttributeError(name)
         return getattr(self.model, name)
 
-    def __len__(self) -> int:
+    def __getitem__(self, index):  # model[0] and friends reach the model's modules
+        return self.model[index]
+
+    def __iter__(self):
+        return iter(self.model)
+
+    @property
+    def size(self) -> int:
+        """How many distinct texts are cached."""
         return len(self._sentence)
 
     def _missing(self, texts: Sequence[str]) -> list[str]:
@@ -55,6 +64,11 @@ class EmbeddingCache:
             return
         model = self.model
         order = sorted(texts, key=len, reverse=True)
+        if not hasattr(model, "preprocess"):  # any other encoder: its own encode, sentence embeddings only
+            emb = torch.as_tensor(model.encode(order, batch_size=self.batch_size, convert_to_tensor=True))
+            self._sentence.update(zip(order, emb.float().cpu()))
+            self.encoded += len(texts)
+            return
         was_training = model.training
         model.eval()
         config = getattr(self._hf, "config", None)

@@ -4,6 +4,8 @@ plain-word metrics, write one JSON per suite (atomically) and PNG plots to the r
     spherekit eval all-mpnet-base-v2 --suite concept --split in-domain --limit 2000
     spherekit eval results/train/B1 --suite all --split head-holdout --out results/eval/B1
 
+All suites of a run share one spherekit.evaluation.cache.EmbeddingCache: every distinct text is encoded once.
+
 Frozen encoder = B0 of 000_*: a sentence-transformers model is evaluated through its own readout
 (for all-mpnet-base-v2: mean pooling of the final layer, then normalisation), which is the paper's
 "frozen all-mpnet-base-v2 with mean pooling".
@@ -27,6 +29,7 @@ import time
 import traceback
 from pathlib import Path
 
+from .cache import EmbeddingCache
 from .suites import NEEDS_SPLIT, load_suite, suite_names
 
 SPLITS = ("in-domain", "head-holdout", "source-holdout")
@@ -133,8 +136,8 @@ def run_eval(model, *, suite: str = "all", split: str | object = "in-domain", ou
         start = time.perf_counter()
         try:
             module = load_suite(s)
-            if loaded_model is None:
-                loaded_model = _load_model(model, device)
+            if loaded_model is None:  # one cache for every suite: each distinct text is encoded once
+                loaded_model = EmbeddingCache(_load_model(model, device), batch_size=batch_size, show_progress=progress)
             split_obj = None
             if s in NEEDS_SPLIT:
                 if loaded_split is None:

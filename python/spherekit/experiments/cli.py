@@ -54,6 +54,8 @@ def main(args) -> int:
     except (ValueError, FileNotFoundError, PermissionError, DataMissingError) as exc:
         print(f"spherekit reproduce: {exc}", file=sys.stderr)
         return 2
+    if not results:  # a torchrun rank other than 0: it trained, rank 0 reports
+        return 0
     print(get(args.experiment).summary(results))
     folder = f"{args.out}/{args.experiment}/{args.preset}"
     print(f"\nresult card: {folder}/report.md (results.json, plots/)")

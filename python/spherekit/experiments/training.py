@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -262,8 +261,3 @@ def loss_curve(log_history: list[dict]) -> dict[str, list]:
     keys = sorted({k for r in rows for k in r if k not in ("step", "epoch", "learning_rate", "grad_norm")})
     return {"step": [r["step"] for r in rows], **{k: [r.get(k) for r in rows] for k in keys}}
 
-
-def write_json(path, payload) -> None:
-    from ..evaluation.runner import write_json_atomic
-
-    write_json_atomic(path, json.loads(json.dumps(payload, default=str)))

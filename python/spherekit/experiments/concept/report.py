@@ -73,8 +73,8 @@ def _departures(results) -> list[str]:
                "is not given), so absolute retrieval numbers are not comparable, directions are")
     out.append("the paper is inconsistent about B3: section 4.2 lists it with the learned cross-layer weights and "
                "section 5.4 compares it with M1 as 'differing only in the BCE term', appendix H compares it with B1 "
-               "as 'same pooling'; we follow Table 1 as the issue states it: B3 = mean pooling without hard "
-               "negatives")
+               "as 'same pooling'; here B3 = mean pooling without hard negatives, so B1 vs B3 isolates the "
+               "hard-negative term")
     return out
 
 
