@@ -166,3 +166,25 @@ def test_missing_offline_data_says_what_to_install(tmp_path, backbone_dir, capsy
     assert main(["reproduce", "concept", "--preset", "tiny", "--backbone", str(backbone_dir), "--seed", "5",
                  "--out", str(tmp_path / "out"), "--no-progress"]) == 2
     assert "spherekit data install wordnet" in capsys.readouterr().err
+
+
+def test_source_holdout_units(backbone_dir, tmp_path):
+    """--conditions B0,B1@source-holdout: a main frozen unit and a second-source-only model tested on WordNet."""
+    out = tmp_path / "out"
+    assert main(["reproduce", "concept", "--preset", "tiny", "--backbone", str(backbone_dir), "--conditions",
+                 "B0,B1@source-holdout", "--out", str(out), "--no-progress"]) == 0
+    card = out / "concept" / "tiny"
+    results = json.loads((card / "results.json").read_text())
+    assert set(results["units"]) == {"st/B0", "st/B1@source-holdout"}
+    sh = results["units"]["st/B1@source-holdout"]
+    assert "source-holdout/R@10 (term to definition)" in sh["metrics"]
+    assert not any(k.startswith("in-domain/") for k in sh["metrics"])
+    assert not any(k.startswith("source-holdout/") for k in results["units"]["st/B0"]["metrics"])
+    assert {"t2d"} <= set(sh["training"]["curve"]) and "syn" not in sh["training"]["curve"]
+    assert results["config"]["source_holdout_conditions"] == ["B1"] and results["config"]["conditions"] == ["B0"]
+    assert "Source-holdout split" in (card / "report.md").read_text()
+
+
+def test_unknown_source_holdout_condition(capsys):
+    assert main(["reproduce", "concept", "--preset", "tiny", "--conditions", "B7@source-holdout"]) == 2
+    assert "valid conditions" in capsys.readouterr().err

@@ -14,6 +14,10 @@ An experiment is an object with
     report(results) -> str          the Markdown body of report.md (ours vs the paper, claims)
     plots(results, folder) -> list[str]           PNGs for the card
     summary(results) -> str         the plain table printed at the end of a run (ours next to the paper)
+optionally
+    select(names) -> dict           config overrides that run exactly the named conditions (--conditions)
+    selection_fields: tuple         config fields that only choose units (default: backbones, conditions);
+                                    left out of a unit's fingerprint, so choosing fewer units reuses the rest
 
 The runner owns everything else: output layout, resume, --force, atomic writes, the card's frame.
 """

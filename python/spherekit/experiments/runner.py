@@ -62,7 +62,8 @@ def make_config(experiment, preset: str, *, conditions=None, backbone=None, data
     changes = dict(overrides or {})
     if conditions:
         _check_names("condition", conditions, list(experiment.conditions))
-        changes["conditions"] = tuple(conditions)
+        select = getattr(experiment, "select", None)
+        changes.update(select(conditions) if select else {"conditions": tuple(conditions)})
     if backbone:
         from ..models.backbones import resolve_backbone
 
@@ -80,9 +81,9 @@ def make_config(experiment, preset: str, *, conditions=None, backbone=None, data
 SELECTION = ("backbones", "conditions")  # which units run; a unit's own backbone and condition are in its id
 
 
-def unit_fingerprint(cfg, unit: Unit) -> str:
-    """What a unit's result depends on: the config (without the unit selection) and the unit itself."""
-    return fingerprint(cfg, exclude=SELECTION, unit=unit.id, backbone=unit.backbone)
+def unit_fingerprint(cfg, unit: Unit, selection=SELECTION) -> str:
+    """What a unit's result depends on: the config (without the fields that only select units) and the unit."""
+    return fingerprint(cfg, exclude=selection, unit=unit.id, backbone=unit.backbone)
 
 
 def _read_json(path: Path) -> dict | None:
@@ -133,7 +134,7 @@ def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_di
     results = {}
     for i, unit in enumerate(units, 1):
         unit_dir = root / unit.id
-        fp = unit_fingerprint(cfg, unit)
+        fp = unit_fingerprint(cfg, unit, getattr(experiment, "selection_fields", SELECTION))
         saved = None if force else finished(unit_dir, fp)
         if saved is not None:
             log(f"[{i}/{len(units)}] {unit.id}: done earlier (reused; --force redoes it)")

@@ -15,6 +15,8 @@ from ..training import TrainConfig
 
 RULE_TYPES = ("antonym_flip", "negation", "pos_swap", "prefix_swap", "type_swap")
 EVAL_SPLITS = ("in-domain", "head-holdout")
+SOURCE_HOLDOUT = "source-holdout"
+SH_SUFFIX = "@" + SOURCE_HOLDOUT  # "B1@source-holdout": B1 trained in the source-holdout regime
 
 
 @dataclass(frozen=True)
@@ -66,8 +68,11 @@ class ConceptConfig:
     # data
     second_source: str = choice("gcide", "the paper's second source is Wiktionary (2.8M pairs), not available "
                                          "offline; GCIDE (~180k pairs) stands in unless data_dir holds a dump")
-    eval_splits: tuple = paper(EVAL_SPLITS, "section 4.5: in-domain and head-holdout test splits "
-                                            "(source-holdout needs a separate model: not run)")
+    eval_splits: tuple = paper(EVAL_SPLITS, "section 4.5: in-domain and head-holdout test splits (one model "
+                                            "per condition, trained without either test set)")
+    source_holdout_conditions: tuple = choice(("B0", "B1", "B3"), "section 4.5's third split (train on the second "
+                                              "source, test on WordNet) needs a second model per condition; these "
+                                              "conditions get one (the paper does not say which it ran)")
     n_test: int = choice(2000, "in-domain test synsets (the paper gives no size)")
     n_test_head: int = choice(1000, "head-holdout: the most frequent synsets withheld")
     eval_limit: int | None = choice(None, "cap on evaluated test pairs per split (None: all)")
@@ -111,6 +116,9 @@ class ConceptConfig:
         if bad or "in-domain" not in self.eval_splits:
             raise ValueError(f"eval_splits must include 'in-domain' and be a subset of {EVAL_SPLITS}, "
                              f"got {self.eval_splits}")
+        bad = [c for c in self.source_holdout_conditions if c not in CONDITIONS]
+        if bad:
+            raise ValueError(f"unknown source_holdout_conditions {bad}; valid conditions: {', '.join(CONDITIONS)}")
         if self.second_source not in ("gcide", "wiktionary"):
             raise ValueError(f"second_source must be 'gcide' or 'wiktionary', got {self.second_source!r}")
         if self.negatives_per_pair < 1:
@@ -127,17 +135,28 @@ PRESETS: dict[str, dict] = {
     # the embedded default: minutes on a 2-core CPU (the `make run` job)
     "cpu-small": dict(backbones=("all-MiniLM-L6-v2",), conditions=("B0", "B1", "B3"), steps=120, warmup_steps=12,
                       lr=5e-5, negatives_per_pair=2, eval_splits=("in-domain",), n_test=1000,
+                      source_holdout_conditions=(),
                       save_steps=100, logging_steps=5),
     # every condition on the CPU: hours (MiniLM ~2.5 h on 2 cores, all-mpnet-base-v2 about 5x longer)
     "cpu": dict(backbones=("all-MiniLM-L6-v2", "all-mpnet-base-v2"), steps=500, warmup_steps=25, lr=5e-5,
-                negatives_per_pair=2, n_test=2000),
+                negatives_per_pair=2, n_test=2000, source_holdout_conditions=("B0", "B1")),
     # the paper's sizes (GPU)
     "paper": dict(),
     # seconds: the tests' preset (pass --backbone with a small local model)
     "tiny": dict(backbones=("all-MiniLM-L6-v2",), conditions=("B0", "B1"), steps=3, batch_size=4, warmup_steps=1,
                  lr=1e-3, negatives_per_pair=2, eval_splits=("in-domain",), n_test=40, n_test_head=20,
+                 source_holdout_conditions=(),
                  max_seq_length=24, save_steps=2, logging_steps=1, eval_batch_size=32),
 }
+
+
+def split_condition(name: str) -> tuple[Condition, bool]:
+    """("B1@source-holdout" or "B1") -> (the Condition, whether it is the source-holdout regime)."""
+    base = name.removesuffix(SH_SUFFIX)
+    if base not in CONDITIONS:
+        raise ValueError(f"unknown condition {name!r}; valid conditions: {', '.join(CONDITIONS)} "
+                         f"(each also as <name>{SH_SUFFIX})")
+    return CONDITIONS[base], name.endswith(SH_SUFFIX)
 
 
 def preset_config(name: str) -> ConceptConfig:

@@ -13,6 +13,12 @@ cycled to steps x batch rows; a row's k negatives are its definition's generated
 order, repeated when fewer than k rules apply, and a random training definition of another concept when
 none applies (counted in stats).
 
+Source-holdout regime (section 4.5's third split, for cfg.source_holdout_conditions): t2d rows from the second
+source alone (make_split("source-holdout"): its terms and definitions decontaminated against the WordNet test
+synsets), with hard negatives drawn the same way; no syn view (GCIDE has no synonym pairs) and no d2d view (it
+would show the model WordNet definitions). Rows come from their own seeded stream, so the main rows do not
+depend on whether this regime is built.
+
 Evaluation: the test pairs of each split with their stress-test negatives (generated once, from the split's
 own test pairs), plus, when data_dir has them, the NP paraphrase suite and the DBpedia benchmark.
 
@@ -32,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...data.records import TermDefinition, definition_key, term_key
+from .config import SOURCE_HOLDOUT
 
 RANDOM_FALLBACK = "random"
 
@@ -52,16 +59,22 @@ class ConceptData:
     np_items: list | None = None
     dbpedia: object | None = None
     stats: dict = field(default_factory=dict)
+    source_holdout_rows: dict[str, list[str]] | None = None   # t2d_* columns of the source-holdout regime
 
-    def columns(self, hard_negatives: bool) -> list[str]:
+    def columns(self, hard_negatives: bool, source_holdout: bool = False) -> list[str]:
         negs = [f"t2d_negative_{j}" for j in range(1, self.k + 1)] if hard_negatives else []
+        if source_holdout:
+            return ["t2d_anchor", "t2d_positive", *negs]
         return ["syn_anchor", "syn_positive", "t2d_anchor", "t2d_positive", *negs, "d2d_anchor", "d2d_positive"]
 
-    def dataset(self, hard_negatives: bool):
-        """A datasets.Dataset of the rows, with the t2d negative columns or without them."""
+    def dataset(self, hard_negatives: bool, source_holdout: bool = False):
+        """A datasets.Dataset of the rows (main or source-holdout regime), with or without t2d negatives."""
         from datasets import Dataset
 
-        return Dataset.from_dict({c: self.rows[c] for c in self.columns(hard_negatives)})
+        rows = self.source_holdout_rows if source_holdout else self.rows
+        if rows is None:
+            raise ValueError("this data was built without the source-holdout regime (no source_holdout_conditions)")
+        return Dataset.from_dict({c: rows[c] for c in self.columns(hard_negatives, source_holdout)})
 
 
 def _digest(payload) -> str:
@@ -71,7 +84,8 @@ def _digest(payload) -> str:
 def data_fingerprint(cfg, world: int = 1) -> str:
     keys = ("seed", "data_dir", "second_source", "eval_splits", "n_test", "n_test_head", "eval_limit",
             "negatives_per_pair", "d2d_max_per_term", "steps", "batch_size")
-    return _digest({**{k: getattr(cfg, k) for k in keys}, "world": world, "version": 1})
+    return _digest({**{k: getattr(cfg, k) for k in keys}, "world": world, "version": 1,
+                    "source_holdout": bool(cfg.source_holdout_conditions)})
 
 
 # ---------------------------------------------------------------- sources
@@ -241,8 +255,18 @@ def build(cfg, wn=None, progress: bool = True, world: int = 1) -> ConceptData:
     for j, col in enumerate(neg_columns, 1):
         rows[f"t2d_negative_{j}"] = col
 
+    sh_rows = sh_stats = None
+    if cfg.source_holdout_conditions:
+        splits[SOURCE_HOLDOUT] = sh = make_split(SOURCE_HOLDOUT, cfg.seed, n_test=cfg.n_test, train_source=second,
+                                                 **common)
+        sh_t2d = _cycle(list(sh.train), n_rows, random.Random(f"{cfg.seed}:{SOURCE_HOLDOUT}"))
+        sh_neg, sh_stats = _negatives_for_rows(sh_t2d, cfg.negatives_per_pair, sh.train, wn, cfg.seed, progress)
+        sh_rows = {"t2d_anchor": [p.term for p in sh_t2d], "t2d_positive": [p.definition for p in sh_t2d]}
+        sh_rows.update({f"t2d_negative_{j}": col for j, col in enumerate(sh_neg, 1)})
+        sh_stats = {"train_pairs": len(sh.train), "hard_negatives": sh_stats}
+
     eval_sets = {}
-    for kind in cfg.eval_splits:
+    for kind in list(cfg.eval_splits) + ([SOURCE_HOLDOUT] if sh_rows else []):
         test = list(splits[kind].test)
         records = test[: cfg.eval_limit] if cfg.eval_limit else test
         negs, rule_stats = make_hard_negatives(records, seed=cfg.seed, pool=test, wordnet=wn)
@@ -255,14 +279,17 @@ def build(cfg, wn=None, progress: bool = True, world: int = 1) -> ConceptData:
         "eval": {k: {"pairs": len(e.records), "stress_negatives": len(e.negatives)} for k, e in eval_sets.items()},
         "np_paraphrase": len(np_items) if np_items else None,
         "dbpedia_test_queries": len(dbpedia.queries) if dbpedia else None,
+        SOURCE_HOLDOUT: sh_stats,
     }
-    return ConceptData(rows, cfg.negatives_per_pair, eval_sets, np_items, dbpedia, stats)
+    return ConceptData(rows, cfg.negatives_per_pair, eval_sets, np_items, dbpedia, stats, sh_rows)
 
 
 def _dump(data: ConceptData, folder: Path) -> None:
     from dataclasses import asdict
 
     (folder / "rows.json").write_text(json.dumps(data.rows))
+    if data.source_holdout_rows is not None:
+        (folder / "source_holdout_rows.json").write_text(json.dumps(data.source_holdout_rows))
     evals = {k: {"records": [asdict(r) for r in e.records], "negatives": [asdict(n) for n in e.negatives],
                  "rule_stats": e.rule_stats} for k, e in data.eval_sets.items()}
     (folder / "eval.json").write_text(json.dumps(evals))
@@ -279,7 +306,9 @@ def _load(folder: Path, data_dir) -> ConceptData:
                             [HardNegative(**n) for n in e["negatives"]], e["rule_stats"]) for k, e in evals.items()}
     np_items, dbpedia = load_extra_suites(data_dir)
     k = stats.pop("k")
-    return ConceptData(rows, k, eval_sets, np_items, dbpedia, stats)
+    sh_path = folder / "source_holdout_rows.json"
+    sh_rows = json.loads(sh_path.read_text()) if sh_path.is_file() else None
+    return ConceptData(rows, k, eval_sets, np_items, dbpedia, stats, sh_rows)
 
 
 def load_or_build(cfg, root, progress: bool = True, world: int = 1) -> ConceptData:

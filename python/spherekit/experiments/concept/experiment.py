@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ...losses.concept_equivalence import CITATION
 from ..base import Unit
-from .config import CONDITIONS, PRESETS, preset_config
+from .config import CONDITIONS, PRESETS, SH_SUFFIX, preset_config, split_condition
 
 CHECKPOINT, TRAINING = "checkpoint", "training.json"
 
@@ -24,13 +24,24 @@ class ConceptExperiment:
     title = "Principles of Concept Representation in Sentence Encoders"
     citation = CITATION
     presets = PRESETS
-    conditions = {name: c.description for name, c in CONDITIONS.items()}
+    conditions = {**{name: c.description for name, c in CONDITIONS.items()},
+                  **{f"{name}{SH_SUFFIX}": f"{name} trained on the second source alone, tested on WordNet"
+                     for name in CONDITIONS}}
+    selection_fields = ("backbones", "conditions", "source_holdout_conditions")
 
     def make_config(self, preset: str):
         return preset_config(preset)
 
     def units(self, cfg) -> list[Unit]:
-        return [Unit(b, c) for b in cfg.backbones for c in cfg.conditions]
+        main = [Unit(b, c) for b in cfg.backbones for c in cfg.conditions]
+        return main + [Unit(b, c + SH_SUFFIX) for b in cfg.backbones for c in cfg.source_holdout_conditions]
+
+    def select(self, names) -> dict:
+        """Config overrides running exactly `names` ("B1", "B1@source-holdout", ...)."""
+        for name in names:
+            split_condition(name)
+        return {"conditions": tuple(n for n in names if not n.endswith(SH_SUFFIX)),
+                "source_holdout_conditions": tuple(n.removesuffix(SH_SUFFIX) for n in names if n.endswith(SH_SUFFIX))}
 
     def prepare(self, cfg, root, progress: bool):
         from ..training import distributed_world_size
@@ -46,7 +57,7 @@ class ConceptExperiment:
         from .evaluate import evaluate
         from .models import build_loss, build_model, readout_module
 
-        condition = CONDITIONS[unit.condition]
+        condition, source_holdout = split_condition(unit.condition)
         unit_dir = Path(unit_dir)
         ckpt, seconds, training = unit_dir / CHECKPOINT, {}, None
         if not is_main_process() and (not condition.trained or (ckpt / "modules.json").is_file()):
@@ -57,9 +68,9 @@ class ConceptExperiment:
         else:
             model = build_model(load_backbone(unit.backbone), condition, cfg)
             if condition.trained:
-                loss = build_loss(model, condition, cfg, data.k)
-                result = train(model, data.dataset(condition.hard_negatives is not None), loss, cfg.train_config(),
-                               unit_dir, progress=progress)
+                loss = build_loss(model, condition, cfg, data.k, source_holdout)
+                dataset = data.dataset(condition.hard_negatives is not None, source_holdout)
+                result = train(model, dataset, loss, cfg.train_config(), unit_dir, progress=progress)
                 if not is_main_process():
                     return {}  # rank 0 saves and evaluates
                 seconds["train"] = round(result.seconds, 2)
@@ -79,7 +90,7 @@ class ConceptExperiment:
                                                                  "readout": condition.readout}))
             clear_checkpoints(unit_dir)
         start = time.perf_counter()
-        metrics, details = evaluate(model, data, cfg, progress=progress)
+        metrics, details = evaluate(model, data, cfg, source_holdout=source_holdout, progress=progress)
         seconds["eval"] = round(time.perf_counter() - start, 2)
         readout = readout_module(model)
         if readout is not None and readout.mode != "uniform":

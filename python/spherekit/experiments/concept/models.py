@@ -10,7 +10,8 @@ Objective, one ConceptEquivalenceLoss per view, summed per step (spherekit.exper
 
 L_BCE sits in the t2d view (the view whose definitions the five rules perturb): with t2d weight w its
 bce_weight is 0.5 / w, so the BCE coefficient stays 0.5 absolute. B3 has no hard-negative columns (plain
-InfoNCE); B1-unified puts the hard negatives into the t2d InfoNCE denominator instead (no BCE). M3 wraps every
+InfoNCE); B1-unified puts the hard negatives into the t2d InfoNCE denominator instead (no BCE); the
+source-holdout regime trains the t2d view alone (see data.py). M3 wraps every
 view in DeepSupervisionLoss (an InfoNCE per supervised layer). With cached_mini_batch the views are the
 gradient-cached losses (GradCache), which bound activation memory by the mini-batch.
 """
@@ -48,8 +49,9 @@ def _view_loss(model, cfg, weight: float, mode: str = "bce", bce_weight: float =
     return ConceptEquivalenceLoss(model, **kw)
 
 
-def build_loss(model, condition: Condition, cfg, k: int) -> MultiViewLoss:
-    """The condition's MultiViewLoss over the columns of ConceptData.columns(condition.hard_negatives)."""
+def build_loss(model, condition: Condition, cfg, k: int, source_holdout: bool = False) -> MultiViewLoss:
+    """The condition's MultiViewLoss over the columns of ConceptData.columns(condition.hard_negatives,
+    source_holdout); the source-holdout regime has the t2d view only."""
     if condition.deep_supervision and cfg.cached_mini_batch:
         raise ValueError("M3 (deep supervision) needs the per-layer embeddings of one forward pass; it cannot "
                          "use the gradient-cached losses: set cached_mini_batch=None")
@@ -61,6 +63,8 @@ def build_loss(model, condition: Condition, cfg, k: int) -> MultiViewLoss:
         "t2d": (_view_loss(model, cfg, cfg.t2d_weight, **t2d_kw), 2 + (k if hn else 0)),
         "d2d": (_view_loss(model, cfg, cfg.d2d_weight), 2),
     }
+    if source_holdout:
+        views = {"t2d": views["t2d"]}
     if condition.deep_supervision:
         from ...losses.deep_supervision import DeepSupervisionLoss
 

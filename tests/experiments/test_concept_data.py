@@ -1,0 +1,70 @@
+"""The concept reproduction's data: rows per view, decontamination against every evaluated split (the
+source-holdout regime included), hard-negative columns, the cross-source pairs, caching and fingerprints."""
+
+import dataclasses
+
+import pytest
+
+from spherekit.data.records import TermDefinition, definition_key, term_key
+from spherekit.experiments.concept.config import preset_config
+from spherekit.experiments.concept.data import build, cross_source_pairs, data_fingerprint, load_or_build
+
+CFG = dataclasses.replace(preset_config("tiny"), eval_splits=("in-domain", "head-holdout"), steps=4,
+                          source_holdout_conditions=("B1",))
+
+
+@pytest.fixture(scope="module")
+def data():
+    return build(CFG, progress=False)
+
+
+def test_rows_per_view_and_negatives(data):
+    n = CFG.steps * CFG.batch_size
+    assert data.columns(True) == ["syn_anchor", "syn_positive", "t2d_anchor", "t2d_positive", "t2d_negative_1",
+                                  "t2d_negative_2", "d2d_anchor", "d2d_positive"]
+    assert all(len(v) == n for v in data.rows.values())
+    for j in (1, 2):
+        assert all(definition_key(neg) != definition_key(pos)
+                   for neg, pos in zip(data.rows[f"t2d_negative_{j}"], data.rows["t2d_positive"]))
+    assert data.dataset(False).column_names == data.columns(False)
+    assert data.dataset(True, source_holdout=True).column_names == ["t2d_anchor", "t2d_positive", "t2d_negative_1",
+                                                                    "t2d_negative_2"]
+    slots = data.stats["hard_negatives"]["row_slots"]
+    assert sum(slots.values()) == 2 * n
+
+
+def test_training_rows_never_show_a_test_term_or_definition(data):
+    for kind in ("in-domain", "head-holdout"):
+        test = data.eval_sets[kind].records
+        terms, defs = {term_key(p.term) for p in test}, {definition_key(p.definition) for p in test}
+        for col in ("syn_anchor", "syn_positive", "t2d_anchor"):
+            assert not terms & {term_key(t) for t in data.rows[col]}, (kind, col)
+        for col in ("t2d_positive", "d2d_anchor", "d2d_positive"):
+            assert not defs & {definition_key(t) for t in data.rows[col]}, (kind, col)
+    sh_test = data.eval_sets["source-holdout"].records
+    assert all(p.source == "wordnet" for p in sh_test)
+    sh_terms = {term_key(p.term) for p in sh_test}
+    assert not sh_terms & {term_key(t) for t in data.source_holdout_rows["t2d_anchor"]}
+
+
+def test_cross_source_pairs_order_and_cap():
+    pairs = [TermDefinition("run", f"wn {i}", f"run.v.0{i}", "v") for i in range(3)]
+    pairs += [TermDefinition("run", f"gc {j}", None, "v", "gcide") for j in range(3)]
+    pairs += [TermDefinition("walk", "same text", "walk.v.01", "v"), TermDefinition("walk", "Same text.", None, "v", "gcide")]
+    out = cross_source_pairs(pairs, "gcide", max_per_term=4)
+    assert out == [("wn 0", "gc 0"), ("wn 0", "gc 1"), ("wn 1", "gc 0"), ("wn 1", "gc 1")]  # max(i, j) order
+
+
+def test_cache_and_fingerprint(tmp_path, monkeypatch):
+    cfg = dataclasses.replace(CFG, source_holdout_conditions=(), eval_splits=("in-domain",))
+    first = load_or_build(cfg, tmp_path, progress=False)
+    monkeypatch.setattr("spherekit.experiments.concept.data.build", lambda *a, **k: pytest.fail("rebuilt"))
+    again = load_or_build(cfg, tmp_path, progress=False)
+    assert again.rows == first.rows and again.k == first.k
+    assert [r.term for r in again.eval_sets["in-domain"].records] == [r.term for r in first.eval_sets["in-domain"].records]
+    assert len(again.eval_sets["in-domain"].negatives) == len(first.eval_sets["in-domain"].negatives)
+    fp = data_fingerprint(cfg)
+    assert data_fingerprint(dataclasses.replace(cfg, lr=1.0, conditions=("B0",))) == fp  # not data settings
+    for change in ({"seed": 1}, {"steps": 5}, {"negatives_per_pair": 3}, {"source_holdout_conditions": ("B0",)}):
+        assert data_fingerprint(dataclasses.replace(cfg, **change)) != fp, change
+    assert data_fingerprint(cfg, world=2) != fp
