@@ -239,12 +239,12 @@ def apply_rule(name: str, text: str, *, term: str | None = None, pos: str | None
 
 
 def make_hard_negatives(records, rules=RULES, seed: int = 0, *, pool=None, wordnet=None, nlp=None,
-                        batch_size: int = 256) -> tuple[list[HardNegative], dict[str, dict]]:
+                        batch_size: int = 256, progress: bool = False) -> tuple[list[HardNegative], dict[str, dict]]:
     """Try every rule once on every record (term, definition, synset_id, pos; objects or dicts).
 
     Returns (negatives, stats): one HardNegative per successful application, ordered by record then by
     rule; stats[rule] = {"applied": a, "attempted": n, "rate": a / n}. pool: replacement records for
-    the swap rules (default: `records`). Deterministic for a given seed.
+    the swap rules (default: `records`). Deterministic for a given seed. progress: a bar over the records.
     """
     records = list(records)
     rules = tuple(rules)
@@ -259,7 +259,12 @@ def make_hard_negatives(records, rules=RULES, seed: int = 0, *, pool=None, wordn
             raise ValueError(f"records[{i}].definition: expected a non-empty string, got {d!r}")
     docs = None
     if PARSED_RULES.intersection(rules):
-        docs = list(gen.nlp.pipe(defs, batch_size=batch_size))
+        docs = gen.nlp.pipe(defs, batch_size=batch_size)
+        if progress:
+            from tqdm.auto import tqdm
+
+            docs = tqdm(docs, total=len(defs), desc="parse definitions", unit="def", leave=False)
+        docs = list(docs)
     rngs = {r: random.Random(f"{seed}:{r}") for r in rules}
     stats = {r: {"applied": 0, "attempted": 0, "rate": 0.0} for r in rules}
     out = []

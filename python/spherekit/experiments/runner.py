@@ -128,6 +128,7 @@ def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_di
     started = card.now()
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
+    log(f"{experiment.name} / {preset}: preparing the data (cached under {root / 'data'})")
     data = experiment.prepare(cfg, root, progress)
     seconds["data"] = round(time.perf_counter() - t0, 2)
     units = experiment.units(cfg)

@@ -185,9 +185,7 @@ def _negatives_for_rows(rows, k, pool, wn, seed, progress):
     from ...data.hard_negatives import make_hard_negatives
 
     unique = list({(r.term, r.definition): r for r in rows}.values())
-    if progress:
-        print(f"  hard negatives for {len(unique)} training definitions (spaCy)...", flush=True)
-    negs, rule_stats = make_hard_negatives(unique, seed=seed, pool=pool, wordnet=wn)
+    negs, rule_stats = make_hard_negatives(unique, seed=seed, pool=pool, wordnet=wn, progress=progress)
     by_pair: dict[tuple, list] = {}
     for n in negs:
         by_pair.setdefault((n.term, n.definition), []).append(n)
@@ -269,7 +267,7 @@ def build(cfg, wn=None, progress: bool = True, world: int = 1) -> ConceptData:
     for kind in list(cfg.eval_splits) + ([SOURCE_HOLDOUT] if sh_rows else []):
         test = list(splits[kind].test)
         records = test[: cfg.eval_limit] if cfg.eval_limit else test
-        negs, rule_stats = make_hard_negatives(records, seed=cfg.seed, pool=test, wordnet=wn)
+        negs, rule_stats = make_hard_negatives(records, seed=cfg.seed, pool=test, wordnet=wn, progress=progress)
         eval_sets[kind] = EvalSet(kind, records, negs, rule_stats)
     stats = {
         "second_source": second, "wiktionary_dump": str(wiktionary) if wiktionary else None,
