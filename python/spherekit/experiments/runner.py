@@ -8,7 +8,8 @@ Output layout (one folder per preset; a preset may span several backbones):
         <backbone>/<condition>/checkpoint/  the trained model (a SentenceTransformer folder)
         <backbone>/<condition>/metrics.json the unit's result
         <backbone>/<condition>/done         written last: the unit is finished
-        results.json, report.md, plots/     the result card (spherekit.experiments.card)
+        results.json, report.md, plots/     the result card (spherekit.experiments.card): every finished unit
+                                            of this config, from this run and earlier ones
 
 Under torchrun / accelerate every process trains; only rank 0 evaluates and writes files.
 
@@ -112,6 +113,21 @@ def _start_unit(unit_dir: Path, fp: str, unit: Unit, force: bool, log) -> None:
     card.write_json(unit_dir / UNIT, {"fingerprint": fp, "backbone": unit.backbone, "condition": unit.condition})
 
 
+def collect_finished(root: Path, experiment, cfg, selection) -> dict[str, dict]:
+    """Every finished unit under `root` whose result belongs to this config (same fingerprint): the card shows
+    them all, so runs of a few conditions or one backbone at a time add up to one card."""
+    out = {}
+    for done in sorted(root.glob("*/*/" + DONE)):
+        info = _read_json(done.parent / UNIT) or {}
+        if info.get("condition") not in experiment.conditions or "backbone" not in info:
+            continue
+        unit = Unit(info["backbone"], info["condition"])
+        saved = finished(done.parent, unit_fingerprint(cfg, unit, selection))
+        if saved is not None:
+            out[unit.id] = {**saved, "reused": True}
+    return out
+
+
 def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_dir=None, out="results/reproduce",
               seed=None, force: bool = False, progress: bool = True, overrides: dict | None = None,
               log=None) -> dict:
@@ -132,10 +148,11 @@ def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_di
     data = experiment.prepare(cfg, root, progress)
     seconds["data"] = round(time.perf_counter() - t0, 2)
     units = experiment.units(cfg)
+    selection = getattr(experiment, "selection_fields", SELECTION)
     results = {}
     for i, unit in enumerate(units, 1):
         unit_dir = root / unit.id
-        fp = unit_fingerprint(cfg, unit, getattr(experiment, "selection_fields", SELECTION))
+        fp = unit_fingerprint(cfg, unit, selection)
         saved = None if force else finished(unit_dir, fp)
         if saved is not None:
             log(f"[{i}/{len(units)}] {unit.id}: done earlier (reused; --force redoes it)")
@@ -154,6 +171,8 @@ def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_di
         results[unit.id] = result
     if not main:
         return {}
+    for unit_id, result in collect_finished(root, experiment, cfg, selection).items():
+        results.setdefault(unit_id, result)
     for unit_id, result in results.items():
         for stage, s in result.get("seconds", {}).items():
             seconds[f"{unit_id}/{stage}"] = s
