@@ -1,9 +1,10 @@
 """`spherekit reproduce` end to end on the tiny preset with a small local backbone: every condition trains and
 is evaluated, the output layout and the card, resume rules (reuse, --force, an interrupted evaluation, a
-changed config), the report command, and every bad input of the issue."""
+changed config), the report command, source-holdout units, --data-dir suites, cached views, and bad input."""
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -188,3 +189,36 @@ def test_source_holdout_units(backbone_dir, tmp_path):
 def test_unknown_source_holdout_condition(capsys):
     assert main(["reproduce", "concept", "--preset", "tiny", "--conditions", "B7@source-holdout"]) == 2
     assert "valid conditions" in capsys.readouterr().err
+
+
+def test_data_dir_suites_run_through_the_same_path(backbone_dir, tmp_path):
+    """--data-dir with the NP paraphrase suite and the DBpedia benchmark in their published formats."""
+    fixtures = Path(__file__).resolve().parents[1] / "data" / "fixtures"
+    data = tmp_path / "paper-data"
+    (data / "dbpedia_gap").mkdir(parents=True)
+    shutil.copy(fixtures / "np_paraphrase" / "np_paraphrase.jsonl", data / "np_paraphrase.jsonl")
+    for name in ("pairs.jsonl", "candidates.txt"):
+        shutil.copy(fixtures / "dbpedia_gap" / name, data / "dbpedia_gap" / name)
+    out = tmp_path / "out"
+    assert main(["reproduce", "concept", "--preset", "tiny", "--backbone", str(backbone_dir), "--conditions", "B0,B1",
+                 "--data-dir", str(data), "--out", str(out), "--no-progress"]) == 0
+    results = json.loads((out / "concept" / "tiny" / "results.json").read_text())
+    for unit in results["units"].values():
+        m = unit["metrics"]
+        assert {"np/R@10 (NP paraphrase)", "np/R@1 (intersective)", "dbpedia/R@10", "dbpedia/MRR"} <= set(m)
+    assert results["data"]["np_paraphrase"] == 5 and results["data"]["dbpedia_test_queries"] == 2
+    report = (out / "concept" / "tiny" / "report.md").read_text()
+    assert "needs the NP paraphrase file" not in report and "NP R@10" in report
+
+
+def test_cached_views_train_like_the_plain_ones(backbone_dir, tmp_path):
+    """cached_mini_batch: the gradient-cached views give the plain run's loss curve (dropout is 0)."""
+    from spherekit.experiments import reproduce
+
+    curves = {}
+    for name, extra in (("plain", {}), ("cached", {"cached_mini_batch": 3})):
+        results = reproduce("concept", "tiny", conditions=["B1"], backbone=str(backbone_dir), out=tmp_path / name,
+                            progress=False, overrides=extra, log=lambda msg: None)
+        curves[name] = results["units"]["st/B1"]["training"]["curve"]
+    assert curves["plain"]["step"] == curves["cached"]["step"] == [1, 2, 3]
+    assert curves["cached"]["loss"] == pytest.approx(curves["plain"]["loss"], rel=1e-4, abs=1e-4)
