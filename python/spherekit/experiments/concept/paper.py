@@ -94,13 +94,17 @@ def claims(units: dict, backbone: str) -> list[tuple[str, str, str]]:
     check("H1: the frozen encoder fails negation (0.470) and fine-tuning with hard negatives fixes it (0.980)",
           [n0, n1], "B0 and B1", lambda: f"B0 {_fmt(n0)} -> B1 {_fmt(n1)}", lambda: n0 < 0.6 and n1 > n0 + 0.2)
     p1, p3 = v("B1", "pair ROC-AUC (hard negatives)"), v("B3", "pair ROC-AUC (hard negatives)")
-    check(f"P3: hard negatives improve discrimination (negation and hard-negative pair ROC-AUC up by >= "
-          f"{LARGE_CALIBRATION_GAIN}) but not ranking (t2d R@10 within +-{SMALL_RANKING_CHANGE}); B1 vs B3",
-          [r1, r3, n1, n3, p1, p3], "B1 and B3",
-          lambda: f"t2d R@10 B3 {_fmt(r3)} vs B1 {_fmt(r1)}; negation {_fmt(n3)} -> {_fmt(n1)}; "
-                  f"pair ROC-AUC {_fmt(p3)} -> {_fmt(p1)}",
-          lambda: abs(r1 - r3) <= SMALL_RANKING_CHANGE and n1 - n3 >= LARGE_CALIBRATION_GAIN
-          and p1 - p3 >= LARGE_CALIBRATION_GAIN)
+    t1, t3 = v("B1", "type-swap ROC-AUC"), v("B3", "type-swap ROC-AUC")
+    check(f"P3: hard negatives do not improve ranking (B3 0.657 vs M1 0.651; here B1's t2d R@10 is not above B3's "
+          f"by more than {SMALL_RANKING_CHANGE})", [r1, r3], "B1 and B3",
+          lambda: f"t2d R@10 B3 {_fmt(r3)}, B1 {_fmt(r1)} ({r1 - r3:+.3f})", lambda: r1 - r3 <= SMALL_RANKING_CHANGE)
+    check(f"P3: ... but improve discrimination: negation ROC-AUC up by >= {LARGE_CALIBRATION_GAIN} with hard "
+          "negatives (B3 0.528 -> M1 0.984)", [n1, n3], "B1 and B3",
+          lambda: f"negation B3 {_fmt(n3)} -> B1 {_fmt(n1)}; type swap B3 {_fmt(t3)} -> B1 {_fmt(t1)}",
+          lambda: n1 - n3 >= LARGE_CALIBRATION_GAIN)
+    check(f"P3: ... and calibration: pair ROC-AUC against rule negatives up by >= {LARGE_CALIBRATION_GAIN} "
+          "(B3 0.769 -> M1 0.961)", [p1, p3], "B1 and B3", lambda: f"B3 {_fmt(p3)} -> B1 {_fmt(p1)}",
+          lambda: p1 - p3 >= LARGE_CALIBRATION_GAIN)
     check("Hard negatives are the dominant geometric factor: B3 keeps a higher anisotropy than B1 (0.166 vs 0.012)",
           [a1, a3], "B1 and B3", lambda: f"B3 {_fmt(a3)} vs B1 {_fmt(a1)}", lambda: a3 > 2 * a1)
     rw, aw = v("B0-WM", "t2d R@10"), v("B0-WM", "anisotropy")

@@ -140,7 +140,7 @@ def report_body(results: dict) -> str:
         sh = _source_holdout_table(results, backbone)
         if sh:
             parts += ["", "Source-holdout split (trained on the second source alone, tested on WordNet):", "", sh]
-        parts += ["", f"Thresholds: ranking unchanged = t2d R@10 within +-{SMALL_RANKING_CHANGE}; discrimination "
+        parts += ["", f"Thresholds: no ranking gain = B1's t2d R@10 at most {SMALL_RANKING_CHANGE} above B3's; discrimination "
                       f"improves = ROC-AUC +{LARGE_CALIBRATION_GAIN} or more; effective rank unchanged = within "
                       f"{RANK_UNCHANGED:.0%}; a readout beats B1 only by more than {NO_BENEFIT} t2d R@10.", "",
                   "### Training", "", _training_table(results, backbone)]
