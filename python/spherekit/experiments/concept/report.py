@@ -247,7 +247,8 @@ def _layers(results, backbone, folder):
             ax.plot(xs, [layers[key][str(x)] for x in xs], marker="o", ms=3, label=c,
                     linestyle="-" if CONDITIONS[c].trained else "--")
         ax.set_xlabel("layer (0 = embeddings)")
-        ax.set_title(f"t2d {key} by layer (mean pool of each layer)", fontsize=10)
+        what = "t2d MRR" if key == "MRR" else "anisotropy of the test texts"
+        ax.set_title(f"{what} by layer (mean pool of each layer)", fontsize=10)
     axes[0].legend(fontsize=8)
     fig.suptitle(f"{backbone}: where the signal sits (dashed: frozen)", fontsize=11)
     return _save(fig, folder / f"{backbone}_layers.png")
