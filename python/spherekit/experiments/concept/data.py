@@ -209,9 +209,34 @@ def _negatives_for_rows(rows, k, pool, wn, seed, progress):
     return columns, {"generation": rule_stats, "row_slots": used}
 
 
+def _source_holdout(cfg, second: str, common: dict, wn, n_rows: int, progress: bool):
+    """(split, t2d rows with negative columns, stats) of the source-holdout regime (module docstring)."""
+    from ...data.splits import make_split
+
+    sh = make_split(SOURCE_HOLDOUT, cfg.seed, n_test=cfg.n_test, train_source=second, **common)
+    t2d = _cycle(list(sh.train), n_rows, random.Random(f"{cfg.seed}:{SOURCE_HOLDOUT}"))
+    neg_columns, neg_stats = _negatives_for_rows(t2d, cfg.negatives_per_pair, sh.train, wn, cfg.seed, progress)
+    rows = {"t2d_anchor": [p.term for p in t2d], "t2d_positive": [p.definition for p in t2d]}
+    rows.update({f"t2d_negative_{j}": col for j, col in enumerate(neg_columns, 1)})
+    return sh, rows, {"train_pairs": len(sh.train), "hard_negatives": neg_stats}
+
+
+def _eval_sets(cfg, splits: dict, wn, progress: bool) -> dict[str, EvalSet]:
+    """Each evaluated split's test pairs (eval_limit applied) with its stress negatives, generated once from
+    the split's own test pairs."""
+    from ...data.hard_negatives import make_hard_negatives
+
+    out = {}
+    for kind in [k for k in (*cfg.eval_splits, SOURCE_HOLDOUT) if k in splits]:
+        test = list(splits[kind].test)
+        records = test[: cfg.eval_limit] if cfg.eval_limit else test
+        negs, rule_stats = make_hard_negatives(records, seed=cfg.seed, pool=test, wordnet=wn, progress=progress)
+        out[kind] = EvalSet(kind, records, negs, rule_stats)
+    return out
+
+
 def build(cfg, wn=None, progress: bool = True, world: int = 1) -> ConceptData:
     """Build training rows and evaluation sets (module docstring); no caching here (see load_or_build)."""
-    from ...data.hard_negatives import make_hard_negatives
     from ...data.splits import Split, check_decontaminated, make_split
     from ...data.wordnet import load_wordnet
 
@@ -255,20 +280,8 @@ def build(cfg, wn=None, progress: bool = True, world: int = 1) -> ConceptData:
 
     sh_rows = sh_stats = None
     if cfg.source_holdout_conditions:
-        splits[SOURCE_HOLDOUT] = sh = make_split(SOURCE_HOLDOUT, cfg.seed, n_test=cfg.n_test, train_source=second,
-                                                 **common)
-        sh_t2d = _cycle(list(sh.train), n_rows, random.Random(f"{cfg.seed}:{SOURCE_HOLDOUT}"))
-        sh_neg, sh_stats = _negatives_for_rows(sh_t2d, cfg.negatives_per_pair, sh.train, wn, cfg.seed, progress)
-        sh_rows = {"t2d_anchor": [p.term for p in sh_t2d], "t2d_positive": [p.definition for p in sh_t2d]}
-        sh_rows.update({f"t2d_negative_{j}": col for j, col in enumerate(sh_neg, 1)})
-        sh_stats = {"train_pairs": len(sh.train), "hard_negatives": sh_stats}
-
-    eval_sets = {}
-    for kind in list(cfg.eval_splits) + ([SOURCE_HOLDOUT] if sh_rows else []):
-        test = list(splits[kind].test)
-        records = test[: cfg.eval_limit] if cfg.eval_limit else test
-        negs, rule_stats = make_hard_negatives(records, seed=cfg.seed, pool=test, wordnet=wn, progress=progress)
-        eval_sets[kind] = EvalSet(kind, records, negs, rule_stats)
+        splits[SOURCE_HOLDOUT], sh_rows, sh_stats = _source_holdout(cfg, second, common, wn, n_rows, progress)
+    eval_sets = _eval_sets(cfg, splits, wn, progress)
     stats = {
         "second_source": second, "wiktionary_dump": str(wiktionary) if wiktionary else None,
         "train_pairs": {"t2d": len(t2d), "syn": len(syn), "d2d": len(d2d),
