@@ -5,6 +5,7 @@
     spherekit bench plot contrastive [--out benches/results]
     spherekit bench verifier-train --preset tiny|cpu-small|gpu|gpu-paper-f4 [--mem-limit-gib G] [--providers a,b]
     spherekit bench reproduce concept --preset cpu-small|gpu|tiny [--steps N] [--backbone B]
+    spherekit bench reproduce circumplex --preset cpu-small|gpu|tiny [--backbone B]
     spherekit bench simmap --preset tiny|cpu|gpu [--out benches/results] [--providers a,b]
     spherekit bench ngpt --preset tiny|cpu|cpu-full|gpu [--out benches/results] [--repeats N] [--providers a,b]
     spherekit data install wordnet|gcide|spacy|nrc|models|all

@@ -162,21 +162,32 @@ def worker(spec: dict) -> dict:
             "batch": cfg.batch_size, "memory_method": peak.method}
 
 
-def _spawn(spec: dict, timeout_s: float) -> dict:
+def spawn_worker(module: str, spec: dict, timeout_s: float, marker: str = _RESULT) -> dict:
+    """Run `python -m <module> --worker <spec.json>` in a fresh process; its result is the JSON on the stdout
+    line starting with `marker` ({"status": "ok", ...}), else {"status": "error" | "timeout", "note": ...}."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump(spec, fh)
     try:
-        proc = subprocess.run([sys.executable, "-m", "spherekit.bench.reproduce", "--worker", fh.name],
-                              capture_output=True, text=True, timeout=timeout_s)
+        proc = subprocess.run([sys.executable, "-m", module, "--worker", fh.name], capture_output=True, text=True,
+                              timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return {"status": "timeout", "note": f"killed after {timeout_s:.0f} s"}
     finally:
         os.unlink(fh.name)
     for line in proc.stdout.splitlines():
-        if line.startswith(_RESULT):
-            return {"status": "ok", **json.loads(line[len(_RESULT):])}
+        if line.startswith(marker):
+            return {"status": "ok", **json.loads(line[len(marker):])}
     tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
     return {"status": "error", "note": " | ".join(tail)[-300:]}
+
+
+def worker_main(worker, argv, main, marker: str = _RESULT) -> int:
+    """The `python -m` entry of a benchmark module: `--worker SPEC` runs `worker` and prints its result line."""
+    if len(argv) == 2 and argv[0] == "--worker":
+        result = worker(json.loads(Path(argv[1]).read_text()))
+        print(marker + json.dumps(result), flush=True)
+        return 0
+    return main()
 
 
 def _ratio(a, b) -> str:
@@ -201,7 +212,7 @@ def run(preset: str = "cpu-small", out: str = "benches/results", backbone: str |
     results = {}
     for recipe in recipes:
         print(f"bench reproduce concept: {recipe} ...", file=sys.stderr, flush=True)
-        results[recipe] = _spawn({**spec, "recipe": recipe}, timeout_s)
+        results[recipe] = spawn_worker("spherekit.bench.reproduce", {**spec, "recipe": recipe}, timeout_s)
     ver = versions()
     rows = [{"timestamp": now(), "run_id": run_id, "preset": preset, "machine": machine_name(device),
              "torch": ver["torch"], "spherekit": ver["spherekit"], "sentence_transformers": ver["sentence_transformers"],
@@ -229,9 +240,14 @@ def run(preset: str = "cpu-small", out: str = "benches/results", backbone: str |
 def main(argv=None) -> int:
     import argparse
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["circumplex"]:  # the frozen-grid benchmark of the circumplex reproduction
+        from .reproduce_circumplex import main as circumplex_main
+
+        return circumplex_main(argv[1:])
     parser = argparse.ArgumentParser(prog="spherekit bench reproduce", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("experiment", choices=("concept",))
+    parser.add_argument("experiment", choices=("concept", "circumplex"))
     parser.add_argument("--preset", default="cpu-small", choices=sorted(PRESETS))
     parser.add_argument("--out", default="benches/results")
     parser.add_argument("--backbone", help="override the preset's backbone (a name or a local folder)")
@@ -245,8 +261,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
-        result = worker(json.loads(Path(sys.argv[2]).read_text()))
-        print(_RESULT + json.dumps(result), flush=True)
-        raise SystemExit(0)
-    raise SystemExit(main())
+    raise SystemExit(worker_main(worker, sys.argv[1:], main))

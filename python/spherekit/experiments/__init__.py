@@ -1,7 +1,7 @@
 """Reproductions of the source papers' experiments: `spherekit reproduce <experiment> --preset P`.
 
     from spherekit.experiments import get, names, reproduce
-    names()                                    # ["concept"]
+    names()                                    # ["concept", "circumplex"]
     results = reproduce("concept", "cpu-small")   # trains, evaluates, writes the result card
 
 Registry: experiment name -> module exposing EXPERIMENT (see spherekit.experiments.base). Modules are
@@ -14,6 +14,7 @@ import importlib
 
 REGISTRY: dict[str, str] = {
     "concept": "spherekit.experiments.concept",
+    "circumplex": "spherekit.experiments.circumplex",
 }
 
 

@@ -67,3 +67,22 @@ class Experiment(Protocol):
     def plots(self, results: dict, folder) -> list[str]: ...
 
     def summary(self, results: dict) -> str: ...
+
+
+class CardFromReportModule:
+    """report / summary / plots of an experiment delegated to the functions report_body, summary and make_plots
+    of its package's `report` module (imported on first use)."""
+
+    def _report_module(self):
+        import importlib
+
+        return importlib.import_module(type(self).__module__.rsplit(".", 1)[0] + ".report")
+
+    def report(self, results: dict) -> str:
+        return self._report_module().report_body(results)
+
+    def summary(self, results: dict) -> str:
+        return self._report_module().summary(results)
+
+    def plots(self, results: dict, folder) -> list[str]:
+        return self._report_module().make_plots(results, folder)

@@ -3,7 +3,11 @@
     spherekit reproduce list
     spherekit reproduce concept --preset cpu-small [--conditions B0,B1] [--backbone NAME|PATH] [--data-dir DIR]
                                 [--out DIR] [--seed S] [--force] [--no-progress]
+    spherekit reproduce circumplex --preset cpu --data-dir DIR --set dataset=goemotions [--angles FILE]
     spherekit reproduce report results/reproduce/concept/cpu-small
+
+--set FIELD=VALUE overrides any field of the experiment's config (VALUE read as JSON, else as a string; the
+card marks a changed paper value as a departure); --angles FILE is --set angles_file=FILE (circumplex).
 
 A run prints a progress bar per stage and, at the end, a plain table of the main metrics per unit; the
 result card (results.json, report.md, plots/) is under <out>/<experiment>/<preset>/.
@@ -24,8 +28,29 @@ def add_arguments(parser) -> None:
     parser.add_argument("--data-dir", help="the paper's own data in its published formats")
     parser.add_argument("--out", default="results/reproduce", help="output root (default: %(default)s)")
     parser.add_argument("--seed", type=int)
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override a config field (repeatable), e.g. --set dataset=goemotions")
+    parser.add_argument("--angles", help="circumplex: CSV/TSV (label, angle) for labels outside the circumplex")
     parser.add_argument("--force", action="store_true", help="redo finished units")
     parser.add_argument("--no-progress", action="store_true")
+
+
+def parse_overrides(items) -> dict:
+    """["epochs=3", "dataset=goemotions", "regimes=[\"frozen\"]"] -> {"epochs": 3, ...} (JSON, else a string;
+    JSON lists become tuples)."""
+    import json
+
+    out = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set expects FIELD=VALUE, got {item!r}")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        out[key] = tuple(value) if isinstance(value, list) else value
+    return out
 
 
 def main(args) -> int:
@@ -48,9 +73,12 @@ def main(args) -> int:
         print(f"report: {render(args.folder)}")
         return 0
     try:
+        overrides = parse_overrides(args.set)
+        if args.angles:
+            overrides["angles_file"] = args.angles
         results = reproduce(args.experiment, args.preset, conditions=args.conditions, backbone=args.backbone,
                             data_dir=args.data_dir, out=args.out, seed=args.seed, force=args.force,
-                            progress=not args.no_progress)
+                            progress=not args.no_progress, overrides=overrides)
     except (ValueError, FileNotFoundError, PermissionError, DataMissingError) as exc:
         print(f"spherekit reproduce: {exc}", file=sys.stderr)
         return 2

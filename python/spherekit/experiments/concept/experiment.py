@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from ...losses.concept_equivalence import CITATION
-from ..base import Unit
+from ..base import CardFromReportModule, Unit
 from .config import CONDITIONS, PRESETS, SH_SUFFIX, preset_config, split_condition
 
 CHECKPOINT, TRAINING = "checkpoint", "training.json"
@@ -19,7 +19,7 @@ def _load_saved(path: Path):
     return SentenceTransformer(str(path), trust_remote_code=True, local_files_only=True)
 
 
-class ConceptExperiment:
+class ConceptExperiment(CardFromReportModule):
     name = "concept"
     title = "Principles of Concept Representation in Sentence Encoders"
     citation = CITATION
@@ -96,21 +96,6 @@ class ConceptExperiment:
         if readout is not None and readout.mode != "uniform":
             details["layer_weights"] = _layer_weights(readout)
         return {"metrics": metrics, "seconds": seconds, "training": training, "details": details}
-
-    def report(self, results: dict) -> str:
-        from .report import report_body
-
-        return report_body(results)
-
-    def summary(self, results: dict) -> str:
-        from .report import summary
-
-        return summary(results)
-
-    def plots(self, results: dict, folder) -> list[str]:
-        from .report import make_plots
-
-        return make_plots(results, folder)
 
 
 def _layer_weights(readout) -> list[float] | None:

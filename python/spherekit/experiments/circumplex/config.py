@@ -1,0 +1,219 @@
+"""Configuration of `spherekit reproduce circumplex` ("Mapping the Circumplex of Affect"): runs, presets.
+
+Runs (the rows of the paper's Table 1): "Pretrained" (the backbone as it is, no head) and <loss>-<head> for
+loss in SINCERE, SoftCSE, CircularCSE and head in GPT, nGPT. A unit of work is a run in a regime:
+
+    Pretrained                         the frozen backbone's own sentence embedding
+    SINCERE-nGPT@frozen                only the head trains (the paper's LLM-based rows)
+    SINCERE-nGPT@unfrozen              backbone and head train (the paper's BERT-like rows)
+    CircularCSE-nGPT@frozen+4labels    the label-count study (Fig. 5b): trained and tested on 4 labels
+
+`--conditions` takes any of these names; a bare run name ("SINCERE-nGPT") means every regime of the preset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import choice, paper, runtime
+from ..training import TrainConfig
+
+HEADS = {"GPT": "gpt", "nGPT": "ngpt"}
+LOSSES = {"SINCERE": "sincere", "SoftCSE": "softcse", "CircularCSE": "circularcse"}
+PRETRAINED = "Pretrained"
+TRAINED_RUNS = tuple(f"{loss}-{head}" for loss in LOSSES for head in HEADS)
+RUNS = (PRETRAINED, *TRAINED_RUNS)
+REGIMES = ("frozen", "unfrozen")
+LABEL_COUNTS = (2, 3, 4, 6)  # the label-count study's subsets (12 = the main grid); see evaluate.label_count_subsets
+DATASETS = ("offline", "table", "emolit", "goemotions", "empathetic_dialogues", "superemotion")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One unit's condition, parsed: run name, regime (None for Pretrained), label count (None: all labels)."""
+
+    run: str
+    regime: str | None = None
+    labels: int | None = None
+
+    @property
+    def head(self) -> str | None:
+        return None if self.run == PRETRAINED else HEADS[self.run.split("-")[1]]
+
+    @property
+    def loss(self) -> str | None:
+        return None if self.run == PRETRAINED else LOSSES[self.run.split("-")[0]]
+
+    @property
+    def name(self) -> str:
+        if self.run == PRETRAINED:
+            return PRETRAINED
+        return f"{self.run}@{self.regime}" + (f"+{self.labels}labels" if self.labels else "")
+
+
+def parse_condition(name: str) -> Run:
+    """"SoftCSE-GPT@frozen+4labels" -> Run("SoftCSE-GPT", "frozen", 4); an unknown name lists the valid forms."""
+    if name == PRETRAINED:
+        return Run(PRETRAINED)
+    run, _, rest = name.partition("@")
+    regime, _, count = rest.partition("+")
+    labels = None
+    if count:
+        labels = int(count.removesuffix("labels")) if count.removesuffix("labels").isdigit() else -1
+    if run not in TRAINED_RUNS or regime not in REGIMES or (labels is not None and labels not in LABEL_COUNTS):
+        raise ValueError(f"unknown condition {name!r}; valid: {PRETRAINED}, <run>@<regime>[+<k>labels] with run in "
+                         f"{', '.join(TRAINED_RUNS)}, regime in {', '.join(REGIMES)}, k in {LABEL_COUNTS}")
+    return Run(run, regime, labels)
+
+
+def all_conditions() -> dict[str, str]:
+    """Every valid unit condition (and bare run names, which select a run in every regime) with a description."""
+    out = {PRETRAINED: "the backbone's own sentence embedding, no head (the paper's 'Pretrained' row)"}
+    for run in TRAINED_RUNS:
+        loss, head = run.split("-")
+        out[run] = f"{loss} loss, {head} head, in every regime of the preset"
+        for regime in REGIMES:
+            what = "head only" if regime == "frozen" else "backbone and head"
+            out[f"{run}@{regime}"] = f"{loss} loss, {head} head, {what} trained"
+            for k in LABEL_COUNTS:
+                out[f"{run}@{regime}+{k}labels"] = f"{loss}-{head} ({regime}) trained and tested on {k} labels"
+    return out
+
+
+@dataclass(frozen=True)
+class CircumplexConfig:
+    """Every setting of the reproduction; `source` of each field says whether the paper fixes it."""
+
+    backbones: tuple = choice(("all-MiniLM-L6-v2",), "the paper's backbones (multilingual-e5-large, "
+                              "mxbai-embed-large-v1, Qwen3-Embedding-4B, llama-embed-nemotron-8b, Llama-3.2-3B, "
+                              "OLMo-3-7B) are not available offline; --backbone takes any of them by name or path")
+    runs: tuple = paper(TRAINED_RUNS, "Table 1: {SINCERE, SoftCSE, CircularCSE} x {GPT, nGPT} heads")
+    pretrained: bool = paper(True, "Table 1's 'Pretrained' row")
+    regimes: tuple = paper(("frozen", "unfrozen"), "Table 3: BERT-like encoders fine-tuned (unfrozen), "
+                           "LLM-based backbones frozen (head only)")
+    label_count_runs: tuple = choice((), "runs retrained on fewer labels for the label-count study (Fig. 5b)")
+    label_counts: tuple = choice(LABEL_COUNTS, "Fig. 5b's label counts below 12 (the authors' scripts: 2, 3, 4, "
+                                 "6, 12, 24); which labels is ours (evenly spread angles) since Fig. 10 is lost")
+    label_count_regime: str = choice("frozen", "regime of the label-count study's runs")
+    # data (section 4.1, appendix C)
+    dataset: str = choice("offline", "offline: WordNet + GCIDE + NRC emotion texts (the paper's four datasets are "
+                          "not available offline); with --data-dir: table (the default there) | emolit | "
+                          "goemotions | empathetic_dialogues | superemotion (--set dataset=...)")
+    text_column: str = choice("text", "text column of a --data-dir table")
+    label_column: str = choice("label", "label column of a --data-dir table")
+    angles_file: str | None = choice(None, "CSV/TSV (label, angle) for labels outside the 12-label circumplex")
+    data_dir: str | None = choice(None, "the paper's data in its published format (--data-dir)")
+    n_train_per_label: int | None = paper(500, "section 4.1: 500 train texts per label, balanced by undersampling "
+                                               "(None: as many as the smallest label has)")
+    n_test_per_label: int = paper(100, "section 4.1: 100 test texts per label")
+    max_seq_length: int = choice(64, "tokens per text (the authors' code: 512); dictionary texts are short")
+    # head (section 3.3, appendix B)
+    pooling: str = paper("cls", "Table 3: [CLS] pooling for BERT-like encoders (last token for LLMs)")
+    dropout: float = choice(0.1, "dropout on the head's input (the authors' code; the paper is silent)")
+    d_mlp: int | None = choice(None, "head MLP width (None: 4d, as in the authors' code)")
+    alpha_init: float = choice(0.05, "initial nGPT step alpha (nGPT's default; the paper is silent)")
+    # objective (section 3.4, Table 3)
+    temperature: float = paper(0.05, "Table 3: tau = 0.05 for SINCERE and SoftCSE")
+    margin: float = paper(0.0, "Table 3: CircularCSE margin m = 0")
+    # training (Table 3)
+    epochs: int = paper(15, "Table 3")
+    batch_size: int = paper(128, "Table 3")
+    lr: float = paper(5e-5, "Table 3 (backbone and head alike when unfrozen, as in the authors' code)")
+    schedule: str = paper("constant", "Table 3: constant learning rate, no warmup")
+    weight_decay: float = choice(0.0, "AdamW weight decay (the HF Trainer default the authors' code keeps)")
+    max_grad_norm: float = choice(1.0, "gradient clipping (HF Trainer default)")
+    seed: int = paper(42, "Table 3")
+    precision: str = choice("auto", "bf16 on a GPU (Table 3), fp32 on a CPU")
+    cache_dtype: str = choice("float32", "frozen runs train on cached backbone token states; float32 storage "
+                              "gives the same numbers as running the backbone every step ('auto': bf16/fp16)")
+    # evaluation (section 4.2)
+    n_init: int = paper(10, "section 4.2: spherical k-means, 10 initialisations, lowest inertia")
+    cd_pairs: str = choice("upper+diagonal", "label pairs of CD-r: i <= j (fits the paper's printed values best; "
+                           "'upper': i < j, 'ordered': all)")
+    pca_dims: tuple = choice((2, 3, 4, 8, 16, 32, 64, 128, 256), "Fig. 5a's PCA dimensions (grid not printed)")
+    mds_points: int = choice(600, "texts in the MDS plots (subsampled per label)")
+    # runtime
+    only: tuple = runtime((), "--conditions: run exactly these units (selection only; results do not change)")
+    cache_states: bool = runtime(True, "frozen runs: encode each text through the backbone once")
+    eval_batch_size: int = runtime(128, "encoding batch size")
+    save_steps: int = runtime(100, "training checkpoint interval (resume)")
+    logging_steps: int = runtime(5, "loss logging interval")
+
+    def __post_init__(self):
+        def check(name, values, valid):
+            bad = [v for v in values if v not in valid]
+            if bad:
+                raise ValueError(f"{name}: unknown {bad}; valid: {', '.join(map(str, valid))}")
+
+        check("runs", self.runs, TRAINED_RUNS)
+        check("label_count_runs", self.label_count_runs, TRAINED_RUNS)
+        check("regimes", self.regimes, REGIMES)
+        check("label_count_regime", (self.label_count_regime,), REGIMES)
+        check("label_counts", self.label_counts, LABEL_COUNTS)
+        check("dataset", (self.dataset,), DATASETS)
+        check("pooling", (self.pooling,), ("cls", "mean", "last"))
+        if self.dataset != "offline" and self.data_dir is None:
+            raise ValueError(f"dataset {self.dataset!r} needs --data-dir (with --data-dir alone, the folder's "
+                             "train / test files are read as labelled tables)")
+        if self.epochs < 1 or self.batch_size < 2:
+            raise ValueError("epochs must be >= 1 and batch_size >= 2")
+
+    def train_config(self, n_train: int) -> TrainConfig:
+        """The trainer's settings for `n_train` training texts: epochs x ceil(n_train / batch) steps."""
+        steps = self.epochs * -(-n_train // self.batch_size)
+        return TrainConfig(steps=steps, batch_size=self.batch_size, lr=self.lr, warmup_steps=0,
+                           schedule=self.schedule, weight_decay=self.weight_decay,
+                           max_grad_norm=self.max_grad_norm, seed=self.seed, precision=self.precision,
+                           save_steps=self.save_steps, logging_steps=self.logging_steps)
+
+
+PRESETS: dict[str, dict] = {
+    # minutes on a 2-core CPU: MiniLM frozen, the six trained runs + Pretrained
+    "cpu-small": dict(regimes=("frozen",), n_train_per_label=150, n_test_per_label=50, epochs=5, batch_size=64,
+                      pca_dims=(2, 4, 8, 16, 32, 64, 128)),
+    # MiniLM and mpnet, both regimes, the label-count study (hours on 2 cores)
+    "cpu": dict(backbones=("all-MiniLM-L6-v2", "all-mpnet-base-v2"), n_train_per_label=300, n_test_per_label=60,
+                epochs=8, label_count_runs=("SINCERE-nGPT", "SoftCSE-nGPT", "CircularCSE-nGPT")),
+    # the paper's schedule at full size (GPU); pass the paper's backbones with --backbone
+    "paper": dict(backbones=("all-mpnet-base-v2",), cache_dtype="auto",
+                  label_count_runs=("SINCERE-nGPT", "SoftCSE-nGPT", "CircularCSE-nGPT"), max_seq_length=128),
+    # seconds: the tests' preset (pass --backbone with a small local model)
+    "tiny": dict(regimes=("frozen",), runs=("SINCERE-nGPT", "CircularCSE-GPT"), n_train_per_label=6,
+                 n_test_per_label=4, epochs=2, batch_size=16, n_init=2, pca_dims=(2, 4), mds_points=48,
+                 max_seq_length=24, save_steps=2, logging_steps=1, eval_batch_size=32),
+}
+
+
+def preset_config(name: str) -> CircumplexConfig:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}")
+    return CircumplexConfig(**PRESETS[name])
+
+
+def units_of(cfg: CircumplexConfig) -> list[str]:
+    """The unit conditions the config asks for, in report order (`only`, from --conditions, names them)."""
+    if cfg.only:
+        names = [Run(n, g).name for n in cfg.only if n in TRAINED_RUNS for g in cfg.regimes]
+        names += [n for n in cfg.only if n not in TRAINED_RUNS]
+        return list(dict.fromkeys(n for n in names if parse_condition(n)))
+    out = [PRETRAINED] if cfg.pretrained else []
+    out += [Run(r, g).name for g in cfg.regimes for r in cfg.runs]
+    out += [Run(r, cfg.label_count_regime, k).name for k in cfg.label_counts for r in cfg.label_count_runs]
+    return out
+
+
+def select(names) -> dict:
+    """Config overrides that run exactly the named conditions (a bare run name: in every regime of the preset)."""
+    for name in names:
+        if name not in TRAINED_RUNS:
+            parse_condition(name)
+    return {"only": tuple(names)}
+
+
+# fields that only choose which units run (a unit's own run, regime and label count are in its name):
+# left out of the unit's fingerprint, so a preset running fewer units reuses the others
+SELECTION_FIELDS = ("backbones", "only", "runs", "pretrained", "regimes", "label_count_runs", "label_counts",
+                    "label_count_regime")
+
+__all__ = ["CircumplexConfig", "PRESETS", "RUNS", "Run", "TRAINED_RUNS", "parse_condition", "preset_config",
+           "select", "units_of"]

@@ -1,0 +1,49 @@
+"""Everything measured on one unit's test split (the JSON a unit's metrics.json holds).
+
+    metrics   v_measure, cd_r, offdiag_mean_cosine, ring_mae, pc12_explained (evaluate.evaluate_embeddings)
+    details   label_order, label_cosine (E x E), pca_explained_variance_ratio, the PCA-dimension sweep
+              (paper Fig. 5a), and 2-D PCA and MDS coordinates of the test texts for the card's plots
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SCALARS = ("v_measure", "cd_r", "offdiag_mean_cosine", "ring_mae", "pc12_explained")
+
+
+def polarity_of(angles: dict) -> dict[str, str]:
+    """Polarity per label: the circumplex's own classes (spherekit.data.emotion.POLARITY) and, for a label
+    outside it (--angles), the same valence rule: cos(angle) > 0 positive, < 0 negative, 0 neutral."""
+    import math
+
+    from ...data.emotion import POLARITY
+
+    def by_angle(a: float) -> str:
+        c = math.cos(math.radians(a))
+        return "neutral" if abs(c) < 1e-9 else ("positive" if c > 0 else "negative")
+
+    return {lab: POLARITY.get(lab) or by_angle(a) for lab, a in angles.items()}
+
+
+def _rounded(points) -> list:
+    return np.round(np.asarray(points, dtype=np.float64), 4).tolist()
+
+
+def evaluate_unit(model, items, angles: dict, cfg, *, progress: bool = False) -> tuple[dict, dict]:
+    """(metrics, details) of `model` on the test `items` (EmotionItem: text, label)."""
+    from .evaluate import evaluate_embeddings, pca_dimension_sweep, projections
+
+    texts, labels = [it.text for it in items], [it.label for it in items]
+    emb = model.encode(texts, batch_size=cfg.eval_batch_size, convert_to_tensor=True, show_progress_bar=progress)
+    emb = emb.float().cpu()
+    common = dict(n_init=cfg.n_init, seed=cfg.seed, cd_pairs=cfg.cd_pairs, polarity=polarity_of(angles))
+    full = evaluate_embeddings(emb, labels, angles, **common)
+    sweep = pca_dimension_sweep(emb, labels, angles, dims=(*cfg.pca_dims, "full"), **common)
+    proj = projections(emb, labels, angles, max_points=cfg.mds_points, seed=cfg.seed)
+    metrics = {k: full[k] for k in SCALARS}
+    details = {"label_order": full["label_order"], "label_cosine": full["label_cosine"],
+               "pca_explained_variance_ratio": full["pca_explained_variance_ratio"], "pca_sweep": sweep,
+               "pca_points": _rounded(proj["pca"]), "pca_labels": list(proj["pca_labels"]),
+               "mds_points": _rounded(proj["mds"]), "mds_labels": list(proj["mds_labels"]), "n_test": len(texts)}
+    return metrics, details
