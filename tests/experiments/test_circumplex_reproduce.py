@@ -44,7 +44,8 @@ def test_presets_and_selection():
     units = units_of(cfg)
     assert units[0] == "Pretrained" and len(units) == 7 and all(u.endswith("@frozen") for u in units[1:])
     cpu = units_of(preset_config("cpu"))
-    assert "SINCERE-GPT@unfrozen" in cpu and "CircularCSE-nGPT@frozen+2labels" in cpu
+    assert "SINCERE-GPT@unfrozen" in cpu and "CircularCSE-GPT@frozen+2labels" in cpu
+    assert cpu.index("CircularCSE-GPT@frozen+2labels") < cpu.index("SINCERE-GPT@unfrozen")  # cheap units first
     picked = with_overrides(cfg, select(["SINCERE-GPT", "CircularCSE-nGPT@unfrozen+4labels"]))
     assert units_of(picked) == ["SINCERE-GPT@frozen", "CircularCSE-nGPT@unfrozen+4labels"]
     assert cfg.train_config(1800).steps == 5 * 29  # epochs x ceil(n / batch)

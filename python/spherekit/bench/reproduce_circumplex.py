@@ -11,8 +11,8 @@ build included), the peak extra memory of the grid (spherekit.bench.memory), and
 run's V-measure and of its CD-r between the two ("identical" when both are below 1e-5). The cached states
 were computed in other batches than the training ones, so they differ from the per-step states in the last
 float32 bits; CD-r (a smooth function of the embeddings) moves by about 1e-7, while k-means can flip a
-point that sits on a cluster boundary, which moves a V-measure by a visible step on a weak model. Goal on CPU: the grid at least 10x faster with identical metrics. Rows go to
-<out>/reproduce_circumplex.csv.
+point that sits on a cluster boundary, which moves a V-measure by a visible step on a weak model.
+Goal on CPU: the grid at least 10x faster with identical metrics. Rows go to <out>/reproduce_circumplex.csv.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from pathlib import Path
 RECIPES = {"cached": True, "per-step": False}
 PRESETS = {"cpu-small": "cpu-small", "gpu": "paper", "tiny": "tiny"}
 COLUMNS = ["timestamp", "run_id", "preset", "machine", "torch", "spherekit", "recipe", "backbone", "runs", "epochs",
-           "n_train", "epoch_median_s", "grid_train_s", "cache_build_s", "grid_peak_extra_mib", "v_max_diff", "cdr_max_diff", "metrics_identical",
-           "status", "note"]
+           "n_train", "epoch_median_s", "grid_train_s", "cache_build_s", "grid_peak_extra_mib", "v_max_diff",
+           "cdr_max_diff", "metrics_identical", "status", "note"]
 
 
 def worker(spec: dict) -> dict:

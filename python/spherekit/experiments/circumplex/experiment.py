@@ -15,8 +15,8 @@ from pathlib import Path
 
 from ..base import CardFromReportModule, Unit
 from .paper import CITATION
-from .config import PRESETS, PRETRAINED, SELECTION_FIELDS, all_conditions, parse_condition, preset_config, select, \
-    units_of
+from .config import (PRESETS, PRETRAINED, SELECTION_FIELDS, TRAINED_RUNS, all_conditions, parse_condition,
+                     preset_config, select, units_of)
 
 CHECKPOINT, TRAINING, STATES = "checkpoint", "training.json", "token_states"
 
@@ -27,6 +27,9 @@ class CircumplexExperiment(CardFromReportModule):
     citation = CITATION
     presets = PRESETS
     conditions = all_conditions()
+    condition_help = ("Pretrained; <run>@<regime>[+<k>labels] with run in " + ", ".join(TRAINED_RUNS)
+                      + ", regime in frozen (head only), unfrozen (backbone too), k in 2, 3, 4, 6 (label-count "
+                      "study); a bare run name selects it in every regime of the preset")
     selection_fields = SELECTION_FIELDS
 
     def make_config(self, preset: str):
