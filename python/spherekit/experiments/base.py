@@ -20,6 +20,7 @@ optionally
                                     left out of a unit's fingerprint, so choosing fewer units reuses the rest
 
 The runner owns everything else: output layout, resume, --force, atomic writes, the card's frame.
+CardFromReportModule supplies report / summary / plots from the experiment package's report module.
 """
 
 from __future__ import annotations

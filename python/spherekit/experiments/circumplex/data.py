@@ -11,6 +11,7 @@ label or, where the smallest label has fewer (relief: 259 texts in all), as many
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ...data.emotion import EmotionItem
 
@@ -24,6 +25,7 @@ class EmotionData:
     labels: tuple[str, ...]
     angles: dict[str, float]
     stats: dict = field(default_factory=dict)
+    root: Path | None = None  # the preset's output folder (token-state caches live under root/data)
 
     def subset(self, labels=None) -> tuple[list[EmotionItem], list[EmotionItem], tuple[str, ...]]:
         """(train, test, label order) restricted to `labels` (None: all); angles stay the circumplex's."""
