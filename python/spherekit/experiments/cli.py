@@ -62,7 +62,8 @@ def main(args) -> int:
     if args.experiment == "list":
         for name in names():
             exp = get(name)
-            listed = getattr(exp, "condition_help", None) or "; ".join(f"{c} ({d})" for c, d in exp.conditions.items())
+            listed = getattr(exp, "condition_help", None) or "; ".join(
+                f"{c} ({d})" for c, d in exp.conditions.items())
             print(f"{name}: {exp.title}\n  presets: {', '.join(exp.presets)}\n  conditions: {listed}")
         return 0
     if args.experiment == "report":

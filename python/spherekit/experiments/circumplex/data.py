@@ -26,6 +26,7 @@ class EmotionData:
     angles: dict[str, float]
     stats: dict = field(default_factory=dict)
     root: Path | None = None  # the preset's output folder (token-state caches live under root/data)
+    caches: dict = field(default_factory=dict)  # token-state caches loaded in this process, per backbone
 
     def subset(self, labels=None) -> tuple[list[EmotionItem], list[EmotionItem], tuple[str, ...]]:
         """(train, test, label order) restricted to `labels` (None: all); angles stay the circumplex's."""

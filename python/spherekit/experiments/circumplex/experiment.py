@@ -78,7 +78,9 @@ class CircumplexExperiment(CardFromReportModule):
             model, result = _train(cfg, run, backbone, data, train_items, order, unit_dir, progress)
             if not is_main_process():
                 return {}
-            seconds["cache"], seconds["train"] = result.pop("cache_seconds"), round(result["seconds"], 2)
+            if result["cache_seconds"] is not None:
+                seconds["cache"] = result["cache_seconds"]
+            seconds["train"] = round(result["seconds"], 2)
             training = {"steps": result["steps"], "resumed_from": result["resumed_from"],
                         "seconds_per_step": round(result["seconds"] / max(result["steps_here"], 1), 4),
                         "curve": loss_curve(result["log_history"])}
@@ -106,14 +108,16 @@ def _train(cfg, run, backbone, data, train_items, order, unit_dir, progress):
     from .models import build_loss, build_model, callbacks, to_uncached
 
     frozen = run.regime == "frozen"
-    first, cache_seconds = backbone, 0.0
+    first, cache_seconds = backbone, None
     if frozen and cfg.cache_states:
         start = time.perf_counter()
-        cache = TokenStateCache.load_or_build(backbone, data.texts, data.root / "data" / STATES,
-                                              dtype=cfg.cache_dtype, batch_size=cfg.eval_batch_size,
-                                              progress=progress)
+        key = (str(backbone[0].auto_model.config._name_or_path), cfg.cache_dtype, backbone.max_seq_length)
+        if key not in data.caches:  # built (or read from disk) once per backbone, shared by the grid's runs
+            data.caches[key] = TokenStateCache.load_or_build(backbone, data.texts, data.root / "data" / STATES,
+                                                             dtype=cfg.cache_dtype, batch_size=cfg.eval_batch_size,
+                                                             progress=progress)
         cache_seconds = round(time.perf_counter() - start, 2)
-        first = CachedTokenStates(cache)
+        first = CachedTokenStates(data.caches[key])
     model = build_model(first, head=run.head, pooling=cfg.pooling, frozen=frozen, dropout=cfg.dropout,
                         d_mlp=cfg.d_mlp, alpha_init=cfg.alpha_init, seed=cfg.seed)
     ids = {label: i for i, label in enumerate(order)}

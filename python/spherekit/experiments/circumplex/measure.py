@@ -39,7 +39,9 @@ def evaluate_unit(model, items, angles: dict, cfg, *, progress: bool = False) ->
     emb = emb.float().cpu()
     common = dict(n_init=cfg.n_init, seed=cfg.seed, cd_pairs=cfg.cd_pairs, polarity=polarity_of(angles))
     full = evaluate_embeddings(emb, labels, angles, **common)
-    sweep = pca_dimension_sweep(emb, labels, angles, dims=(*cfg.pca_dims, "full"), **common)
+    sweep = pca_dimension_sweep(emb, labels, angles, dims=cfg.pca_dims, **common)
+    sweep.append({"dim": full["dim"], "reduced": False, "explained": 1.0, "v_measure": full["v_measure"],
+                  "cd_r": full["cd_r"]})  # the unreduced embeddings: the headline metrics, not computed again
     proj = projections(emb, labels, angles, max_points=cfg.mds_points, seed=cfg.seed)
     metrics = {k: full[k] for k in SCALARS}
     details = {"label_order": full["label_order"], "label_cosine": full["label_cosine"],

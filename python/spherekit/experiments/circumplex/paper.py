@@ -7,8 +7,6 @@ higher V, which the higher CD-r, nGPT vs GPT), not of values.
 
 from __future__ import annotations
 
-import math
-
 CITATION = """@inproceedings{yamauchi2026circumplex,
   title     = {Mapping the Circumplex of Affect: Geometric Analysis of Emotion Representations via
                Hyperspherical Contrastive Learning},
@@ -36,15 +34,15 @@ TRAINED = ("SINCERE-GPT", "SINCERE-nGPT", "SoftCSE-GPT", "SoftCSE-nGPT", "Circul
 
 
 def _pearson(xs, ys) -> float | None:
-    n = len(xs)
-    if n < 3:
+    """spherekit.evaluation.metrics.pearson, None where it is undefined (fewer than 3 runs, a constant column)."""
+    from ...evaluation.metrics import pearson
+
+    if len(xs) < 3:
         return None
-    mx, my = sum(xs) / n, sum(ys) / n
-    sx = math.sqrt(sum((x - mx) ** 2 for x in xs))
-    sy = math.sqrt(sum((y - my) ** 2 for y in ys))
-    if sx == 0 or sy == 0:
+    try:
+        return pearson(xs, ys)
+    except ValueError:
         return None
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / (sx * sy)
 
 
 def _holds_v_order(t):

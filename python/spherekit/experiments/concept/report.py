@@ -94,7 +94,8 @@ def _source_holdout_table(results, backbone) -> str | None:
     rows = [(c, u) for c, u in rows if u]
     if not rows:
         return None
-    lines = ["| condition (source-holdout model) | " + " | ".join(SH_COLUMNS) + " |", "|---" * (len(SH_COLUMNS) + 1) + "|"]
+    lines = ["| condition (source-holdout model) | " + " | ".join(SH_COLUMNS) + " |",
+             "|---" * (len(SH_COLUMNS) + 1) + "|"]
     for cond, unit in rows:
         m = unit.get("metrics", {})
         lines.append(f"| {cond} | " + " | ".join(_cell(m.get(f"source-holdout/{k}"), "") for k in SH_COLUMNS.values())
@@ -140,9 +141,9 @@ def report_body(results: dict) -> str:
         sh = _source_holdout_table(results, backbone)
         if sh:
             parts += ["", "Source-holdout split (trained on the second source alone, tested on WordNet):", "", sh]
-        parts += ["", f"Thresholds: no ranking gain = B1's t2d R@10 at most {SMALL_RANKING_CHANGE} above B3's; discrimination "
-                      f"improves = ROC-AUC +{LARGE_CALIBRATION_GAIN} or more; effective rank unchanged = within "
-                      f"{RANK_UNCHANGED:.0%}; a readout beats B1 only by more than {NO_BENEFIT} t2d R@10.", "",
+        parts += ["", f"Thresholds: no ranking gain = B1's t2d R@10 at most {SMALL_RANKING_CHANGE} above B3's; "
+                      f"discrimination improves = ROC-AUC +{LARGE_CALIBRATION_GAIN} or more; effective rank "
+                      f"unchanged = within {RANK_UNCHANGED:.0%}; a readout beats B1 only by more than {NO_BENEFIT} t2d R@10.", "",
                   "### Training", "", _training_table(results, backbone)]
     parts += ["", "Metric keys in results.json: " + "; ".join(f"{k} = `{v}`" for k, v in METRICS.items()) + "."]
     return "\n".join(parts) + "\n"
