@@ -2,7 +2,7 @@
 
 spherical_kmeans (Dhillon & Modha 2001): rows and centroids live on the unit sphere; a point joins
 the centroid of largest cosine; a centroid is the normalised sum of its points. Inertia is
-sum_i (1 - cos(x_i, c_{a(i)})). k-means++ seeding with D(x) = 1 - max_c cos(x, c) (for unit vectors
+sum_i (1 - cos(x_i, c_{a(i)})). Greedy k-means++ seeding with D(x) = 1 - max_c cos(x, c) (for unit vectors
 1 - cos = ||x - c||^2 / 2, so this is k-means++'s squared-distance weighting). Run n_init times
 (default 10) from seeded initialisations; the run with the minimum inertia wins.
 
@@ -20,6 +20,7 @@ C = 0 for equal polarities, 2 between neutral and positive/negative, 4 between p
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -31,18 +32,25 @@ from .metrics import pearson
 
 
 def _kmeanspp(x: Tensor, k: int, gen: torch.Generator) -> Tensor:
+    """Greedy k-means++ (Arthur & Vassilvitskii 2007; the variant scikit-learn uses): each new centre is the
+    best of 2 + floor(ln k) candidates drawn with probability proportional to D(x), the one that leaves the
+    smallest potential sum_x D(x). Plain k-means++ (one candidate) often seeds two centres in one true
+    cluster, and Lloyd's iterations cannot separate them again."""
     n = x.shape[0]
+    trials = 2 + int(math.log(k))
     first = int(torch.randint(0, n, (1,), generator=gen))
     centers = [x[first]]
     dist = (1.0 - x @ x[first]).clamp_(min=0.0)
     for _ in range(1, k):
         total = float(dist.sum())
         if total <= 0:  # all remaining points coincide with a centre: pick uniformly
-            idx = int(torch.randint(0, n, (1,), generator=gen))
+            cand = torch.randint(0, n, (trials,), generator=gen)
         else:
-            idx = int(torch.multinomial(dist / total, 1, generator=gen))
-        centers.append(x[idx])
-        dist = torch.minimum(dist, (1.0 - x @ x[idx]).clamp_(min=0.0))
+            cand = torch.multinomial(dist / total, trials, replacement=True, generator=gen)
+        cand_dist = torch.minimum(dist[None, :], (1.0 - x[cand] @ x.T).clamp_(min=0.0))
+        best = int(cand_dist.sum(dim=1).argmin())
+        centers.append(x[int(cand[best])])
+        dist = cand_dist[best]
     return torch.stack(centers)
 
 
@@ -114,8 +122,17 @@ def v_measure(labels_true, labels_pred, beta: float = 1.0) -> float:
 
 
 def _label_ids(labels, label_order: Sequence | None):
+    """labels -> (ids into order, order). Default order: the distinct labels sorted by their own ordering
+    (numbers numerically, strings alphabetically); labels of mixed types need an explicit label_order."""
     vals = labels.tolist() if isinstance(labels, (Tensor, np.ndarray)) else list(labels)
-    order = list(label_order) if label_order is not None else sorted(set(vals), key=str)
+    if label_order is not None:
+        order = list(label_order)
+    else:
+        try:
+            order = sorted(set(vals))
+        except TypeError:
+            kinds = sorted({type(v).__name__ for v in vals})
+            raise ValueError(f"labels mix types {kinds} that have no common order: pass label_order") from None
     index = {lab: i for i, lab in enumerate(order)}
     missing = sorted({v for v in vals if v not in index}, key=str)
     if missing:
@@ -125,7 +142,8 @@ def _label_ids(labels, label_order: Sequence | None):
 
 def clustering_v_measure(embeddings, labels, *, n_init: int = 10, seed: int = 0, k: int | None = None) -> float:
     """Spherical k-means with k = number of distinct labels (10 inits, minimum inertia) -> V-measure."""
-    ids, order = _label_ids(labels, None)
+    vals = labels.tolist() if isinstance(labels, (Tensor, np.ndarray)) else list(labels)
+    ids, order = _label_ids(vals, list(dict.fromkeys(vals)))  # V-measure does not depend on the label order
     x = _check_embeddings("embeddings", embeddings)
     if x.shape[0] != ids.numel():
         raise ValueError(f"embeddings has {x.shape[0]} rows but labels has {ids.numel()} entries")
@@ -149,7 +167,7 @@ def label_cosine_matrix(embeddings, labels, label_order: Sequence | None = None)
 
 def cd_r(embeddings, labels, label_distance, label_order: Sequence | None = None, *, include_diagonal: bool = False) -> float:
     """Pearson(CD(i, j), 1 - AvgCosSim(i, j)) over label pairs (eq. 10). label_distance: (E, E) in label_order
-    (default: sorted distinct labels)."""
+    (default: the distinct labels sorted, numbers numerically: 0, 1, 2, ..., 10, 11)."""
     avg, order = label_cosine_matrix(embeddings, labels, label_order)
     cd = torch.as_tensor(np.asarray(label_distance, dtype=np.float64))
     if cd.shape != (len(order), len(order)):
