@@ -126,3 +126,32 @@ def test_real_wordnet_split_through_the_cli(tiny_model_path, tmp_path, capsys):
     saved = json.loads((out / "concept.in-domain.json").read_text())
     assert saved["evaluator_config"]["n_pairs"] == 20
     assert all(0.0 <= v <= 1.0 for v in saved["metrics"].values())
+
+
+@pytest.mark.parametrize("argv,arg", [
+    (["--suite", "nosuchsuite"], "--suite"), (["--suite", "concept,bogus"], "--suite"),
+    (["--limit", "0"], "--limit"), (["--limit", "-3"], "--limit"), (["--limit", "ten"], "--limit"),
+])
+def test_cli_eval_bad_arguments_exit_2_with_one_line(argv, arg, capsys):
+    """Argument errors are argparse's: exit status 2, one line naming the argument, no traceback."""
+    from spherekit.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["eval", "all-MiniLM-L6-v2", *argv])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert f"argument {arg}" in last and "Traceback" not in err
+
+
+def test_cli_eval_unwritable_out_fails_before_any_work(tmp_path, monkeypatch, capsys):
+    from spherekit.cli import main
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    called = []
+    monkeypatch.setattr(runner, "_load_model", lambda *a, **k: called.append(a))
+    rc = main(["eval", "all-MiniLM-L6-v2", "--suite", "concept", "--out", str(blocker / "sub"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "argument --out" in err and "not writable" in err and "Traceback" not in err
+    assert called == [] and not (blocker.parent / "sub").exists()

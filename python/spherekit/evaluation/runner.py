@@ -19,6 +19,7 @@ The suite contract (make_evaluator) is in spherekit.evaluation.suites.
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import json
 import os
@@ -166,8 +167,16 @@ def run_eval(model, *, suite: str = "all", split: str | object = "in-domain", ou
 
 
 def main(args) -> int:
-    """Entry point of `spherekit eval` (args from cli.py's parser)."""
-    results = run_eval(args.model, suite=args.suite, split=args.split, out=args.out, limit=args.limit,
+    """Entry point of `spherekit eval` (args from cli.py's parser, which validated --suite and --limit)."""
+    from ..experiments.runner import check_writable
+
+    out = Path(args.out) if args.out else Path("results") / "eval" / model_slug(args.model)
+    try:  # before any model is loaded or suite computed
+        check_writable(out)
+    except PermissionError as exc:
+        print(f"spherekit eval: error: argument --out: {exc}", file=sys.stderr)
+        return 2
+    results = run_eval(args.model, suite=args.suite, split=args.split, out=out, limit=args.limit,
                        device=args.device, seed=args.seed, batch_size=args.batch_size, force=args.force,
                        progress=not args.no_progress, plots=not args.no_plots)
     print(format_table(results))
@@ -177,15 +186,36 @@ def main(args) -> int:
     return 1 if any("error" in r for r in results.values()) else 0
 
 
+def _suite_spec(text: str) -> str:
+    """argparse type of --suite: the spec itself once every name in it is a known suite."""
+    try:
+        suite_names(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _positive_int(text: str) -> int:
+    """argparse type of --limit: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
 def add_arguments(parser) -> None:
     """The `spherekit eval` arguments (called by cli.py)."""
     from .suites import SUITES
 
     parser.add_argument("model", help="a backbone name (all-mpnet-base-v2, all-MiniLM-L6-v2) or a saved model folder")
-    parser.add_argument("--suite", default="all", help=f"'all' or a comma-separated subset of {','.join(SUITES)}")
+    parser.add_argument("--suite", default="all", type=_suite_spec,
+                        help=f"'all' or a comma-separated subset of {','.join(SUITES)}")
     parser.add_argument("--split", default="in-domain", choices=SPLITS)
     parser.add_argument("--out", help="results folder (default: results/eval/<model>)")
-    parser.add_argument("--limit", type=int, help="evaluate at most N test items per suite")
+    parser.add_argument("--limit", type=_positive_int, help="evaluate at most N (>= 1) test items per suite")
     parser.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: the model's choice)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch-size", type=int, default=64)
