@@ -11,6 +11,12 @@ import triton.language as tl
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
+def vectors(*xs):
+    """The 1-D per-row arguments (targets, labels, row statistics) made contiguous, None kept: kernels index
+    them as ptr + row, so a strided or expanded (stride-0) view must not reach them as it is. O(rows) copies."""
+    return tuple(None if x is None else x.contiguous() for x in xs)
+
+
 def dot_precision(dtype: torch.dtype) -> str:
     """tl.dot input precision: full fp32 ("ieee") for fp32 operands; ignored for fp16/bf16 operands."""
     return "ieee" if dtype == torch.float32 else "tf32"

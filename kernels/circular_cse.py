@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import dot_precision, dot_tile, gram_config
+from ._common import dot_precision, dot_tile, gram_config, vectors
 
 
 @triton.jit
@@ -103,6 +103,7 @@ def _circular_cse_bwd_kernel(
 def forward(e, labels, row_cos, row_sin, margin):
     """-> rows (B,) fp32: sum_{j != i} l_ij."""
     B, D = e.shape
+    labels, row_cos, row_sin = vectors(labels, row_cos, row_sin)
     cfg = gram_config(D, e.dtype)
     rows = torch.empty(B, dtype=torch.float32, device=e.device)
     grid = (triton.cdiv(B, cfg["BLOCK_B"]),)
@@ -121,7 +122,7 @@ def backward(grad_rows, e, labels, row_cos, row_sin, margin):
     w = grad_rows.float()
     w_scale = w.abs().amax()
     w_scale = torch.where(w_scale > 0, w_scale, torch.ones_like(w_scale)).reshape(1)
-    w = (w / w_scale).contiguous()
+    w, labels, row_cos, row_sin = vectors(w / w_scale, labels, row_cos, row_sin)
     de = torch.empty((B, D), dtype=torch.float32, device=e.device)
     grid = (triton.cdiv(B, cfg["BLOCK_B"]), triton.cdiv(D, cfg["BLOCK_DV"]))
     _circular_cse_bwd_kernel[grid](

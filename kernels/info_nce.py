@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import INTERPRET, dot_precision, dot_tile, softplus
+from ._common import INTERPRET, dot_precision, dot_tile, softplus, vectors
 
 
 
@@ -271,6 +271,8 @@ def _config(D: int, K: int) -> dict:
 
 
 def _common(q, c, h, targets, ql, cl, label_bias, tau):
+    """Kernel arguments: the embeddings and label_bias with their strides, the per-row vectors contiguous."""
+    targets, ql, cl = vectors(targets, ql, cl)
     dummy = torch.empty(0, dtype=torch.int64, device=q.device)
     h_ = h if h is not None else q.new_empty((1, 1, 1))
     lb = label_bias if label_bias is not None else q.new_empty((1, 1), dtype=torch.float32)
@@ -313,7 +315,7 @@ def backward(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, hn_softm
     K = 0 if h is None else h.shape[1]
     cfg = _config(D, K)
     (qa, ca, ha, ta, lba, tau_) = _common(q, c, h, targets, ql, cl, label_bias, tau)
-    g = grad_rows.float().contiguous()
+    g, lse = vectors(grad_rows.float(), lse)
     dq = torch.empty((B, D), dtype=torch.float32, device=q.device)  # also needed for beta/dtau
     dh = torch.empty((B, K, D), dtype=torch.float32, device=q.device) if need_dh else q.new_empty((1, 1, 1))
     beta = torch.empty(B, dtype=torch.float32, device=q.device)

@@ -17,7 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import dot_precision, dot_tile, gram_config, softplus
+from ._common import dot_precision, dot_tile, gram_config, softplus, vectors
 
 @triton.jit
 def _neg_logits(s, neg, y_row, y_col, shift_row, lb_ptr, stride_lb0, stride_lb1, HAS_BIAS: tl.constexpr):
@@ -172,6 +172,8 @@ def _sincere_bwd_kernel(
 
 
 def _common(e, labels, label_bias, shift):
+    """Kernel arguments: e and label_bias with their strides, the per-row vectors contiguous."""
+    labels, shift = vectors(labels, shift)
     lb = label_bias if label_bias is not None else e.new_empty((1, 1), dtype=torch.float32)
     sh = shift if shift is not None else e.new_empty(1, dtype=torch.float32)
     return (e, e.stride(0), e.stride(1)), (labels, sh), (lb, lb.stride(0), lb.stride(1))
@@ -201,7 +203,7 @@ def backward(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, need
     g = grad_rows.float()
     g_scale = g.abs().amax()
     g_scale = torch.where(g_scale > 0, g_scale, torch.ones_like(g_scale)).reshape(1)
-    g = (g / g_scale).contiguous()
+    g, lse, usum, npos = vectors(g / g_scale, lse, usum, npos)
     de = torch.empty((B, D) if need_de else (1, 1), dtype=torch.float32, device=e.device)
     dtau_rows = torch.empty(B if need_dtau else 1, dtype=torch.float32, device=e.device)
     ea, ya, lba = _common(e, labels, label_bias, shift)
