@@ -1,8 +1,9 @@
 """The benchmark CSV: long format, one row per measurement, appended to ``<out>/<family>.csv``.
 
 ``COLUMNS`` are the columns, in order; ``STATUSES`` the values of the ``status`` column. Every append
-takes an exclusive lock on the folder, writes the whole file to a temporary file and os.replace()s
-it, so the file is never seen half-written; an existing file with another header is refused.
+takes an exclusive lock on the folder and rewrites the whole file atomically (spherekit._atomic: a
+temporary file, then os.replace; mode 0o666 less the umask), so the file is never seen half-written; an
+existing file with another header is refused.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import csv
 import io
 import math
 import os
-import tempfile
 from pathlib import Path
+
+from .._atomic import atomic_open
 
 COLUMNS = [
     "timestamp", "run_id", "preset", "machine", "torch", "triton", "spherekit", "sentence_transformers",
@@ -41,7 +43,7 @@ def _folder_lock(folder: Path):
 
 
 def append_rows(path: str | os.PathLike, rows: list[dict], columns: list[str] = COLUMNS) -> None:
-    """Append rows to a CSV atomically (lock, write a temporary copy, os.replace); header when new."""
+    """Append rows to a CSV atomically (lock, rewrite through spherekit._atomic); header when new."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _folder_lock(path.parent):
@@ -58,19 +60,9 @@ def append_rows(path: str | os.PathLike, rows: list[dict], columns: list[str] = 
         if not existing:
             writer.writeheader()
         writer.writerows([{k: _fmt(v) for k, v in row.items()} for row in rows])
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", newline="") as f:
-                f.write(existing)
-                f.write(buf.getvalue())
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        with atomic_open(path, "w", newline="") as f:
+            f.write(existing)
+            f.write(buf.getvalue())
 
 
 def _fmt(value):

@@ -1,4 +1,4 @@
-"""Where spherekit keeps its data, atomic writes, and the error raised when a resource is missing.
+"""Where spherekit keeps its data, its caches, and the error raised when a resource is missing.
 
 Directories (each can be moved with an environment variable):
 
@@ -16,10 +16,10 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-import shutil
 import socket
-import tempfile
 from pathlib import Path
+
+from .._atomic import atomic_dir, atomic_write_bytes  # noqa: F401 (the data layer's writers)
 
 INSTALL_HINT = "spherekit data install {what}"
 
@@ -67,23 +67,6 @@ def nltk_data_dirs() -> list[Path]:
     return dirs
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write `data` to `path` through a temporary file in the same folder and os.replace (readers never
-    see a partial file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return path
-
-
 def atomic_pickle(path: str | os.PathLike, obj) -> Path:
     return atomic_write_bytes(path, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
 
@@ -95,30 +78,6 @@ def read_pickle(path: str | os.PathLike):
             return pickle.load(f)
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError):
         return None
-
-
-@contextlib.contextmanager
-def atomic_dir(target: str | os.PathLike):
-    """Yield a fresh temporary folder beside `target`; on success it replaces `target` in one rename
-    (an existing `target` is moved aside first and removed afterwards). On error nothing changes."""
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the result is an ordinary folder
-    try:
-        yield tmp
-        old = None
-        if target.exists():
-            old = target.with_name(f".{target.name}.old-{os.getpid()}")
-            os.replace(target, old)
-        os.replace(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 @contextlib.contextmanager

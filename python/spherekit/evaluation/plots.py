@@ -8,12 +8,12 @@ Every function writes the file atomically (temporary file + rename) and returns 
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+
+from .._atomic import atomic_path
 
 
 def _plt():
@@ -27,15 +27,10 @@ def _plt():
 
 def _save(fig, path) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png", dir=path.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=120, bbox_inches="tight", format="png")
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=120, bbox_inches="tight", format="png")
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
         _plt().close(fig)
     return path
 

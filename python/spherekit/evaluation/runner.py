@@ -25,11 +25,11 @@ import json
 import os
 import re
 import sys
-import tempfile
 import time
 import traceback
 from pathlib import Path
 
+from .._atomic import atomic_write_text
 from .cache import EmbeddingCache
 from .suites import NEEDS_SPLIT, load_suite, suite_names
 
@@ -44,19 +44,8 @@ def model_slug(model) -> str:
 
 
 def write_json_atomic(path, payload) -> Path:
-    """Write JSON to a temporary file in the same folder, then rename it over `path`."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, indent=2, sort_keys=False, default=str)
-            fh.write("\n")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    """Write JSON to `path` atomically (spherekit._atomic: temporary file, then rename)."""
+    return atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
 
 
 def result_path(out: Path, suite: str, split_kind: str) -> Path:

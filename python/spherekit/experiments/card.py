@@ -12,12 +12,11 @@ All files are written atomically.
 from __future__ import annotations
 
 import json
-import os
 import platform
 import sys
-import tempfile
 from pathlib import Path
 
+from .._atomic import atomic_write_text
 from ..bench.machine import machine_name, now, versions
 from .config import as_dict, describe
 
@@ -25,17 +24,8 @@ RESULTS, REPORT, PLOTS = "results.json", "report.md", "plots"
 
 
 def write_text(path, text: str) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    """Write `text` to `path` atomically (spherekit._atomic)."""
+    return atomic_write_text(path, text)
 
 
 def write_json(path, payload) -> Path:

@@ -26,7 +26,7 @@ Storage dtype (`dtype`): "auto" = bfloat16 when the backbone runs in bfloat16 (l
 is exact. The cache folder is keyed by everything the states depend on: the backbone's name or path, its
 commit hash, config, tokenizer, a fingerprint of its weights (strided samples of every tensor), its dtype,
 max_seq_length, the storage dtype and the set of texts; a cache built for another backbone, max length or
-dtype is never reused. Files are written to a temporary name and os.replace'd (atomic on one file system).
+dtype is never reused. Files are written atomically (spherekit._atomic: a temporary name, then os.replace).
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ from typing import Any
 import torch
 from sentence_transformers.base.modules.input_module import InputModule
 from torch import Tensor
+
+from ..._atomic import atomic_path, atomic_write_text
 
 FORMAT = 1
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -126,15 +128,6 @@ def cache_key(spec: dict[str, Any]) -> str:
     """Folder name of a cache: readable model tail + sha256 of the full spec."""
     tail = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(spec["model"] or "model").name)[:40]
     return f"{tail}-{_sha(json.dumps(spec, sort_keys=True))}"
-
-
-def _atomic_write(path: Path, write) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 class TokenStateCache:
@@ -229,11 +222,10 @@ class TokenStateCache:
         path.mkdir(parents=True, exist_ok=True)
         (path / META_FILE).unlink(missing_ok=True)
         tensors = {"states": self.states.contiguous(), "lengths": self.lengths}
-        _atomic_write(path / STATES_FILE, lambda p: save_file(tensors, str(p)))
-        _atomic_write(path / TEXTS_FILE, lambda p: p.write_text(json.dumps(self.texts, ensure_ascii=False),
-                                                               encoding="utf-8"))
-        _atomic_write(path / META_FILE, lambda p: p.write_text(json.dumps(self.spec, indent=1, sort_keys=True),
-                                                              encoding="utf-8"))
+        with atomic_path(path / STATES_FILE) as tmp:
+            save_file(tensors, str(tmp))
+        atomic_write_text(path / TEXTS_FILE, json.dumps(self.texts, ensure_ascii=False))
+        atomic_write_text(path / META_FILE, json.dumps(self.spec, indent=1, sort_keys=True))
         self.path = path
         return path
 
