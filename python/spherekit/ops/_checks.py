@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .. import _backend
+
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
@@ -77,6 +79,18 @@ def as_temperature(temperature, device: torch.device) -> Tensor:
     if not temperature > 0 or temperature != temperature:
         raise ValueError(f"temperature must be > 0, got {temperature}")
     return torch.tensor(float(temperature), dtype=torch.float32, device=device)
+
+
+def check_triton_dtype(backend: str, **tensors: Tensor | None) -> None:
+    """The Triton launch paths' dtype rule: under the Triton interpreter (TRITON_INTERPRET=1, how Triton runs
+    on CPU tensors) backend 'triton' refuses bfloat16, whose arithmetic the interpreter gets wrong (every
+    tl.dot returns garbage). Compiled Triton on a GPU takes bfloat16."""
+    if backend != "triton" or not _backend.triton_interpreting():
+        return
+    for name, x in tensors.items():
+        if x is not None and x.dtype == torch.bfloat16:
+            raise TypeError(f"{name}: bfloat16 is not supported by the Triton interpreter (TRITON_INTERPRET=1, "
+                            "CPU tensors): its bf16 arithmetic is wrong; use backend='cpu' or a GPU")
 
 
 def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:

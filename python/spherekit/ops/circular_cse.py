@@ -131,7 +131,8 @@ def circular_cse(
         label_angles: (E,) floating angles in radians (e.g. positions on an emotion circle). Receives
             no gradient.
         margin: m >= 0, the tolerance for pairs sharing a label.
-        backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend).
+        backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend). "triton" under the Triton
+            interpreter (TRITON_INTERPRET=1, CPU tensors) refuses bfloat16: its bf16 arithmetic is wrong.
 
     Returns:
         0-dim fp32 tensor, 1/(B(B-1)) sum_{i != j} l_ij with x_ij = <e_i, e_j>,
@@ -141,6 +142,7 @@ def circular_cse(
     C.check_finite(embeddings=embeddings, label_angles=label_angles)
     device = embeddings.device
     chosen = _backend.resolve("circular_cse", backend, device, SUPPORTED)
+    C.check_triton_dtype(chosen, embeddings=embeddings)
     if chosen == "reference":
         return reference.circular_cse(embeddings, labels, label_angles, margin=float(margin))
     theta = label_angles.detach()

@@ -251,7 +251,8 @@ def info_nce(
             target), e.g. SoftCSE weights as log w. Receives no gradient.
         candidate_grad: False treats candidates as a frozen bank: no gradient, no memory for one.
         reduction: "mean" (over non-ignored rows; 0 when all rows are ignored), "sum" or "none".
-        backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend).
+        backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend). "triton" under the Triton
+            interpreter (TRITON_INTERPRET=1, CPU tensors) refuses bfloat16: its bf16 arithmetic is wrong.
 
     Math per valid row i (see spherekit.reference.info_nce):
         loss_i = logsumexp_{allowed j [+ hard negatives]} (<q_i, c_j>/tau + bias_ij) - <q_i, c_t>/tau
@@ -270,6 +271,7 @@ def info_nce(
     use_bce = hard_negatives is not None and hard_negative_mode in ("bce", "both")
     _check_denominators(targets, hard_negatives, hn_softmax, query_labels, candidate_labels, candidates.shape[0])
     chosen = _backend.resolve("info_nce", backend, device, SUPPORTED)
+    C.check_triton_dtype(chosen, queries=queries)
     if not candidate_grad:
         candidates = candidates.detach()
     if chosen == "reference":

@@ -119,7 +119,8 @@ def maxsim(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, *
             (Bq, K, n, h)   each query against its own K candidates -> (Bq, K)
         d_mask: bool, d.shape[:-1] (None: all valid). Every document needs a valid token.
         normalize: L2-normalise the tokens first (Norm(x) = x / max(||x||, 1e-6), gradient included).
-        backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend).
+        backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend). "triton" under the Triton
+            interpreter (TRITON_INTERPRET=1, CPU tensors) refuses bfloat16: its bf16 arithmetic is wrong.
 
     Returns fp32 scores (fp64 for fp64 tokens). Gradients flow to q and d; the backward uses the stored
     argmax indices (Bq, K, m), never M: it reaches exactly one maximal document token per valid query token.
@@ -127,6 +128,7 @@ def maxsim(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, *
     q_mask, d_mask = _validate(q, q_mask, d, d_mask, pairwise)
     S.check_flag("normalize", normalize)
     chosen = _backend.resolve("maxsim", backend, q.device, SUPPORTED)
+    C.check_triton_dtype(chosen, q=q)
     if chosen == "reference":
         return ref.maxsim(q, q_mask, d, d_mask, pairwise=pairwise, normalize=normalize,
                           compute_dtype=S.score_dtype(q))

@@ -17,6 +17,7 @@ from torch import Tensor
 from .. import _backend
 from ..reference import simmap as ref
 from . import _sim_map_cpu
+from . import _checks as C
 from . import _simmap_checks as S
 
 SUPPORTED = ("triton", "cpu", "reference")
@@ -142,7 +143,8 @@ def sim_map(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, 
             passed where -1 <= M <= 1, zero where the clamp cut.
         normalize: L2-normalise the tokens first (Norm(x) = x / max(||x||, 1e-6), gradient included).
         out_dtype: dtype of the result (default: the dtype of q, ready for a model in that precision).
-        backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend).
+        backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend). "triton" under the Triton
+            interpreter (TRITON_INTERPRET=1, CPU tensors) refuses bfloat16: its bf16 arithmetic is wrong.
 
     Returns:
         patch None, one channel:      (B, m, n)
@@ -159,6 +161,7 @@ def sim_map(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, 
     S.check_flag("normalize", normalize)
     out_dtype = q.dtype if out_dtype is None else out_dtype
     chosen = _backend.resolve("sim_map", backend, q.device, SUPPORTED)
+    C.check_triton_dtype(chosen, q=q)
     if chosen == "reference":
         out = ref.sim_map(q, q_mask, d, d_mask, patch=patch, channels=names, clip=clip, normalize=normalize,
                           compute_dtype=S.score_dtype(q)).to(out_dtype)

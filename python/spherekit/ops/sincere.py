@@ -160,7 +160,8 @@ def sincere(
             0 (e.g. SoftCSE's log(1 - cos(theta_a - theta_b))), NaN/+inf are errors; labels must lie in
             [0, E). The weights are renormalised per anchor to mean 1 over its in-batch negatives (eq. 8).
             Receives no gradient.
-        backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend).
+        backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend). "triton" under the Triton
+            interpreter (TRITON_INTERPRET=1, CPU tensors) refuses bfloat16: its bf16 arithmetic is wrong.
 
     Returns:
         0-dim fp32 tensor: the mean over anchors with at least one positive of
@@ -172,6 +173,7 @@ def sincere(
     tau = C.as_temperature(temperature, device)
     C.check_finite(embeddings=embeddings)
     chosen = _backend.resolve("sincere", backend, device, SUPPORTED)
+    C.check_triton_dtype(chosen, embeddings=embeddings)
     if chosen == "reference":
         return reference.sincere(embeddings, labels, temperature=tau, label_bias=label_bias)
     lb = shift = None

@@ -13,6 +13,7 @@ from torch import Tensor
 
 from .. import _backend
 from ..reference import simmap as ref
+from . import _checks as C
 from . import _simmap_checks as S
 from . import _soft_align_cpu
 
@@ -94,7 +95,8 @@ def soft_align(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | Non
             0-d tensor; with requires_grad it receives its gradient (F2 can learn it).
         tau: softmax temperature > 0 (default 0.1), float or 0-d tensor, learnable likewise.
         normalize: L2-normalise the tokens first (Norm(x) = x / max(||x||, 1e-6), gradient included).
-        backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend).
+        backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend). "triton" under the Triton
+            interpreter (TRITON_INTERPRET=1, CPU tensors) refuses bfloat16: its bf16 arithmetic is wrong.
 
     Returns (B,) fp32 (fp64 for fp64 tokens). Gradients flow to q, d, lam and tau.
     """
@@ -104,6 +106,7 @@ def soft_align(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | Non
     lam_t = S.as_scalar("lam", lam, q.device, dt, positive=False)
     tau_t = S.as_scalar("tau", tau, q.device, dt, positive=True)
     chosen = _backend.resolve("soft_align", backend, q.device, SUPPORTED)
+    C.check_triton_dtype(chosen, q=q)
     if chosen == "reference":
         return ref.soft_align(q, q_mask, d, d_mask, lam=lam_t, tau=tau_t, normalize=normalize, compute_dtype=dt)
     if chosen == "triton" and q.dtype == torch.float64:
