@@ -27,6 +27,9 @@ def _qc(B=4, N=5, d=8, dtype=torch.float32):
         (dict(candidates=torch.randn(3, 8)), ValueError, "targets=None pairs query i with candidate i, which needs N >= B"),
         (dict(temperature=0.0), ValueError, "temperature must be > 0"),
         (dict(temperature=-1.0), ValueError, "temperature must be > 0"),
+        (dict(temperature=float("inf")), ValueError, "temperature must be finite, got inf"),
+        (dict(temperature=torch.tensor(float("inf"), requires_grad=True)), ValueError,
+         "temperature must be finite, got inf"),
         (dict(temperature=torch.tensor([0.1])), ValueError, "temperature must be a float or a 0-dim"),
         (dict(temperature="hot"), TypeError, "temperature must be a float"),
         (dict(hard_negatives=torch.randn(4, 2, 9)), ValueError, r"hard_negatives.shape\[2\] must equal"),
@@ -109,3 +112,12 @@ def test_environment_variable_picks_the_backend(monkeypatch):
     torch.testing.assert_close(info_nce(q, c, backend="cpu"), a)
     with pytest.raises(RuntimeError, match="backend 'triton' cannot run here"):
         info_nce(q, c)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "triton", "reference"])
+def test_infinite_temperature_is_rejected_on_every_backend(backend):
+    """Issue 16: temperature=inf gave a finite loss with all-NaN gradients on triton (0 * inf in the gradient
+    rescaling); a non-finite temperature is an error everywhere."""
+    q, c = _qc()
+    with pytest.raises(ValueError, match="temperature must be finite, got inf"):
+        info_nce(q.requires_grad_(), c, temperature=float("inf"), backend=backend)

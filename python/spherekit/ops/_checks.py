@@ -61,8 +61,17 @@ def check_index_range(name: str, x: Tensor, low: int, high: int, *, ignore: int 
         raise ValueError(f"{name} must lie in [{low}, {high}){extra}, got values in [{lo}, {hi}]")
 
 
+def check_temperature(name: str, value: float) -> None:
+    """The temperature rule of every op: > 0 and finite (an infinite temperature makes every logit 0 and the
+    gradients 0 * inf = NaN)."""
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    if value == float("inf"):
+        raise ValueError(f"{name} must be finite, got {value}")
+
+
 def as_temperature(temperature, device: torch.device) -> Tensor:
-    """A positive float or 0-dim floating tensor -> 0-dim fp32 tensor on `device` (grad preserved)."""
+    """A float or 0-dim floating tensor obeying check_temperature -> 0-dim fp32 tensor on `device` (grad kept)."""
     if isinstance(temperature, Tensor):
         if temperature.dim() != 0 or not temperature.is_floating_point():
             raise ValueError(
@@ -71,13 +80,11 @@ def as_temperature(temperature, device: torch.device) -> Tensor:
             )
         if temperature.device != device:
             raise ValueError(f"temperature must be on device {device}, got {temperature.device}")
-        if not float(temperature.detach()) > 0:
-            raise ValueError(f"temperature must be > 0, got {float(temperature.detach())}")
+        check_temperature("temperature", float(temperature.detach()))
         return temperature.float()
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
         raise TypeError(f"temperature must be a float or a 0-dim tensor, got {type(temperature).__name__}")
-    if not temperature > 0 or temperature != temperature:
-        raise ValueError(f"temperature must be > 0, got {temperature}")
+    check_temperature("temperature", float(temperature))
     return torch.tensor(float(temperature), dtype=torch.float32, device=device)
 
 
