@@ -95,6 +95,29 @@ def test_force_and_interrupted_evaluation(card, backbone_dir):
     assert len(json.loads((card / "results.json").read_text())["units"]) == len(CONDITIONS)
 
 
+def test_reevaluate_recomputes_metrics_from_the_saved_model(card, backbone_dir, capsys):
+    """--reevaluate: a finished unit's metrics are computed again from its saved model; nothing is retrained
+    and the earlier training time stays in the result."""
+    b1 = unit_dir(card, "B1")
+    saved = json.loads((b1 / "metrics.json").read_text())
+    key = "in-domain/R@10 (term to definition)"
+    stale = {**saved, "metrics": {**saved["metrics"], key: -1.0}}  # as if an evaluator had been wrong
+    (b1 / "metrics.json").write_text(json.dumps(stale))
+    weights = sorted((b1 / "checkpoint").rglob("*.safetensors"))
+    stamps = [w.stat().st_mtime_ns for w in weights]
+    args = ["reproduce", "concept", "--preset", "tiny", "--backbone", str(backbone_dir), "--conditions", "B1",
+            "--out", str(card.parent.parent), "--no-progress"]
+    assert main(args + ["--reevaluate"]) == 0
+    assert "B1: re-evaluating its saved model" in capsys.readouterr().err
+    result = json.loads((b1 / "metrics.json").read_text())
+    assert result["metrics"][key] == pytest.approx(saved["metrics"][key])
+    assert result["seconds"]["train"] == saved["seconds"]["train"] and "eval" in result["seconds"]
+    assert weights and [w.stat().st_mtime_ns for w in weights] == stamps  # not retrained
+    assert (b1 / "done").is_file()
+    assert main(args + ["--reevaluate", "--force"]) == 2
+    assert "exclude each other" in capsys.readouterr().err
+
+
 def test_changed_config_restarts_a_unit(tmp_path, capsys):
     from spherekit.experiments.base import Unit
 

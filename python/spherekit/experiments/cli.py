@@ -2,7 +2,7 @@
 
     spherekit reproduce list
     spherekit reproduce concept --preset cpu-small [--conditions B0,B1] [--backbone NAME|PATH] [--data-dir DIR]
-                                [--out DIR] [--seed S] [--force] [--no-progress]
+                                [--out DIR] [--seed S] [--force | --reevaluate] [--no-progress]
     spherekit reproduce circumplex --preset cpu --data-dir DIR --set dataset=goemotions [--angles FILE]
     spherekit reproduce report results/reproduce/concept/cpu-small
 
@@ -32,6 +32,8 @@ def add_arguments(parser) -> None:
                         help="override a config field (repeatable), e.g. --set dataset=goemotions")
     parser.add_argument("--angles", help="circumplex: CSV/TSV (label, angle) for labels outside the circumplex")
     parser.add_argument("--force", action="store_true", help="redo finished units")
+    parser.add_argument("--reevaluate", action="store_true",
+                        help="recompute the metrics of finished units from their saved models (no retraining)")
     parser.add_argument("--no-progress", action="store_true")
 
 
@@ -79,7 +81,7 @@ def main(args) -> int:
             overrides["angles_file"] = args.angles
         results = reproduce(args.experiment, args.preset, conditions=args.conditions, backbone=args.backbone,
                             data_dir=args.data_dir, out=args.out, seed=args.seed, force=args.force,
-                            progress=not args.no_progress, overrides=overrides)
+                            reevaluate=args.reevaluate, progress=not args.no_progress, overrides=overrides)
     except (ValueError, FileNotFoundError, PermissionError, DataMissingError) as exc:
         print(f"spherekit reproduce: {exc}", file=sys.stderr)
         return 2

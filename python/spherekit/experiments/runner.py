@@ -15,7 +15,8 @@ Under torchrun / accelerate every process trains; only rank 0 evaluates and writ
 
 Resume rules: a unit with `done` and the same fingerprint is skipped; `force=True` redoes it; a unit
 whose config changed is redone from scratch; an interrupted unit continues from its last training
-checkpoint (or from its saved model when only the evaluation was cut off). Every file is written to a
+checkpoint (or from its saved model when only the evaluation was cut off); `reevaluate=True`
+(--reevaluate) recomputes the metrics of finished units from their saved models. Every file is written to a
 temporary name and renamed, so nothing half-written is left behind.
 """
 
@@ -129,9 +130,14 @@ def collect_finished(root: Path, experiment, cfg, selection) -> dict[str, dict]:
 
 
 def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_dir=None, out="results/reproduce",
-              seed=None, force: bool = False, progress: bool = True, overrides: dict | None = None,
-              log=None) -> dict:
-    """Run `preset` of experiment `name` (see the module docstring); returns the card's results dict."""
+              seed=None, force: bool = False, reevaluate: bool = False, progress: bool = True,
+              overrides: dict | None = None, log=None) -> dict:
+    """Run `preset` of experiment `name` (see the module docstring); returns the card's results dict.
+
+    reevaluate: recompute the metrics of finished units from their saved models (after a fix in an evaluator,
+    say) without retraining them; their earlier training and cache times are kept."""
+    if force and reevaluate:
+        raise ValueError("force and reevaluate exclude each other: --force retrains, --reevaluate does not")
     from . import get
 
     log = log or (lambda msg: print(msg, file=sys.stderr))
@@ -154,18 +160,22 @@ def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_di
         unit_dir = root / unit.id
         fp = unit_fingerprint(cfg, unit, selection)
         saved = None if force else finished(unit_dir, fp)
-        if saved is not None:
+        if saved is not None and not reevaluate:
             log(f"[{i}/{len(units)}] {unit.id}: done earlier (reused; --force redoes it)")
             results[unit.id] = {**saved, "reused": True}
             continue
-        log(f"[{i}/{len(units)}] {unit.id}")
+        log(f"[{i}/{len(units)}] {unit.id}" + (": re-evaluating its saved model" if saved is not None else ""))
         if main:
+            if saved is not None:  # the unit's saved model stays; run_unit evaluates it again
+                (unit_dir / DONE).unlink()
             _start_unit(unit_dir, fp, unit, force, log)
         barrier()  # the other ranks start once rank 0 has cleared or kept the unit's folder
         result = experiment.run_unit(cfg, unit, data, unit_dir, progress)
         if not main:
             continue  # trained with the others; rank 0 evaluates and writes
         result = {"backbone": unit.backbone, "condition": unit.condition, **result}
+        if saved is not None:  # keep the times of the stages that were not redone
+            result["seconds"] = {**saved.get("seconds", {}), **result.get("seconds", {})}
         card.write_json(unit_dir / METRICS, result)
         card.write_json(unit_dir / DONE, {"fingerprint": fp, "finished": card.now()})
         results[unit.id] = result
