@@ -41,9 +41,8 @@ def _case(B, N, d, k, *, seed=0, labels=False, bias=False, ignore=False, targets
     return case
 
 
-def _run_and_compare(case, dtype, backend, *, reduction="none", tau_grad=False, **opts):
+def _run_and_compare(case, dtype, backend, *, reduction="none", tau_grad=False, tau=0.07, **opts):
     float_keys = ("queries", "candidates", "hard_negatives")
-    tau = 0.07
     weights = None
 
     def run(fn, cast_dtype, compute_dtype=None, **extra):
@@ -89,6 +88,15 @@ def test_values_and_grads(backend, dtype, shape, mode, reduction):
 def test_labels_bias_ignore_targets_tau_grad(backend, dtype):
     case = _case(23, 45, 41, 2, seed=3, labels=True, bias=True, ignore=True, targets=True)
     _run_and_compare(case, dtype, backend, hard_negative_mode="both", tau_grad=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_smallest_temperature_keeps_everything_finite_and_accurate(backend):
+    """At the smallest temperature allowed (1e-4: logits up to 1e4 for unit vectors, d_temperature ~ 1e8) the
+    loss and every gradient are as accurate as the same-precision torch computation (issue 16: 1e-39 gave NaN).
+    fp32 only: in fp16 the torch computation that sets the error bound overflows itself."""
+    case = _case(23, 45, 41, 2, seed=3, labels=True, bias=True, ignore=True, targets=True)
+    _run_and_compare(case, torch.float32, backend, hard_negative_mode="both", tau_grad=True, tau=1e-4)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

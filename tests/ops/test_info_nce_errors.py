@@ -28,6 +28,8 @@ def _qc(B=4, N=5, d=8, dtype=torch.float32):
         (dict(temperature=0.0), ValueError, "temperature must be > 0"),
         (dict(temperature=-1.0), ValueError, "temperature must be > 0"),
         (dict(temperature=float("inf")), ValueError, "temperature must be finite, got inf"),
+        (dict(temperature=1e-39), ValueError, r"temperature must be >= 0.0001 \(and finite\), got 1e-39"),
+        (dict(temperature=torch.tensor(5e-5, requires_grad=True)), ValueError, "temperature must be >= 0.0001"),
         (dict(temperature=torch.tensor(float("inf"), requires_grad=True)), ValueError,
          "temperature must be finite, got inf"),
         (dict(temperature=torch.tensor([0.1])), ValueError, "temperature must be a float or a 0-dim"),

@@ -115,6 +115,8 @@ def test_paired_ops_need_equal_batches():
     (dict(tau=0.0), ValueError, "tau must be a finite float > 0, got 0.0"),
     (dict(tau=-1.0), ValueError, "tau must be a finite float > 0"),
     (dict(tau=NAN), ValueError, "tau must be a finite float > 0"),
+    (dict(tau=1e-39), ValueError, r"tau must be >= 0.0001 \(and finite\), got 1e-39"),
+    (dict(tau=torch.tensor(5e-5, requires_grad=True)), ValueError, "tau must be >= 0.0001"),
     (dict(lam=INF), ValueError, "lam must be a finite float, got inf"),
     (dict(lam=torch.ones(2)), ValueError, "lam must be a float or a 0-dim floating tensor"),
     (dict(tau=torch.tensor(1)), ValueError, "tau must be a float or a 0-dim floating tensor"),

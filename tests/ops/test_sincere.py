@@ -104,6 +104,15 @@ def test_anchor_whose_negatives_all_have_weight_zero(backend, dtype):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_smallest_temperature_keeps_everything_finite_and_accurate(backend):
+    """At the smallest temperature allowed (1e-4: logits up to 1e4, d_temperature ~ 1e8) the loss and both
+    gradients are as accurate as the same-precision torch computation (issue 16: 1e-39 gave NaN).
+    fp32 only: in fp16 the torch computation that sets the error bound overflows itself."""
+    e, y = _case(45, 19, "many", seed=4)
+    _run_and_compare(e, y, torch.float32, backend, tau=1e-4)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_random_bias_and_large_logits(backend):
     """A general (asymmetric) bias with a small temperature: logits up to 1/tau = 50."""
     e, y = _case(45, 19, "many", seed=4)
@@ -210,6 +219,8 @@ def _good():
         (dict(temperature=0.0), ValueError, "temperature must be > 0"),
         (dict(temperature=-0.1), ValueError, "temperature must be > 0"),
         (dict(temperature=float("inf")), ValueError, "temperature must be finite, got inf"),
+        (dict(temperature=1e-39), ValueError, r"temperature must be >= 0.0001 \(and finite\), got 1e-39"),
+        (dict(temperature=torch.tensor(5e-5, requires_grad=True)), ValueError, "temperature must be >= 0.0001"),
         (dict(temperature=torch.tensor(float("inf"), requires_grad=True)), ValueError,
          "temperature must be finite, got inf"),
         (dict(temperature=torch.tensor([0.1])), ValueError, "temperature must be a float or a 0-dim"),

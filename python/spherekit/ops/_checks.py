@@ -61,13 +61,23 @@ def check_index_range(name: str, x: Tensor, low: int, high: int, *, ignore: int 
         raise ValueError(f"{name} must lie in [{low}, {high}){extra}, got values in [{lo}, {hi}]")
 
 
-def check_temperature(name: str, value: float) -> None:
-    """The temperature rule of every op: > 0 and finite (an infinite temperature makes every logit 0 and the
-    gradients 0 * inf = NaN)."""
+# The smallest temperature: logits are dot products / temperature, so for unit vectors they stay within
+# +-1e4 and d_temperature (~ dot / temperature^2) within ~1e8, far inside fp32 even for dot products of 1e20.
+# Far smaller ones leave fp32: 1e-39 is subnormal and 1 / 1e-39 overflows, which gave NaN losses.
+MIN_TEMPERATURE = 1e-4
+
+
+def check_temperature(name: str, value: float, dtype: torch.dtype = torch.float64) -> None:
+    """The temperature rule of every op: finite and >= MIN_TEMPERATURE (1e-4, as rounded to the temperature's
+    dtype). An infinite temperature makes the gradients 0 * inf = NaN; a tiny one drives the logits and
+    gradients out of fp32 range."""
     if not value > 0:
         raise ValueError(f"{name} must be > 0, got {value}")
     if value == float("inf"):
         raise ValueError(f"{name} must be finite, got {value}")
+    if value < torch.tensor(MIN_TEMPERATURE, dtype=dtype).item():
+        raise ValueError(f"{name} must be >= {MIN_TEMPERATURE:g} (and finite), got {value}: the logits are dot "
+                         f"products / {name}, and below that they and their gradients (~ 1/{name}^2) leave fp32")
 
 
 def as_temperature(temperature, device: torch.device) -> Tensor:
@@ -80,7 +90,7 @@ def as_temperature(temperature, device: torch.device) -> Tensor:
             )
         if temperature.device != device:
             raise ValueError(f"temperature must be on device {device}, got {temperature.device}")
-        check_temperature("temperature", float(temperature.detach()))
+        check_temperature("temperature", float(temperature.detach()), temperature.dtype)
         return temperature.float()
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
         raise TypeError(f"temperature must be a float or a 0-dim tensor, got {type(temperature).__name__}")

@@ -76,23 +76,26 @@ def check_flag(name: str, value) -> None:
         raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
 
 
-def as_scalar(name: str, value, device: torch.device, dtype: torch.dtype, *, positive: bool) -> Tensor:
-    """A finite float or 0-d floating tensor (grad kept) -> 0-d tensor of `dtype` on `device`."""
+def as_scalar(name: str, value, device: torch.device, dtype: torch.dtype, *, temperature: bool) -> Tensor:
+    """A finite float or 0-d floating tensor (grad kept) -> 0-d tensor of `dtype` on `device`; a temperature
+    also obeys the ops' temperature rule (> 0 and >= spherekit.ops._checks.MIN_TEMPERATURE)."""
     if isinstance(value, Tensor):
         if value.dim() != 0 or not value.is_floating_point():
             raise ValueError(f"{name} must be a float or a 0-dim floating tensor, got shape {tuple(value.shape)} "
                              f"dtype {value.dtype}")
         if value.device != device:
             raise ValueError(f"{name} must be on the device of q ({device}), got {value.device}")
-        x = float(value.detach())
+        x, x_dtype = float(value.detach()), value.dtype
         out = value.to(dtype)
     elif isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a float or a 0-dim tensor, got {type(value).__name__}")
     else:
-        x = float(value)
+        x, x_dtype = float(value), torch.float64
         out = torch.tensor(x, dtype=dtype, device=device)
-    if x != x or abs(x) == float("inf") or (positive and not x > 0):
-        raise ValueError(f"{name} must be a finite float{' > 0' if positive else ''}, got {x}")
+    if x != x or abs(x) == float("inf") or (temperature and not x > 0):
+        raise ValueError(f"{name} must be a finite float{' > 0' if temperature else ''}, got {x}")
+    if temperature:
+        C.check_temperature(name, x, x_dtype)
     return out
 
 

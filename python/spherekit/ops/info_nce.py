@@ -240,7 +240,8 @@ def info_nce(
         targets: (B,) int64 index of each query's positive in candidates; None means arange(B) (needs
             N >= B). Rows with target -100 are ignored.
         hard_negatives: (B, k, d) per-query hard negatives, or None.
-        temperature: finite, > 0; a float or a 0-dim tensor (with requires_grad it receives its gradient).
+        temperature: finite and >= 1e-4 (ops._checks.MIN_TEMPERATURE: logits are dot products / temperature
+            and must stay in fp32 range); a float or a 0-dim tensor (with requires_grad it receives its gradient).
         hard_negative_mode: "bce" (BCE term only, seed 000 B1), "softmax" (hard negatives join the
             query's denominator, B1-unified) or "both".
         bce_weight, bce_scale, bce_bias: BCE logit z = bce_scale * <q, h> + bce_bias; the positive pair

@@ -155,7 +155,8 @@ def sincere(
         labels: (B,) int64 class ids. Positives of anchor i: the other rows with its label; negatives:
             the rows with another label. At least one pair must share a label and not all labels may
             be equal.
-        temperature: finite, > 0; a float or a 0-dim tensor (with requires_grad it receives its gradient).
+        temperature: finite and >= 1e-4 (ops._checks.MIN_TEMPERATURE: logits are dot products / temperature
+            and must stay in fp32 range); a float or a 0-dim tensor (with requires_grad it receives its gradient).
         label_bias: (E, E) log-weights of negatives, label_bias[y_anchor, y_negative]; -inf means weight
             0 (e.g. SoftCSE's log(1 - cos(theta_a - theta_b))), NaN/+inf are errors; labels must lie in
             [0, E). The weights are renormalised per anchor to mean 1 over its in-batch negatives (eq. 8).

@@ -93,7 +93,8 @@ def soft_align(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | Non
             padded tensors (right padding keeps them the token positions).
         lam: positional penalty per unit of |i - j| (the paper code's default 0.1): a finite float or a
             0-d tensor; with requires_grad it receives its gradient (F2 can learn it).
-        tau: softmax temperature > 0 (default 0.1), float or 0-d tensor, learnable likewise.
+        tau: softmax temperature (default 0.1), finite and >= 1e-4 like every temperature of spherekit.ops;
+            float or 0-d tensor, learnable likewise.
         normalize: L2-normalise the tokens first (Norm(x) = x / max(||x||, 1e-6), gradient included).
         backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend). "triton" under the Triton
             interpreter (TRITON_INTERPRET=1, CPU tensors) refuses bfloat16: its bf16 arithmetic is wrong.
@@ -103,8 +104,8 @@ def soft_align(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | Non
     q_mask, d_mask = S.check_paired(q, q_mask, d, d_mask)
     S.check_flag("normalize", normalize)
     dt = S.score_dtype(q)
-    lam_t = S.as_scalar("lam", lam, q.device, dt, positive=False)
-    tau_t = S.as_scalar("tau", tau, q.device, dt, positive=True)
+    lam_t = S.as_scalar("lam", lam, q.device, dt, temperature=False)
+    tau_t = S.as_scalar("tau", tau, q.device, dt, temperature=True)
     chosen = _backend.resolve("soft_align", backend, q.device, SUPPORTED)
     C.check_triton_dtype(chosen, q=q)
     if chosen == "reference":
