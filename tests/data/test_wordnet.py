@@ -1,10 +1,13 @@
 """WordNet records on the real installed database: counts, known records, onto types, frequencies,
-pairs, and the missing-data message."""
+pairs, the missing-data message, and record builds that do not depend on PYTHONHASHSEED."""
 
 from __future__ import annotations
 
+import os
 import random
 import re
+import subprocess
+import sys
 from math import comb
 
 import pytest
@@ -152,3 +155,29 @@ def test_missing_wordnet_message(isolated_data):
     assert "spherekit data install wordnet" in msg
     assert str(isolated_data / "nltk_data") in msg
     assert not isinstance(info.value, LookupError)
+
+
+_BUILD_PART = """
+import hashlib, itertools, pickle
+from spherekit.data._wordnet_build import build_columns
+from spherekit.data.wordnet import open_reader
+reader = open_reader()
+every = reader.all_synsets
+reader.all_synsets = lambda: itertools.chain(itertools.islice(every("n"), 20000), itertools.islice(every("a"), 5000))
+cols = build_columns(reader)
+print(sum(len(h) > 1 for h in cols["hypernyms"]), hashlib.sha256(pickle.dumps(cols)).hexdigest())
+"""
+
+
+def test_records_do_not_depend_on_hash_seed():
+    """The record columns of 25,000 synsets (nltk keeps pointers in sets, whose order follows the string
+    hash) are pickled to the same bytes under two PYTHONHASHSEED values: two machines build the same cache."""
+    out = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "OMP_NUM_THREADS": "1"}
+        proc = subprocess.run([sys.executable, "-c", _BUILD_PART], env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        out.append(proc.stdout.split())
+    assert int(out[0][0]) > 100  # synsets with several hypernyms: where the order used to vary
+    assert out[0] == out[1]

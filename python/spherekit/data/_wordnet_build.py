@@ -1,5 +1,10 @@
 """Building the WordNet record columns from nltk's reader (cached by spherekit.data.wordnet; a change to
-this file or to ontology.py invalidates that cache)."""
+this file or to ontology.py invalidates that cache).
+
+Rule: the columns depend on the database only. nltk keeps a synset's pointers in sets, whose iteration
+order follows the string hash (PYTHONHASHSEED), so every list read from them is sorted (hypernyms by
+name; a lemma's antonyms by synset and lemma) and the exception lists are stored as sorted tuples; what
+has an order in WordNet itself (synsets, lemmas, examples) keeps it."""
 
 from __future__ import annotations
 
@@ -23,6 +28,10 @@ def _sense_counts(reader) -> dict[tuple[str, int], int]:
     return counts
 
 
+def _lemma_key(lemma) -> tuple[str, str]:
+    return lemma.synset().name(), lemma.name()
+
+
 def build_columns(reader) -> dict:
     """Every synset as plain columns (picklable, fast to load)."""
     counts = _sense_counts(reader)
@@ -38,9 +47,9 @@ def build_columns(reader) -> dict:
         cols["examples"].append(list(s.examples()))
         cols["lexname"].append(s.lexname())
         cols["antonyms"].append([(lem.name().replace("_", " "), a.name().replace("_", " "), a.synset().name())
-                                 for lem in lemmas for a in lem.antonyms()])
+                                 for lem in lemmas for a in sorted(lem.antonyms(), key=_lemma_key)])
         cols["sense_count"].append(counts.get(("a" if pos == "s" else pos, s.offset()), 0))
-        cols["hypernyms"].append([h.name() for h in s.hypernyms() + s.instance_hypernyms()])
+        cols["hypernyms"].append(sorted(h.name() for h in s.hypernyms() + s.instance_hypernyms()))
         cols["offset"].append(s.offset())
     hyp = dict(zip(cols["synset_id"], cols["hypernyms"]))
     types = all_onto_types(hyp, dict(zip(cols["synset_id"], cols["pos"])))
@@ -49,5 +58,5 @@ def build_columns(reader) -> dict:
     for pos_map in reader._exception_map.values():
         for form, bases in pos_map.items():
             exceptions[form.lower()].update(b.lower() for b in bases if b.lower() != form.lower())
-    cols["exceptions"] = {k: frozenset(v) for k, v in exceptions.items() if v}
+    cols["exceptions"] = {k: tuple(sorted(v)) for k, v in exceptions.items() if v}
     return cols

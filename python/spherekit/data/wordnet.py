@@ -15,12 +15,13 @@ Fields of a Concept:
     lemmas       lemma names in WordNet order, "_" -> " " ("domestic dog", "Canis familiaris")
     definition   the gloss's definition part; examples: its quoted example sentences
     lexname      lexicographer file ("noun.animal")
-    antonyms     Antonym(lemma, antonym, synset_id) per antonym link of a lemma (7,979 in all)
+    antonyms     Antonym(lemma, antonym, synset_id) per antonym link of a lemma (7,979 in all; lemmas in
+                 WordNet order, a lemma's antonyms sorted)
     sense_count  frequency: sum over the synset's senses of the SemCor tag counts in index.sense (the
                  sense index; the same counts as cntlist.rev); 0 for untagged synsets
     onto_type    coarse ontological type (spherekit.data.ontology; None for non-nouns and nouns outside
                  the paper's closed set)
-    hypernyms    synset ids of direct hypernyms and instance hypernyms
+    hypernyms    synset ids of direct hypernyms and instance hypernyms, sorted
     offset       byte offset in data.<pos> (with pos, WordNet's own synset key)
 
 The database is read once with nltk's WordNetCorpusReader from <NLTK_DATA>/corpora/wordnet (installed
@@ -340,7 +341,8 @@ def load_wordnet(*, refresh: bool = False, use_cache: bool = True) -> WordNet:
                 cols["lexname"], cols["antonyms"], cols["sense_count"], cols["onto_type"], cols["hypernyms"],
                 cols["offset"])
         ]
-        wn = WordNet(concepts, cols["exceptions"], str(root), path.stem if use_cache else None)
+        exceptions = {k: frozenset(v) for k, v in cols["exceptions"].items()}
+        wn = WordNet(concepts, exceptions, str(root), path.stem if use_cache else None)
         _LOADED[key] = wn
         return wn
 
