@@ -12,6 +12,7 @@ All files are written atomically.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import sys
 from pathlib import Path
