@@ -76,7 +76,7 @@ def test_build_from_wordnet(built):
 def test_cached_atomically_and_deterministic(built, wn, nlp):
     folder, nm = built
     files = list(folder.iterdir())
-    assert len(files) == 1 and files[0].suffix == ".json"  # no temporary file left behind
+    assert len(files) == 1 and files[0].suffix == ".pkl"  # no temporary file left behind
     assert build_nearmiss(n_per_family=12, seed=0, wordnet=wn, nlp=nlp, cache=folder).test == nm.test
     fresh = build_nearmiss(n_per_family=12, seed=0, wordnet=wn, nlp=nlp, cache=False)
     assert fresh.train == nm.train and fresh.test == nm.test

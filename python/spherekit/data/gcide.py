@@ -33,12 +33,12 @@ from pathlib import Path
 from ._gcide_read import (  # noqa: F401 (re-exported)
     B64, GcideSense, coarse_pos, decode_b64, read_dictd, senses_from_pypi, senses_from_text,
 )
-from ._store import DataMissingError, atomic_pickle, cache_dir, code_signature, file_signature, read_pickle
+from ._store import DataMissingError, cache_dir, cached, code_signature, file_signature
 from .masking import HeadwordMasker
 from .records import DefinitionPair, TermDefinition, definition_key, term_key
 
 GCIDE_DIR = Path("/usr/share/dictd")
-CACHE_VERSION = 3
+CACHE_VERSION = 4  # 4: checksummed cache entries (spherekit.data._store)
 
 
 def find_source(gcide_dir: Path | None = None) -> tuple[str, Path] | None:
@@ -99,14 +99,12 @@ class Gcide:
             code = code_signature([masking.__file__])
             digest = hashlib.sha256(opts.encode()).hexdigest()[:12]
             path = cache_dir() / "gcide" / f"t2d-{self.cache_key}-{code}-{digest}.pkl"
-            rows = read_pickle(path)
-            if isinstance(rows, list):
-                return [TermDefinition(t, d, None, p, "gcide") for t, d, p in rows]
-        pairs = self._term_definition_pairs(mask_headword, mask_token, include_wordnet_derived, include_phrases,
-                                            exceptions)
-        if path is not None:
-            atomic_pickle(path, [(p.term, p.definition, p.pos) for p in pairs])
-        return pairs
+
+        def build():
+            return [(p.term, p.definition, p.pos) for p in self._term_definition_pairs(
+                mask_headword, mask_token, include_wordnet_derived, include_phrases, exceptions)]
+
+        return cached(path, build, lambda rows: [TermDefinition(t, d, None, p, "gcide") for t, d, p in rows])
 
     def _term_definition_pairs(self, mask_headword, mask_token, include_wordnet_derived, include_phrases,
                                exceptions) -> list[TermDefinition]:
@@ -137,7 +135,7 @@ def _source_files(kind: str, folder: Path) -> list[Path]:
 
 
 def cache_file(kind: str, folder: Path) -> Path:
-    """Where the parsed senses of the GCIDE at `folder` are pickled."""
+    """Where the parsed senses of the GCIDE at `folder` are cached (a spherekit.data._store cache entry)."""
     from . import _gcide_parse, _gcide_read
 
     code = code_signature([_gcide_parse.__file__, _gcide_read.__file__])  # a parser change invalidates it
@@ -157,19 +155,20 @@ def load_gcide(*, refresh: bool = False, use_cache: bool = True, gcide_dir: Path
         if not refresh and key in _LOADED:
             return _LOADED[key]
         path = cache_file(kind, folder)
+
+        def build():
+            if kind == "dictd":
+                senses = [s for _, text in read_dictd(folder) for s in senses_from_text(text)]
+            else:
+                senses = senses_from_pypi(folder)
+            return [tuple(getattr(s, f) for f in GcideSense.__slots__) for s in senses]
+
         was = gc.isenabled()
         gc.disable()
         try:
-            rows = read_pickle(path) if (use_cache and not refresh) else None
-            if not isinstance(rows, list):
-                if kind == "dictd":
-                    senses = [s for _, text in read_dictd(folder) for s in senses_from_text(text)]
-                else:
-                    senses = senses_from_pypi(folder)
-                rows = [tuple(getattr(s, f) for f in GcideSense.__slots__) for s in senses]
-                if use_cache:
-                    atomic_pickle(path, rows)
-            g = Gcide([GcideSense(*r) for r in rows], f"{kind}:{folder}", path.stem if use_cache else None)
+            senses = cached(path, build, lambda rows: [GcideSense(*r) for r in rows], read=use_cache and not refresh,
+                            write=use_cache)
+            g = Gcide(senses, f"{kind}:{folder}", path.stem if use_cache else None)
         finally:
             if was:
                 gc.enable()

@@ -3,7 +3,7 @@ whose meaning differs by (i) a negation/scope flip, (ii) a binding/order change 
 relation flip, built here from WordNet example sentences and glosses with spaCy.
 
     FAMILIES = ("negation", "binding", "spatial")
-    items = load_nearmiss("test", seed=0)        # list[NearMiss], cached atomically on disk
+    items = load_nearmiss("test", seed=0)        # list[NearMiss], cached on disk (checksummed)
     near_misses("the man bit the dog")           # {"binding": ("subject-object swap", "the dog bit the man"), ...}
 
 Edits (spherekit.data._edits; the first that applies per family):
@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass
 
 FAMILIES = ("negation", "binding", "spatial")
 POSITIVE_MODES = ("paraphrase", "anchor")
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: a checksummed spherekit.data._store cache entry instead of plain JSON
 MIN_CHARS, MAX_CHARS = 20, 300
 _SPATIAL_RE = re.compile(r"\b(above|below|beneath|underneath|over|under|inside|outside|upstairs|downstairs|up|down|"
                          r"north|south|east|west|northern|southern|eastern|western|behind|in front of|the left|"
@@ -167,16 +167,16 @@ def _cache_path(wordnet, config: dict, folder=None):
     key = json.dumps({**config, "wordnet": wordnet.cache_key or len(wordnet), "code": code,
                       "version": CACHE_VERSION}, sort_keys=True)
     folder = Path(folder) if folder is not None else Path(cache_dir()) / "nearmiss"
-    return folder / f"nearmiss-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+    return folder / f"nearmiss-{hashlib.sha256(key.encode()).hexdigest()[:16]}.pkl"
 
 
 def build_nearmiss(*, n_per_family: int = 1000, seed: int = 0, test_fraction: float = 0.2,
                    positive: str = "paraphrase", max_texts: int | None = None, wordnet=None, nlp=None,
                    cache=True) -> NearMissSet:
-    """The near-miss set from WordNet (see the module docstring), cached atomically (temporary file +
-    rename) under cache_dir()/nearmiss/ (or the folder `cache` when it is a path; False: no cache),
-    keyed by every argument, the WordNet records and this code."""
-    from ._store import atomic_write_bytes
+    """The near-miss set from WordNet (see the module docstring), cached under cache_dir()/nearmiss/ (or
+    the folder `cache` when it is a path; False: no cache) as a spherekit.data._store cache entry
+    (checksummed, rebuilt when damaged), keyed by every argument, the WordNet records and this code."""
+    from ._store import cached
 
     if wordnet is None:
         from .wordnet import load_wordnet
@@ -187,26 +187,23 @@ def build_nearmiss(*, n_per_family: int = 1000, seed: int = 0, test_fraction: fl
     path = None
     if cache is not False and cache is not None:
         path = _cache_path(wordnet, config, None if cache is True else cache)
-    if path is not None:
-        try:
-            saved = json.loads(path.read_text(encoding="utf-8"))
-            return NearMissSet([NearMiss(**d) for d in saved["train"]], [NearMiss(**d) for d in saved["test"]],
-                               saved["info"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-    texts = _candidates(wordnet, random.Random(f"{seed}:texts"))
-    if max_texts is not None:
-        texts = texts[:max_texts]
-    items = generate(texts, n_per_family=n_per_family, seed=seed, positive=positive, wordnet=wordnet, nlp=nlp)
-    train, test = split_by_anchor(items, test_fraction, seed)
-    info = {**config, "counts": {f: sum(it.family == f for it in items) for f in FAMILIES},
-            "test_counts": {f: sum(it.family == f for it in test) for f in FAMILIES},
-            "synonym_positives": sum(it.positive_kind == "synonym" for it in items)}
-    result = NearMissSet(train, test, info)
-    if path is not None:
-        payload = {"train": [asdict(x) for x in train], "test": [asdict(x) for x in test], "info": info}
-        atomic_write_bytes(path, json.dumps(payload).encode("utf-8"))
-    return result
+
+    def build() -> dict:
+        texts = _candidates(wordnet, random.Random(f"{seed}:texts"))
+        if max_texts is not None:
+            texts = texts[:max_texts]
+        items = generate(texts, n_per_family=n_per_family, seed=seed, positive=positive, wordnet=wordnet, nlp=nlp)
+        train, test = split_by_anchor(items, test_fraction, seed)
+        info = {**config, "counts": {f: sum(it.family == f for it in items) for f in FAMILIES},
+                "test_counts": {f: sum(it.family == f for it in test) for f in FAMILIES},
+                "synonym_positives": sum(it.positive_kind == "synonym" for it in items)}
+        return {"train": [asdict(x) for x in train], "test": [asdict(x) for x in test], "info": info}
+
+    def decode(saved: dict) -> NearMissSet:
+        return NearMissSet([NearMiss(**d) for d in saved["train"]], [NearMiss(**d) for d in saved["test"]],
+                           saved["info"])
+
+    return cached(path, build, decode)
 
 
 def load_nearmiss(split: str = "test", **kwargs) -> list[NearMiss]:

@@ -25,9 +25,10 @@ Fields of a Concept:
     offset       byte offset in data.<pos> (with pos, WordNet's own synset key)
 
 The database is read once with nltk's WordNetCorpusReader from <NLTK_DATA>/corpora/wordnet (installed
-by `spherekit data install wordnet`) and the records are pickled under
-cache_dir()/wordnet/records-v<N>-<hash of the database files>.pkl (written atomically). A missing
-database raises DataMissingError naming that command, never nltk's LookupError.
+by `spherekit data install wordnet`) and the records are cached under
+cache_dir()/wordnet/records-v<N>-<hash of the database files>-<hash of the building code>.pkl, the masked
+pairs beside them (spherekit.data._store cache entries: checksummed, a damaged file is rebuilt). A
+missing database raises DataMissingError naming that command, never nltk's LookupError.
 """
 
 from __future__ import annotations
@@ -43,12 +44,12 @@ from typing import NamedTuple
 
 from . import _wordnet_files
 from ._store import (
-    DataMissingError, atomic_pickle, cache_dir, code_signature, file_signature, nltk_data_dirs, read_pickle,
+    DataMissingError, cache_dir, cached, code_signature, file_signature, nltk_data_dirs,
 )
 from .masking import HeadwordMasker
 from .records import SynonymPair, TermDefinition, term_key
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: checksummed cache entries
 
 
 class Antonym(NamedTuple):
@@ -246,14 +247,13 @@ class WordNet:
             code = code_signature([masking.__file__])
             token = hashlib.sha256(repr(mask_token).encode()).hexdigest()[:8]
             path = cache_dir() / "wordnet" / f"t2d-{self.cache_key}-{code}-{token}.pkl"
-            with _gc_paused():
-                rows = read_pickle(path)
-                if isinstance(rows, list):
-                    return [TermDefinition(t, d, sid, p, "wordnet") for t, d, sid, p in rows]
-        pairs = self._term_definition_pairs(mask_headword, mask_token)
-        if path is not None:
-            atomic_pickle(path, [(p.term, p.definition, p.synset_id, p.pos) for p in pairs])
-        return pairs
+
+        def build():
+            return [(p.term, p.definition, p.synset_id, p.pos)
+                    for p in self._term_definition_pairs(mask_headword, mask_token)]
+
+        with _gc_paused():
+            return cached(path, build, lambda rows: [TermDefinition(t, d, sid, p, "wordnet") for t, d, sid, p in rows])
 
     def _term_definition_pairs(self, mask_headword, mask_token, pos=None) -> list[TermDefinition]:
         out = []
@@ -304,8 +304,22 @@ def _database_files(root) -> list[Path]:
     return [root / f for f in _wordnet_files.REQUIRED_FILES]
 
 
+_COLUMNS = ("synset_id", "pos", "lemmas", "definition", "examples", "lexname", "antonyms", "sense_count",
+            "onto_type", "hypernyms", "offset")
+
+
+def _from_columns(cols: dict) -> tuple[list[Concept], dict[str, frozenset]]:
+    """(concepts, exceptions) from the cached columns; KeyError / ValueError / TypeError when `cols` has
+    another structure (a missing column, columns of different lengths, a record of another arity)."""
+    concepts = [
+        Concept(sid, pos, lemmas, d, ex, lex, [Antonym(*a) for a in ants], cnt, ot, hyp, off)
+        for sid, pos, lemmas, d, ex, lex, ants, cnt, ot, hyp, off in zip(*(cols[c] for c in _COLUMNS), strict=True)
+    ]
+    return concepts, {k: frozenset(v) for k, v in cols["exceptions"].items()}
+
+
 def cache_path(root) -> Path:
-    """Where the parsed records of the database at `root` are pickled (keyed by the database files and
+    """Where the parsed records of the database at `root` are cached (keyed by the database files and
     by this module and the ontology mapping, so a code change rebuilds the cache)."""
     from . import _wordnet_build, ontology
 
@@ -326,22 +340,13 @@ def load_wordnet(*, refresh: bool = False, use_cache: bool = True) -> WordNet:
         if not refresh and key in _LOADED:
             return _LOADED[key]
         path = cache_path(root)
-        cols = read_pickle(path) if (use_cache and not refresh) else None
-        if not (isinstance(cols, dict) and cols.get("version") == CACHE_VERSION):
-            from ._wordnet_build import build_columns
 
-            cols = build_columns(open_reader(root))
-            cols["version"] = CACHE_VERSION
-            if use_cache:
-                atomic_pickle(path, cols)
-        concepts = [
-            Concept(sid, pos, lemmas, d, ex, lex, [Antonym(*a) for a in ants], cnt, ot, hyp, off)
-            for sid, pos, lemmas, d, ex, lex, ants, cnt, ot, hyp, off in zip(
-                cols["synset_id"], cols["pos"], cols["lemmas"], cols["definition"], cols["examples"],
-                cols["lexname"], cols["antonyms"], cols["sense_count"], cols["onto_type"], cols["hypernyms"],
-                cols["offset"])
-        ]
-        exceptions = {k: frozenset(v) for k, v in cols["exceptions"].items()}
+        def build():
+            from . import _wordnet_build
+
+            return _wordnet_build.build_columns(open_reader(root))
+
+        concepts, exceptions = cached(path, build, _from_columns, read=use_cache and not refresh, write=use_cache)
         wn = WordNet(concepts, exceptions, str(root), path.stem if use_cache else None)
         _LOADED[key] = wn
         return wn

@@ -26,7 +26,9 @@ Storage dtype (`dtype`): "auto" = bfloat16 when the backbone runs in bfloat16 (l
 is exact. The cache folder is keyed by everything the states depend on: the backbone's name or path, its
 commit hash, config, tokenizer, a fingerprint of its weights (strided samples of every tensor), its dtype,
 max_seq_length, the storage dtype and the set of texts; a cache built for another backbone, max length or
-dtype is never reused. Files are written atomically (spherekit._atomic: a temporary name, then os.replace).
+dtype is never reused. Files are written atomically (spherekit._atomic: a temporary name, then os.replace);
+meta.json, written last, holds the spec and the sha256 of the other two files. load() checks both checksums
+and raises spherekit.data._store.CacheDamagedError naming the file that fails; load_or_build rebuilds then.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -43,9 +46,10 @@ import torch
 from sentence_transformers.base.modules.input_module import InputModule
 from torch import Tensor
 
-from ..._atomic import atomic_path, atomic_write_text
+from ..._atomic import atomic_path, atomic_write_bytes, atomic_write_text
+from ...data._store import CacheDamagedError, sha256_file
 
-FORMAT = 1
+FORMAT = 2  # 2: meta.json = {"spec", "sha256"}
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 STATES_FILE, TEXTS_FILE, META_FILE = "states.safetensors", "texts.json", "meta.json"
 FLOAT16_MAX = 65504.0
@@ -207,15 +211,19 @@ class TokenStateCache:
         spec = cls.spec_for(model, texts, dtype)
         path = Path(folder) / cache_key(spec)
         if (path / META_FILE).is_file():
-            cache = cls.load(path)
-            if cache.spec == spec:
-                return cache
+            try:
+                cache = cls.load(path)
+                if cache.spec == spec:
+                    return cache
+            except CacheDamagedError as exc:
+                warnings.warn(f"{exc}; rebuilding it", RuntimeWarning, stacklevel=2)
         cache = cls.build(model, texts, dtype=dtype, batch_size=batch_size, progress=progress)
         cache.save(path)
         return cache
 
     def save(self, path) -> Path:
-        """states.safetensors, texts.json, then meta.json (written last: its presence marks a complete cache)."""
+        """states.safetensors, texts.json, then meta.json (written last: its presence marks a complete cache;
+        it holds the spec and the sha256 of the other two)."""
         from safetensors.torch import save_file
 
         path = Path(path)
@@ -224,22 +232,36 @@ class TokenStateCache:
         tensors = {"states": self.states.contiguous(), "lengths": self.lengths}
         with atomic_path(path / STATES_FILE) as tmp:
             save_file(tensors, str(tmp))
-        atomic_write_text(path / TEXTS_FILE, json.dumps(self.texts, ensure_ascii=False))
-        atomic_write_text(path / META_FILE, json.dumps(self.spec, indent=1, sort_keys=True))
+        atomic_write_bytes(path / TEXTS_FILE, json.dumps(self.texts, ensure_ascii=False).encode("utf-8"))
+        sha = {name: sha256_file(path / name) for name in (STATES_FILE, TEXTS_FILE)}
+        atomic_write_text(path / META_FILE, json.dumps({"spec": self.spec, "sha256": sha}, indent=1, sort_keys=True))
         self.path = path
         return path
 
     @classmethod
     def load(cls, path) -> TokenStateCache:
+        """The cache saved in folder `path`. FileNotFoundError when it has no meta.json (never completed);
+        CacheDamagedError naming the file when a file fails its checksum or cannot be decoded."""
         from safetensors.torch import load_file
 
         path = Path(path)
-        if not (path / META_FILE).is_file():
+        meta_file = path / META_FILE
+        if not meta_file.is_file():
             raise FileNotFoundError(f"no complete token-state cache in {path} (missing {META_FILE})")
-        spec = json.loads((path / META_FILE).read_text(encoding="utf-8"))
+        try:
+            meta = json.loads(meta_file.read_text(encoding="utf-8"))
+            spec, sha = meta["spec"], dict(meta["sha256"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CacheDamagedError(meta_file, f"not a token-state cache meta.json of format {FORMAT}: "
+                                               f"{type(exc).__name__}: {exc}") from exc
+        for name in (STATES_FILE, TEXTS_FILE):
+            try:
+                actual = sha256_file(path / name)
+            except OSError as exc:
+                raise CacheDamagedError(path / name, f"unreadable: {exc}") from exc
+            if actual != sha.get(name):
+                raise CacheDamagedError(path / name, f"sha256 differs from the one in {META_FILE}")
         texts = json.loads((path / TEXTS_FILE).read_text(encoding="utf-8"))
-        if _sha(json.dumps(texts, ensure_ascii=False)) != spec["texts"]:
-            raise ValueError(f"{path / TEXTS_FILE} does not match the texts hash in {META_FILE}")
         tensors = load_file(str(path / STATES_FILE))
         return cls(texts, tensors["states"], tensors["lengths"], spec, path)
 
