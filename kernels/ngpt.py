@@ -8,6 +8,12 @@ y = hn + a (fn - hn), out = Norm(y). Backward (g = grad_out; r_x = 1 / max(||x||
 The forward stores the UNCLAMPED norms (||h||, ||f||, ||y||) per row; the backward derives r and the
 clamp flag from them and recomputes hn, fn, y, out from h, f. Math: spherekit.reference.ngpt.
 
+Robust norms: where the fp32 sum of x^2 overflows (|x| >= ~1.8e19) a row uses the sum of (c x)^2, c = 2^-80:
+||x|| = ||c x|| / c, r = c / max(||c x||, c eps). c is a power of two, so the scaling is exact and ordinary
+rows are unchanged. Row kernels compute the scaled sum only when a row of the tile overflowed; the chunked
+renormalisation loops sum both. The saved fp32 norm is inf past 3.4e38 (the forward is still right; the
+backward needs ||x|| <= 3.4e38).
+
 Layout: a program owns BLOCK_R whole rows (BLOCK_D = next power of two >= d; BLOCK_R > 1 only for small
 d), loads each row once and does all math in fp32. grad_alpha is deterministic without atomics: the
 backward runs a fixed number of programs, each looping over row blocks pid, pid + G, ... and writing
@@ -30,6 +36,7 @@ from ._common import INTERPRET
 
 MAX_D = 16384  # a row lives in registers (one program per row); the backward spills a little beyond 4096
 DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+SMALL = tl.constexpr(2.0 ** -80)  # the scale of the robust norm (exact in fp32)
 
 
 # ---- row helpers ---------------------------------------------------------------------------------------
@@ -38,6 +45,41 @@ DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 def _load_rows(p, stride_r, stride_d, o_r, o_d, m):
     """(BLOCK_R, BLOCK_D) tile as fp32 (0 outside the mask)."""
     return tl.load(p + o_r[:, None] * stride_r + o_d[None, :] * stride_d, mask=m, other=0.0).to(tl.float32)
+
+
+@triton.jit
+def _sum_squares(b_x, axis: tl.constexpr):
+    """(sum x^2, sum (SMALL x)^2) along axis, for _robust_norm."""
+    b_s = b_x * SMALL
+    return tl.sum(b_x * b_x, axis=axis), tl.sum(b_s * b_s, axis=axis)
+
+
+@triton.jit
+def _row_norm(b_x, eps):
+    """_robust_norm of each row of a tile; the scaled sums are only computed when some row's plain sum overflowed."""
+    ss = tl.sum(b_x * b_x, axis=1)
+    ss_small = ss
+    if tl.max(ss) == float("inf"):
+        b_s = b_x * SMALL
+        ss_small = tl.sum(b_s * b_s, axis=1)
+    return _robust_norm(ss, ss_small, eps)
+
+
+@triton.jit
+def _robust_norm(ss, ss_small, eps):
+    """(||x||, c, den) from the plain and the SMALL-scaled sums of squares (module docstring): Norm(x) = c x / den,
+    den = max(||c x||, c eps); c = 1 (den = max(||x||, eps)) unless the plain sum overflowed."""
+    big = ss == float("inf")
+    c = tl.where(big, SMALL, 1.0)
+    s = tl.sqrt(tl.where(big, ss_small, ss))
+    return s / c, c, tl.maximum(s, c * eps)
+
+
+@triton.jit
+def _inv_robust_norm(ss, ss_small, eps):
+    """r = 1 / max(||x||, eps) = c / den (see _robust_norm)."""
+    _, c, den = _robust_norm(ss, ss_small, eps)
+    return c / den
 
 
 @triton.jit
@@ -74,10 +116,10 @@ def _geodesic_residual_fwd_kernel(
     b_h = _load_rows(h_ptr, stride_hr, stride_hd, o_r, o_d, m)
     b_f = _load_rows(f_ptr, stride_fr, stride_fd, o_r, o_d, m)
     b_a = tl.abs(tl.load(alpha_ptr + o_d, mask=m_d, other=0.0).to(tl.float32))[None, :]
-    n_h = tl.sqrt(tl.sum(b_h * b_h, axis=1))
-    n_f = tl.sqrt(tl.sum(b_f * b_f, axis=1))
-    b_hn = b_h / tl.maximum(n_h, eps)[:, None]
-    b_fn = b_f / tl.maximum(n_f, eps)[:, None]
+    n_h, c_h, den_h = _row_norm(b_h, eps)
+    n_f, c_f, den_f = _row_norm(b_f, eps)
+    b_hn = b_h * c_h[:, None] / den_h[:, None]
+    b_fn = b_f * c_f[:, None] / den_f[:, None]
     b_y = b_hn + b_a * (b_fn - b_hn)
     n_y = tl.sqrt(tl.sum(b_y * b_y, axis=1))
     b_out = b_y / tl.maximum(n_y, eps)[:, None]
@@ -150,8 +192,8 @@ def _l2_normalize_fwd_kernel(
     m_r = o_r < R
     m = m_r[:, None] & (o_d < D)[None, :]
     b_x = _load_rows(x_ptr, stride_xr, stride_xd, o_r, o_d, m)
-    n_x = tl.sqrt(tl.sum(b_x * b_x, axis=1))
-    b_out = b_x / tl.maximum(n_x, eps)[:, None]
+    n_x, c_x, den_x = _row_norm(b_x, eps)
+    b_out = b_x * c_x[:, None] / den_x[:, None]
     tl.store(out_ptr + o_r[:, None] * stride_outr + o_d[None, :] * stride_outd,
              b_out.to(out_ptr.dtype.element_ty), mask=m)
     tl.store(norms_ptr + o_r, n_x, mask=m_r)
@@ -192,15 +234,19 @@ def _renorm_rows(p, outer, n, b, eps, BLOCK_U: tl.constexpr, BLOCK_K: tl.constex
         m = m_u[:, None] & (o_k < n)[None, :]
         p_t = p + o_u[:, None] * n + o_k[None, :]
         b_x = tl.load(p_t, mask=m, other=0.0).to(tl.float32)
-        r = 1.0 / tl.maximum(tl.sqrt(tl.sum(b_x * b_x, axis=1)), eps)
+        ss, ss_small = _sum_squares(b_x, 1)
+        r = _inv_robust_norm(ss, ss_small, eps)
         tl.store(p_t, (b_x * r[:, None]).to(p.dtype.element_ty), mask=m)
     else:
         ss = tl.zeros((BLOCK_U,), dtype=tl.float32)
+        ss_small = tl.zeros((BLOCK_U,), dtype=tl.float32)
         for k0 in range(0, n, BLOCK_K):
             m = m_u[:, None] & (k0 + o_k < n)[None, :]
             b_x = tl.load(p + o_u[:, None] * n + k0 + o_k[None, :], mask=m, other=0.0).to(tl.float32)
-            ss += tl.sum(b_x * b_x, axis=1)
-        r = 1.0 / tl.maximum(tl.sqrt(ss), eps)
+            c_ss, c_small = _sum_squares(b_x, 1)
+            ss += c_ss
+            ss_small += c_small
+        r = _inv_robust_norm(ss, ss_small, eps)
         for k0 in range(0, n, BLOCK_K):
             m = m_u[:, None] & (k0 + o_k < n)[None, :]
             p_t = p + o_u[:, None] * n + k0 + o_k[None, :]
@@ -218,11 +264,14 @@ def _renorm_cols(p, n, inner, b, eps, BLOCK_N: tl.constexpr, BLOCK_I: tl.constex
     p_s = p + (b // n_ib) * n * inner
     o_n = tl.arange(0, BLOCK_N)
     ss = tl.zeros((BLOCK_I,), dtype=tl.float32)
+    ss_small = tl.zeros((BLOCK_I,), dtype=tl.float32)
     for k0 in range(0, n, BLOCK_N):
         m = (k0 + o_n < n)[:, None] & m_i[None, :]
         b_x = tl.load(p_s + (k0 + o_n[:, None]) * inner + o_i[None, :], mask=m, other=0.0).to(tl.float32)
-        ss += tl.sum(b_x * b_x, axis=0)
-    r = 1.0 / tl.maximum(tl.sqrt(ss), eps)
+        c_ss, c_small = _sum_squares(b_x, 0)
+        ss += c_ss
+        ss_small += c_small
+    r = _inv_robust_norm(ss, ss_small, eps)
     for k0 in range(0, n, BLOCK_N):
         m = (k0 + o_n < n)[:, None] & m_i[None, :]
         p_t = p_s + (k0 + o_n[:, None]) * inner + o_i[None, :]

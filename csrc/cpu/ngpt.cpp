@@ -139,6 +139,29 @@ T* ptr(std::uintptr_t p) {
 
 inline float inv_clamped(float n, float eps) { return 1.0f / std::max(n, eps); }
 
+struct RowNorm {
+  float norm;  // ||x||, unclamped (inf past 3.4e38)
+  float inv;   // 1 / max(||x||, eps)
+};
+
+// Robust norm of the n values x[0], x[stride], ... whose float32 sum of squares the sweep computed as ss. Where
+// that overflowed (|x| >= ~1.8e19; rare, so the sweeps keep their float32 lanes) the sum is redone in double,
+// which holds the square of any float32. Ordinary rows are unchanged bit for bit.
+template <typename T>
+RowNorm robust_norm(double ss, const T* x, std::int64_t n, std::int64_t stride, float eps) {
+  if (!std::isinf(ss)) {
+    const float norm = static_cast<float>(std::sqrt(ss));
+    return {norm, inv_clamped(norm, eps)};
+  }
+  double s = 0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    const double v = to_float(x[j * stride]);
+    s += v * v;
+  }
+  const double norm = std::sqrt(s);
+  return {static_cast<float>(norm), static_cast<float>(1.0 / std::max(norm, static_cast<double>(eps)))};
+}
+
 struct RenormItem {
   std::size_t tensor;
   std::int64_t outer;  // index along the outer axis (inner > 1) or first row (inner == 1)

@@ -16,6 +16,10 @@
 // tensor. Rows (inner == 1): a warp per row, two passes (sum of squares, then scale; the second pass hits
 // L1/L2). Columns (inner > 1): 32 adjacent columns per block, 8 threads down n per column, the sums
 // combined in shared memory in a fixed order.
+//
+// Robust norms: where the sum of x^2 overflows fp32 (|x| >= ~1.8e19), the norm comes from the sum of (kSmall x)^2
+// (robust_norm): row kernels compute it only then (a second sweep, the same on every thread of the row group),
+// renormalize_ alongside. kSmall = 2^-80 is exact, so ordinary rows are unchanged.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -169,6 +173,20 @@ __device__ __forceinline__ void group_sum(float (&v)[N], float* smem) {
 __device__ __forceinline__ float inv_norm(float n, float eps) { return 1.f / fmaxf(n, eps); }
 __device__ __forceinline__ float proj_flag(float n, float eps) { return n >= eps ? 1.f : 0.f; }
 
+// ||x|| and r = 1 / max(||x||, eps) from the sums of x^2 and of (kSmall x)^2: the scaled one where the plain one
+// overflowed, ||x|| = ||c x|| / c and r = c / max(||c x||, c eps) with c = kSmall (ss_small is only read then).
+// The fp32 norm is inf past 3.4e38 (r, and so the forward, stays right).
+constexpr float kSmall = 0x1p-80f;
+struct RowNorm {
+  float norm, inv;
+};
+__device__ __forceinline__ RowNorm robust_norm(float ss, float ss_small, float eps) {
+  const bool big = isinf(ss);
+  const float c = big ? kSmall : 1.f;
+  const float s = sqrtf(big ? ss_small : ss);
+  return {s / c, c / fmaxf(s, c * eps)};
+}
+
 // ---- geodesic residual ---------------------------------------------------------------------------------------
 
 template <typename T, int VEC, class C>
@@ -200,7 +218,7 @@ __global__ void __launch_bounds__(C::BLOCK, C::MIN_BLOCKS)
     }
   };
   if constexpr (!C::STREAM) load(0);
-  float s[2] = {0.f, 0.f};
+  float s[2] = {0.f, 0.f}, t[2] = {0.f, 0.f};  // sums of squares of h, f and (if they overflow) kSmall h, kSmall f
   for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
     if constexpr (C::STREAM) load(c0);
 #pragma unroll
@@ -210,8 +228,20 @@ __global__ void __launch_bounds__(C::BLOCK, C::MIN_BLOCKS)
     }
   }
   group_sum<C::TPR>(s, smem);
-  const float nh = sqrtf(s[0]), nf = sqrtf(s[1]);
-  const float rh = inv_norm(nh, eps), rf = inv_norm(nf, eps);
+  if (isinf(s[0]) || isinf(s[1])) {  // rare; the same on every thread of the group
+    for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
+      if constexpr (C::STREAM) load(c0);
+#pragma unroll
+      for (int i = 0; i < C::ITEMS; ++i) {
+        const float hs = hv[i] * kSmall, fs = fv[i] * kSmall;
+        t[0] += hs * hs;
+        t[1] += fs * fs;
+      }
+    }
+    group_sum<C::TPR>(t, smem);
+  }
+  const RowNorm nh = robust_norm(s[0], t[0], eps), nf = robust_norm(s[1], t[1], eps);
+  const float rh = nh.inv, rf = nf.inv;
   float sy[1] = {0.f};
   for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
     if constexpr (C::STREAM) load(c0);
@@ -248,8 +278,8 @@ __global__ void __launch_bounds__(C::BLOCK, C::MIN_BLOCKS)
     }
   }
   if (lane == 0) {
-    norms[row * 3] = nh;
-    norms[row * 3 + 1] = nf;
+    norms[row * 3] = nh.norm;
+    norms[row * 3 + 1] = nf.norm;
     norms[row * 3 + 2] = ny;
   }
 }
@@ -418,15 +448,23 @@ __global__ void __launch_bounds__(C::BLOCK, C::MIN_BLOCKS)
     }
   };
   if constexpr (!C::STREAM) load(0);
-  float s[1] = {0.f};
+  float s[1] = {0.f}, t[1] = {0.f};  // sums of squares of x and (if that overflows) kSmall x
   for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
     if constexpr (C::STREAM) load(c0);
 #pragma unroll
     for (int i = 0; i < C::ITEMS; ++i) s[0] += xv[i] * xv[i];
   }
   group_sum<C::TPR>(s, smem);
-  const float nx = sqrtf(s[0]);
-  const float r = inv_norm(nx, eps);
+  if (isinf(s[0])) {  // rare; the same on every thread of the group
+    for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
+      if constexpr (C::STREAM) load(c0);
+#pragma unroll
+      for (int i = 0; i < C::ITEMS; ++i) t[0] += (xv[i] * kSmall) * (xv[i] * kSmall);
+    }
+    group_sum<C::TPR>(t, smem);
+  }
+  const RowNorm nx = robust_norm(s[0], t[0], eps);
+  const float r = nx.inv;
   for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
     if constexpr (C::STREAM) load(c0);
 #pragma unroll
@@ -440,7 +478,7 @@ __global__ void __launch_bounds__(C::BLOCK, C::MIN_BLOCKS)
       }
     }
   }
-  if (lane == 0) norms[row] = nx;
+  if (lane == 0) norms[row] = nx.norm;
 }
 
 template <typename T, int VEC, class C>
@@ -512,14 +550,18 @@ __device__ __forceinline__ float warp_sum(float x) {
 template <typename T, int VEC>
 __device__ void renorm_row(T* __restrict__ p, i64 n, float eps) {
   const int lane = threadIdx.x % 32;
-  float ss = 0.f;
+  float ss = 0.f, ss_small = 0.f;
   for (i64 e = static_cast<i64>(lane) * VEC; e < n; e += 32 * VEC) {
     float v[VEC];
     load_vec<T, VEC>(p + e, v);
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) ss += v[k] * v[k];
+    for (int k = 0; k < VEC; ++k) {
+      const float vs = v[k] * kSmall;
+      ss += v[k] * v[k];
+      ss_small += vs * vs;
+    }
   }
-  const float r = inv_norm(sqrtf(warp_sum(ss)), eps);
+  const float r = robust_norm(warp_sum(ss), warp_sum(ss_small), eps).inv;
   for (i64 e = static_cast<i64>(lane) * VEC; e < n; e += 32 * VEC) {
     float v[VEC];
     load_vec<T, VEC>(p + e, v);
@@ -529,6 +571,7 @@ __device__ void renorm_row(T* __restrict__ p, i64 n, float eps) {
   }
 }
 
+// smem: 2 * (kRenormThreads / kRenormCols) rows of kRenormCols (sums of squares of x, then of kSmall x).
 template <typename T>
 __device__ void renorm_block(T* __restrict__ p, i64 outer, i64 n, i64 inner, bool vec, i64 b, float eps,
                              float (*smem)[kRenormCols]) {
@@ -550,19 +593,24 @@ __device__ void renorm_block(T* __restrict__ p, i64 outer, i64 n, i64 inner, boo
   const int ty = threadIdx.x / kRenormCols;
   constexpr int kTy = kRenormThreads / kRenormCols;
   T* slab = p + o * n * inner;
-  float ss = 0.f;
+  float ss = 0.f, ss_small = 0.f;
   if (col < inner) {
     for (i64 k = ty; k < n; k += kTy) {
-      const float v = to_f32(slab[k * inner + col]);
+      const float v = to_f32(slab[k * inner + col]), vs = v * kSmall;
       ss += v * v;
+      ss_small += vs * vs;
     }
   }
   smem[ty][threadIdx.x % kRenormCols] = ss;
+  smem[kTy + ty][threadIdx.x % kRenormCols] = ss_small;
   __syncthreads();
-  float total = 0.f;
+  float total = 0.f, total_small = 0.f;
 #pragma unroll
-  for (int t = 0; t < kTy; ++t) total += smem[t][threadIdx.x % kRenormCols];
-  const float r = inv_norm(sqrtf(total), eps);
+  for (int t = 0; t < kTy; ++t) {
+    total += smem[t][threadIdx.x % kRenormCols];
+    total_small += smem[kTy + t][threadIdx.x % kRenormCols];
+  }
+  const float r = robust_norm(total, total_small, eps).inv;
   if (col < inner) {
     for (i64 k = ty; k < n; k += kTy) {
       T* q = slab + k * inner + col;
@@ -573,7 +621,7 @@ __device__ void renorm_block(T* __restrict__ p, i64 outer, i64 n, i64 inner, boo
 
 __global__ void __launch_bounds__(kRenormThreads)
     renormalize_kernel(const i64* __restrict__ desc, i64 num_tensors, float eps) {
-  __shared__ float smem[kRenormThreads / kRenormCols][kRenormCols];
+  __shared__ float smem[2 * kRenormThreads / kRenormCols][kRenormCols];
   const i64 block = blockIdx.x;
   i64 lo = 0, hi = num_tensors;  // desc[lo].first <= block < desc[hi].first (hi = end)
   while (hi - lo > 1) {

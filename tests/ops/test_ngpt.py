@@ -305,3 +305,87 @@ def test_auto_on_cuda_prefers_cuda_then_triton(monkeypatch):
     assert ngpt_ops._impl("cpu", cuda) is ngpt_ops._ngpt_torch  # never the C++ loops on device memory
     with pytest.raises(RuntimeError, match="no nGPT kernels"):
         ngpt_ops._resolve("geodesic_residual", "cuda", cuda)
+
+
+# ---- huge rows: the fp32 sum of squares overflows (|x| >= ~2e19) ----------------------------------------------
+
+def huge_rows(d: int = 41) -> torch.Tensor:
+    """fp64 rows whose fp32 sum of squares overflows: all entries ~3e19, one dominant -1e30 entry, entries ~1e35
+    (norm within fp32), and an ordinary row; plus a zero row."""
+    x = _rand((5, d), 21)
+    x[0] *= 3e19
+    x[1] *= 1e-3
+    x[1, d // 2] = -1e30
+    x[2] *= 1e35
+    x[4] = 0
+    return x
+
+
+def assert_rows_close(name: str, got: torch.Tensor, want: torch.Tensor, rtol: float) -> None:
+    """Per row: max |got - want| <= rtol * max |want| (rows differ in scale by tens of orders of magnitude)."""
+    got, want = got.detach().double(), want.detach().double()
+    err = (got - want).abs().amax(-1)
+    scale = want.abs().amax(-1)
+    assert torch.isfinite(got).all(), f"{name}: not finite"
+    assert (err <= rtol * scale).all(), f"{name}: per-row error {err.tolist()} vs scale {scale.tolist()}"
+
+
+def check_huge_rows(backend: str, dtype: torch.dtype, device: str = "cpu", d: int = 41) -> None:
+    """l2_normalize, geodesic_residual and renormalize_ on huge rows against the fp64 oracle: the right unit
+    vectors (not zeros) and the right gradients."""
+    rtol = 1e-5 if dtype == torch.float32 else 2e-2
+    x64 = _exact(huge_rows(d), dtype)
+    w = _weights(x64.shape, dtype)
+    x = leaf(x64, dtype).to(device)
+    out = ops.l2_normalize(x, backend=backend)
+    (gx,) = torch.autograd.grad(out, x, w.to(dtype).to(device))
+    x_ref = leaf(x64, torch.float64)
+    want = F.normalize(x_ref, dim=-1, eps=1e-6)
+    (g_ref,) = torch.autograd.grad(want, x_ref, w)
+    assert_rows_close("l2_normalize out", out.cpu(), want.detach(), rtol)
+    assert_rows_close("l2_normalize grad_x", gx.cpu(), g_ref, rtol)
+
+    f64 = _exact(huge_rows(d).roll(1, 0) * 7, dtype)
+    a64 = _exact(_alpha("vector", d), torch.float32)
+    h, f, a = leaf(x64, dtype).to(device), leaf(f64, dtype).to(device), leaf(a64, torch.float32).to(device)
+    out = ops.geodesic_residual(h, f, a, backend=backend)
+    got = [out, *torch.autograd.grad(out, (h, f, a), w.to(dtype).to(device))]
+    h_, f_, a_ = leaf(x64, torch.float64), leaf(f64, torch.float64), leaf(a64, torch.float64)
+    want = ref.geodesic_residual(h_, f_, a_, compute_dtype=torch.float64)
+    oracle = [want.detach(), *torch.autograd.grad(want, (h_, f_, a_), w)]
+    for name, g, o in zip(GR_NAMES, got, oracle):
+        assert_rows_close(f"geodesic_residual {name}", g.cpu()[None] if g.dim() == 1 else g.cpu(),
+                          o[None] if o.dim() == 1 else o, rtol)
+
+    weights = [x64.to(dtype).to(device), x64.t().contiguous().to(dtype).to(device)]
+    ops.renormalize_(weights, [-1, 0], backend=backend)
+    assert_rows_close("renormalize_ rows", weights[0].cpu(), F.normalize(x64, dim=-1), rtol)
+    assert_rows_close("renormalize_ columns", weights[1].cpu().t(), F.normalize(x64, dim=-1), rtol)
+
+
+OVERFLOW_WARNINGS = "ignore:overflow encountered:RuntimeWarning"  # numpy in the Triton interpreter
+
+
+@pytest.mark.filterwarnings(OVERFLOW_WARNINGS)
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_huge_rows(backend, dtype):
+    """Rows with |x| >= ~2e19 used to come out as zeros (and get zero gradients) on every backend."""
+    if backend == "triton" and dtype == torch.bfloat16:
+        pytest.skip("bf16 arithmetic is wrong in the Triton interpreter")
+    check_huge_rows(backend, dtype)
+
+
+@pytest.mark.filterwarnings(OVERFLOW_WARNINGS)
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_rows_near_float32_max(backend):
+    """Entries up to FLT_MAX (the norm itself exceeds fp32): the forward still gives the unit vector."""
+    x = torch.tensor([[3.0e38, -2.0e38, 1.0e38, 3.4e38], [3.4e38] * 4, [1e-30, 0, 0, 3.4e38]])
+    want = F.normalize(x.double(), dim=-1)
+    assert_rows_close("l2_normalize", ops.l2_normalize(x, backend=backend), want, 1e-5)
+    w = x.clone()
+    ops.renormalize_([w], [-1], backend=backend)
+    assert_rows_close("renormalize_", w, want, 1e-5)
+    y = ops.geodesic_residual(x, x.roll(1, 0), torch.full((4,), 0.3), backend=backend)
+    want = ref.geodesic_residual(x.double(), x.roll(1, 0).double(), torch.full((4,), 0.3), compute_dtype=torch.float64)
+    assert_rows_close("geodesic_residual", y, want, 1e-5)

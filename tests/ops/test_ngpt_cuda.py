@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from spherekit.ops import _ngpt_cuda as NC
 from spherekit.reference import ngpt as ref
 from tests._oracle import assert_close_to_oracle
+from tests.ops.test_ngpt import check_huge_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE_DTYPES = {0: torch.float32, 1: torch.float16, 2: torch.bfloat16}
@@ -298,6 +299,16 @@ def test_gpu_unaligned_and_clamped_rows(backend, dtype, d):
     for i in range(R):  # rows differ by orders of magnitude (clamped rows: 1/eps)
         assert_close_to_oracle(f"l2 out[{i}]", out[i], o[i].detach().to(dtype), o[i].detach(), dtype)
         assert_close_to_oracle(f"grad_x[{i}]", gx[i], w[i].to(dtype), w[i], dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["cuda", "triton"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("d", [41, 1000, 10000])
+def test_gpu_huge_rows(backend, dtype, d):
+    """Rows whose fp32 sum of squares overflows (|x| >= ~2e19): unit vectors and right gradients, streamed rows too."""
+    _launchers(backend)
+    check_huge_rows(backend, dtype, "cuda", d)
 
 
 @pytest.mark.gpu

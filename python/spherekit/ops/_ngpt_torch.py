@@ -1,6 +1,7 @@
 """nGPT kernel-level entry points written as a torch composition (fp32 math): the cpu backend's fallback
 when spherekit._C lacks the C++ loops. Same signatures and semantics as kernels/ngpt.py (see
-/work/notes/interfaces.md and spherekit.reference.ngpt for the math). Inputs are contiguous (R, d)."""
+/work/notes/interfaces.md and spherekit.reference.ngpt for the math). Inputs are contiguous (R, d).
+Norms are robust, as in the reference: ||x|| = m ||x / m||, m = max(1, max_j |x_j|) (no square overflows)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import torch
 from torch import Tensor
 
 
-def _unit(x: Tensor, eps: float) -> tuple[Tensor, Tensor, Tensor]:
-    """(x / max(||x||, eps), ||x|| unclamped, 1 / max(||x||, eps)) per row, fp32."""
-    n = torch.linalg.vector_norm(x, dim=-1)
-    r = 1.0 / n.clamp_min(eps)
-    return x * r[:, None], n, r
+def _unit(x: Tensor, eps: float, dim: int = -1) -> tuple[Tensor, Tensor]:
+    """(x / max(||x||, eps), ||x|| unclamped) along dim: u = x / m, out = u / max(||u||, eps / m), ||x|| = m ||u||."""
+    m = x.abs().amax(dim, keepdim=True).clamp_min(1)
+    u = x / m
+    s = torch.linalg.vector_norm(u, dim=dim, keepdim=True)
+    return u / torch.maximum(s, eps / m), (m * s).squeeze(dim)
 
 
 def _project(g: Tensor, u: Tensor, n: Tensor, r: Tensor, eps: float) -> Tensor:
@@ -24,9 +26,9 @@ def _project(g: Tensor, u: Tensor, n: Tensor, r: Tensor, eps: float) -> Tensor:
 
 def geodesic_residual_fwd(h: Tensor, f: Tensor, alpha: Tensor, eps: float) -> tuple[Tensor, Tensor]:
     a = alpha.float().abs()
-    hn, nh, _ = _unit(h.float(), eps)
-    fn, nf, _ = _unit(f.float(), eps)
-    out, ny, _ = _unit(torch.lerp(hn, fn, a), eps)
+    hn, nh = _unit(h.float(), eps)
+    fn, nf = _unit(f.float(), eps)
+    out, ny = _unit(torch.lerp(hn, fn, a), eps)
     return out.to(h.dtype), torch.stack([nh, nf, ny], dim=1)
 
 
@@ -46,7 +48,7 @@ def geodesic_residual_bwd(grad_out: Tensor, h: Tensor, f: Tensor, alpha: Tensor,
 
 
 def l2_normalize_fwd(x: Tensor, eps: float) -> tuple[Tensor, Tensor]:
-    out, n, _ = _unit(x.float(), eps)
+    out, n = _unit(x.float(), eps)
     return out.to(x.dtype), n
 
 
@@ -59,5 +61,4 @@ def l2_normalize_bwd(grad_out: Tensor, x: Tensor, norms: Tensor, eps: float) -> 
 def renormalize_(views: list[Tensor], eps: float) -> None:
     """Each view (outer, n, inner) is normalised in place over its middle axis."""
     for v in views:
-        n = torch.linalg.vector_norm(v.float(), dim=1, keepdim=True)
-        v.copy_(v.float() / n.clamp_min(eps))
+        v.copy_(_unit(v.float(), eps, dim=1)[0])

@@ -10,7 +10,10 @@ whose implementation is picked per backend:
     "reference"  the pure-torch oracle with torch autograd
     "auto"       cuda on CUDA tensors when spherekit._cuda has the nGPT kernels, else triton (rows of at most
                  kernels.ngpt.MAX_D features), else cpu.
-Statistics and math are fp32 for fp16/bf16 storage; outputs keep the input dtype.
+Statistics and math are fp32 for fp16/bf16 storage; outputs keep the input dtype. Norms are robust: a row
+whose fp32 sum of squares overflows (|x| >= ~1.8e19) is scaled down before squaring and still normalises to its
+unit vector (math in spherekit.reference.ngpt); the backward reads the saved fp32 norms, so its gradients need
+||x|| <= 3.4e38.
 """
 
 from __future__ import annotations

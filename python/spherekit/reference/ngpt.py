@@ -2,24 +2,34 @@
 residual update and weight renormalisation. Pure torch, fp32 math by default, gradients by autograd.
 
 Norm(x) = x / max(||x||_2, eps)   (torch.nn.functional.normalize semantics: a zero row maps to 0, never NaN)
+
+The norm is robust: ||x|| = m ||x / m|| with m = max(1, max_j |x_j|), so no square overflows (in fp32 the plain
+sum of squares does for |x_j| >= ~1.8e19). m is held constant under autograd (||x|| is homogeneous in it, so
+the gradient is exact); rows with every |x_j| <= 1 are not scaled at all.
 """
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
+
+
+def _normalize(x: Tensor, dim: int, eps: float) -> Tensor:
+    """Norm(x) along dim with the robust norm: u = x / m, out = u / max(||u||, eps / m) = x / max(||x||, eps)."""
+    m = x.detach().abs().amax(dim, keepdim=True).clamp_min(1)
+    u = x / m
+    return u / torch.linalg.vector_norm(u, dim=dim, keepdim=True).clamp_min(eps / m)
 
 
 def l2_normalize(x: Tensor, dim: int = -1, eps: float = 1e-6, *, compute_dtype: torch.dtype = torch.float32) -> Tensor:
     r"""out = Norm(x) along ``dim``, computed in ``compute_dtype``, returned in x.dtype.
 
-    Forward, per slice along ``dim``:  r = 1 / max(||x||, eps),  out = r x.
+    Forward, per slice along ``dim``:  r = 1 / max(||x||, eps),  out = r x   (||x|| robust, see the module doc).
     Gradient (upstream g):
         ||x|| >= eps:  dx = r (g - out <g, out>)      (projection onto the tangent space at out, scaled by r)
         ||x|| <  eps:  dx = g / eps                   (the clamp is constant; a zero row gets g / eps, no NaN)
     """
-    return F.normalize(x.to(compute_dtype), dim=dim, eps=eps).to(x.dtype)
+    return _normalize(x.to(compute_dtype), dim, eps).to(x.dtype)
 
 
 def geodesic_residual(
@@ -39,10 +49,10 @@ def geodesic_residual(
         g_alpha = sign(alpha) * sum over rows of (fn - hn) * g_y   (summed to alpha's shape; sign(0) = 0)
     """
     a = alpha.to(compute_dtype).abs()
-    hn = F.normalize(h.to(compute_dtype), dim=-1, eps=eps)
-    fn = F.normalize(f.to(compute_dtype), dim=-1, eps=eps)
+    hn = _normalize(h.to(compute_dtype), -1, eps)
+    fn = _normalize(f.to(compute_dtype), -1, eps)
     y = hn + a * (fn - hn)
-    return F.normalize(y, dim=-1, eps=eps).to(h.dtype)
+    return _normalize(y, -1, eps).to(h.dtype)
 
 
 def renormalize(w: Tensor, dim: int, eps: float = 1e-6, *, compute_dtype: torch.dtype = torch.float32) -> Tensor:
