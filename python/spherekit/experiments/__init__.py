@@ -15,6 +15,7 @@ import importlib
 REGISTRY: dict[str, str] = {
     "concept": "spherekit.experiments.concept",
     "circumplex": "spherekit.experiments.circumplex",
+    "textbook": "spherekit.experiments.textbook",
 }
 
 

@@ -1,0 +1,128 @@
+"""Sections, configuration and presets of the textbook-chapter reproduction (seed 002).
+
+Every value the chapter states is declared with `paper(...)` (the doc quotes where); every other value is a
+`choice(...)` whose doc says why. The chapter trains nothing at scale and prints no outputs, so data sizes,
+training steps and search settings are all ours.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import choice, paper, runtime
+from ..training import TrainConfig
+
+SECTIONS: dict[str, str] = {
+    "listings": "the chapter's code listings on the backbone: paraphrase vs unrelated cosine, MNRL function vs "
+                "spherekit's fused loss, hard-negative mining on the 5-passage corpus",
+    "concentration": "concentration of measure: std of random unit-vector cosines vs 1/sqrt(d); the backbone's "
+                     "own cosine distribution (anisotropy) and relevant-vs-irrelevant gaps",
+    "pooling": "CLS, mean and max pooling of the same backbone on the retrieval set",
+    "losses": "MNRL vs triplet loss vs cosine-similarity loss, same data and steps, retrieval curve",
+    "mining": "hard-negative mining rounds: BM25 negatives (round 1), then negatives mined by the trained model "
+              "(round 2), vs random negatives",
+    "thresholds": "the cosine threshold reaching a target precision on labelled pairs vs the '0.7 rule of thumb'",
+    "ann": "faiss IVF and HNSW vs exact search: recall@10 against speed-up; the setting reaching 95% recall",
+    "order": "'the patient was treated by the doctor' vs its role swap: pooled cosine vs a verifier re-rank",
+}
+LOSSES = ("mnrl", "triplet", "cosine")
+POOLINGS = ("cls", "mean", "max")
+
+
+@dataclass(frozen=True)
+class TextbookConfig:
+    # what runs
+    backbones: tuple = paper(("all-MiniLM-L6-v2",), "listings: SentenceTransformer('sentence-transformers/"
+                                                    "all-MiniLM-L6-v2'), 'a 384-dim mean-pooled model'")
+    sections: tuple = runtime(tuple(SECTIONS), "which sections (units) run")
+    seed: int = choice(0, "the chapter sets no seed (its MNRL example is nondeterministic); ours")
+    # listings (chapter code)
+    listing_temperature: float = paper(0.05, "multiple_negatives_ranking_loss(..., temperature=0.05)")
+    listing_batch: int = paper(4, "'batch_size, dim = 4, 384' in the MNRL example")
+    listing_dim: int = paper(384, "'batch_size, dim = 4, 384' in the MNRL example")
+    top_k: int = paper(30, "mine_hard_negatives(..., top_k=30, ...)")
+    num_negatives: int = paper(5, "mine_hard_negatives(..., num_negatives=5)")
+    # concentration of measure
+    random_dims: tuple = choice((384, 768), "768 is the chapter's ('In 768-dim BERT, std dev ~ 0.036'); 384 is "
+                                            "MiniLM's dimension")
+    n_random_vectors: int = choice(2000, "random unit vectors per dimension (all pairs are used)")
+    std_tolerance: float = choice(0.05, "relative tolerance for 'std ~ 1/sqrt(d)' to hold")
+    gap_range: tuple = paper((0.1, 0.3), "'may differ ... by only 0.1-0.3 units'")
+    # the offline retrieval set (WordNet: a term retrieves its definitions; headwords masked)
+    n_test_synsets: int = choice(500, "held-out WordNet synsets: their terms are the queries, their glosses "
+                                      "the relevant passages (decontaminated split, spherekit.data.splits)")
+    n_distractors: int = choice(2000, "extra glosses of training synsets added to the retrieval corpus")
+    n_train_pairs: int = choice(4000, "(term, gloss) training pairs sampled from the training split")
+    max_seq_length: int = choice(32, "tokens per text; terms and WordNet glosses are short")
+    eval_k: int = choice(10, "recall@k / MRR@k of the retrieval set")
+    # training (losses, mining rounds, pooling fine-tuning)
+    steps: int = choice(60, "optimizer steps per training (one loss, one mining round); the chapter gives none")
+    batch_size: int = choice(32, "rows per step (MNRL: 31 in-batch negatives per query)")
+    lr: float = choice(5e-5, "AdamW learning rate; short runs")
+    warmup_steps: int = choice(6, "linear warmup, then linear decay to 0")
+    temperature: float = paper(0.05, "MNRL temperature: the listing's default (scale 20)")
+    triplet_margin: float = choice(5.0, "TripletLoss margin (sentence-transformers' default, euclidean distance); "
+                                        "the chapter names no margin or distance")
+    curve_points: int = choice(4, "retrieval evaluated this many times along each loss's training")
+    pooling_steps: int = choice(0, "MNRL steps per pooling after the frozen comparison (0: frozen only)")
+    train_negatives: int = paper(5, "negatives per query in the mining rounds: num_negatives=5 of the listing")
+    rounds: int = paper(2, "'starting with BM25 negatives ... then mining harder negatives with the trained model "
+                           "for further fine-tuning rounds': BM25 round + one model-mined round")
+    # thresholds
+    rule_of_thumb: float = paper(0.7, "'use cosine similarity above 0.7' advice")
+    target_precision: float = choice(0.9, "precision the calibrated threshold must reach")
+    # approximate search
+    ann_corpus: int = choice(20000, "WordNet glosses indexed")
+    ann_queries: int = choice(500, "WordNet terms searched")
+    ann_k: int = paper(10, "issue 13: recall@10 (the chapter only says '95%+ recall')")
+    target_recall: float = paper(0.95, "'still achieve 95%+ recall'")
+    ivf_nlist: int = choice(0, "IVF cells (0: 4 * sqrt(corpus size), faiss' rule of thumb)")
+    ivf_nprobe: tuple = choice((1, 2, 4, 8, 16, 32, 64), "cells visited per query, swept")
+    hnsw_m: int = choice(32, "HNSW links per node")
+    hnsw_ef: tuple = choice((4, 8, 16, 32, 64, 128), "HNSW efSearch, swept")
+    # order sensitivity
+    verifier: str = choice("F3", "stage-2 verifier (spherekit.nn.verifiers): the CNN over the token similarity "
+                                 "map, which sees token order; trained on near-misses (spherekit.data.nearmiss)")
+    nearmiss_per_family: int = choice(200, "near-miss triplets per family (negation, binding, spatial)")
+    verifier_epochs: int = choice(3, "verifier training epochs over the near-miss training part")
+    # runtime
+    eval_batch_size: int = runtime(64, "encoding batch size")
+    logging_steps: int = runtime(5, "loss logging interval")
+
+    def __post_init__(self):
+        bad = [s for s in self.sections if s not in SECTIONS]
+        if bad:
+            raise ValueError(f"unknown section(s) {bad}; valid sections: {', '.join(SECTIONS)}")
+        if self.num_negatives < 1 or self.top_k < self.num_negatives:
+            raise ValueError(f"need 1 <= num_negatives <= top_k, got {self.num_negatives} and {self.top_k}")
+        if not 0 < self.target_precision <= 1 or not 0 < self.target_recall <= 1:
+            raise ValueError("target_precision and target_recall must lie in (0, 1]")
+        if self.curve_points < 1 or self.rounds < 1:
+            raise ValueError("curve_points and rounds must be >= 1")
+
+    def train_config(self, steps: int | None = None) -> TrainConfig:
+        steps = steps or self.steps
+        return TrainConfig(steps=steps, batch_size=self.batch_size, lr=self.lr,
+                           warmup_steps=min(self.warmup_steps, steps - 1), seed=self.seed, precision="auto",
+                           save_steps=0, logging_steps=self.logging_steps)
+
+
+PRESETS: dict[str, dict] = {
+    # minutes on a 2-core CPU: MiniLM, every section
+    "cpu-small": dict(),
+    # both offline backbones, larger sets and longer training (about an hour or more on 2 cores)
+    "cpu": dict(backbones=("all-MiniLM-L6-v2", "all-mpnet-base-v2"), n_test_synsets=1000, n_distractors=5000,
+                n_train_pairs=12000, steps=150, warmup_steps=15, curve_points=5, pooling_steps=60,
+                ann_corpus=60000, ann_queries=1000, nearmiss_per_family=400),
+    # seconds: the tests' preset (pass --backbone with a small local model)
+    "tiny": dict(n_test_synsets=20, n_distractors=30, n_train_pairs=48, max_seq_length=24, steps=2, batch_size=4,
+                 warmup_steps=1, lr=1e-3, curve_points=2, pooling_steps=2, n_random_vectors=300, ann_corpus=400,
+                 ann_queries=20, ivf_nprobe=(1, 4), hnsw_ef=(4, 16), hnsw_m=8, nearmiss_per_family=8,
+                 verifier_epochs=1, eval_batch_size=32, logging_steps=1),
+}
+
+
+def preset_config(name: str) -> TextbookConfig:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}")
+    return TextbookConfig(**PRESETS[name])

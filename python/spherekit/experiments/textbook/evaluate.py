@@ -1,0 +1,56 @@
+"""Retrieval on the offline set (recall@k, MRR@k, nDCG@k through spherekit.evaluation) and a training callback
+that evaluates along the way (the sample-efficiency curves)."""
+
+from __future__ import annotations
+
+import torch
+
+from ...evaluation import metrics
+from ...evaluation.encode import encode
+from ...evaluation.search import topk_cosine
+
+
+def embed(model, texts, cfg) -> torch.Tensor:
+    """Unit vectors (N, d) of `texts` (the model in eval mode, no gradient)."""
+    was_training = model.training
+    model.eval()
+    try:
+        return encode(model, list(texts), batch_size=cfg.eval_batch_size, normalize=True)
+    finally:
+        model.train(was_training)
+
+
+def retrieval_metrics(model, data, cfg) -> dict[str, float]:
+    """recall@k, MRR@k, nDCG@k and recall@1 of `model` on the retrieval set `data` (a data.Retrieval)."""
+    q, d = embed(model, data.queries, cfg), embed(model, data.corpus, cfg)
+    _, ids = topk_cosine(q, d, cfg.eval_k)
+    k = cfg.eval_k
+    return {f"recall@{k}": round(metrics.recall_at_k(ids, data.relevant, k), 4),
+            f"mrr@{k}": round(metrics.mrr(ids, data.relevant, k), 4),
+            f"ndcg@{k}": round(metrics.ndcg_at_k(ids, data.relevant, k), 4),
+            "recall@1": round(metrics.recall_at_k(ids, data.relevant, 1), 4)}
+
+
+def curve_steps(steps: int, points: int) -> list[int]:
+    """`points` evaluation steps spread evenly over a training of `steps` steps, ending at the last one."""
+    return sorted({max(1, round(steps * (i + 1) / points)) for i in range(points)})
+
+
+def curve_callback(data, cfg, steps: int, rows_per_step: int):
+    """A transformers TrainerCallback recording retrieval metrics at curve_steps(...) into `.curve`:
+    [{"step", "examples", <metrics>}], "examples" = training rows seen so far."""
+    from transformers import TrainerCallback
+
+    at = set(curve_steps(steps, cfg.curve_points))
+
+    class RetrievalCurve(TrainerCallback):
+        curve: list[dict] = []
+
+        def on_step_end(self, args, state, control, model=None, **kwargs):
+            if state.global_step in at and model is not None:
+                self.curve.append({"step": state.global_step, "examples": state.global_step * rows_per_step,
+                                   **retrieval_metrics(model, data, cfg)})
+
+    cb = RetrievalCurve()
+    cb.curve = []
+    return cb

@@ -1,0 +1,123 @@
+"""Hard-negative mining (the chapter's three sources, less the cross-encoder) and the mining rounds.
+
+Every miner maps (model, retrieval set, cfg, rng) -> one list of corpus ids per query: at most
+cfg.num_negatives ids, never a labelled positive of that query, taken from the cfg.top_k best candidates.
+
+    bm25_negatives    the top BM25 results (bm25s) that are not labelled positives
+    model_negatives   sentence-transformers' mine_hard_negatives with the given model (cosine, "top" strategy)
+    random_negatives  uniformly drawn non-positives (the baseline)
+
+A query with fewer than num_negatives candidates (BM25 matched too few passages, say) is topped up with random
+non-positives; the miners return how many were topped up.
+
+mining_rounds: round 1 trains on the first miner's negatives, round r > 1 on negatives mined by the model that
+round r - 1 trained (the chapter's "BM25 negatives for initial training and then mining harder negatives with
+the trained model for further fine-tuning rounds").
+"""
+
+from __future__ import annotations
+
+import random
+
+
+def _top_up(negatives: list[int], positives: set[int], n_corpus: int, want: int, rng: random.Random) -> int:
+    """Append random non-positive, not yet chosen ids until `want`; returns how many were added."""
+    pool = [i for i in range(n_corpus) if i not in positives and i not in negatives]
+    extra = rng.sample(pool, min(want - len(negatives), len(pool))) if len(negatives) < want else []
+    negatives.extend(extra)
+    return len(extra)
+
+
+def random_negatives(model, data, cfg, rng: random.Random) -> tuple[list[list[int]], int]:
+    out, added = [], 0
+    for rel in data.relevant:
+        negs: list[int] = []
+        added += _top_up(negs, rel, len(data.corpus), cfg.num_negatives, rng)
+        out.append(negs)
+    return out, added
+
+
+def bm25_negatives(model, data, cfg, rng: random.Random) -> tuple[list[list[int]], int]:
+    """The top_k BM25 passages (score > 0) of each query minus its labelled positives, first num_negatives."""
+    import bm25s
+
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(data.corpus, stopwords="en", show_progress=False), show_progress=False)
+    tokens = bm25s.tokenize(data.queries, stopwords="en", show_progress=False)
+    k = min(cfg.top_k, len(data.corpus))
+    ids, scores = retriever.retrieve(tokens, k=k, show_progress=False, n_threads=1)
+    out, added = [], 0
+    for row, srow, rel in zip(ids, scores, data.relevant):
+        negs = [int(i) for i, s in zip(row, srow) if s > 0 and int(i) not in rel][:cfg.num_negatives]
+        added += _top_up(negs, rel, len(data.corpus), cfg.num_negatives, rng)
+        out.append(negs)
+    return out, added
+
+
+def model_negatives(model, data, cfg, rng: random.Random) -> tuple[list[list[int]], int]:
+    """sentence-transformers' mine_hard_negatives: for each query the num_negatives most similar passages among
+    its top candidates that are not labelled positives (every (query, positive) pair is a row, so a query's
+    positives are all excluded)."""
+    from datasets import Dataset
+    from sentence_transformers.util import mine_hard_negatives
+
+    rows = [(q, data.corpus[i]) for q, rel in zip(data.queries, data.relevant) for i in sorted(rel)]
+    dataset = Dataset.from_dict({"anchor": [a for a, _ in rows], "positive": [p for _, p in rows]})
+    was_training = model.training
+    model.eval()
+    try:
+        mined = mine_hard_negatives(dataset, model, corpus=list(data.corpus), range_max=cfg.top_k,
+                                    num_negatives=cfg.num_negatives, sampling_strategy="top",
+                                    output_format="labeled-list", batch_size=cfg.eval_batch_size, verbose=False)
+    finally:
+        model.train(was_training)
+    position = {text: i for i, text in enumerate(data.corpus)}
+    found: dict[str, list[int]] = {}
+    for row in mined:
+        texts = [t for t, label in zip(row["positive"], row["labels"]) if not label]  # best first
+        found.setdefault(row["anchor"], [position[t] for t in texts])
+    out, added = [], 0
+    for q, rel in zip(data.queries, data.relevant):
+        negs = [i for i in found.get(q, []) if i not in rel][:cfg.num_negatives]
+        added += _top_up(negs, rel, len(data.corpus), cfg.num_negatives, rng)
+        out.append(negs)
+    return out, added
+
+
+MINERS = {"bm25": bm25_negatives, "model": model_negatives, "random": random_negatives}
+
+
+def training_rows(data, negatives: list[list[int]], n: int) -> dict[str, list[str]]:
+    """Dataset columns anchor, positive, negative_1..negative_n: one row per (query, labelled positive)."""
+    cols: dict[str, list[str]] = {"anchor": [], "positive": [], **{f"negative_{j + 1}": [] for j in range(n)}}
+    for q, rel, negs in zip(data.queries, data.relevant, negatives):
+        negs = (negs * n)[:n] if negs else []
+        if len(negs) < n:
+            continue
+        for pos in sorted(rel):
+            cols["anchor"].append(q)
+            cols["positive"].append(data.corpus[pos])
+            for j, neg in enumerate(negs):
+                cols[f"negative_{j + 1}"].append(data.corpus[neg])
+    return cols
+
+
+def mining_rounds(model, data, cfg, miners, train_round, evaluate) -> list[dict]:
+    """Rounds of (mine with the current model, train on the negatives, evaluate). miners: one miner name per
+    round (the last repeats); train_round(model, columns, round) -> the trained model; evaluate(model) -> metrics.
+    Returns one record per round: miner, metrics, topped-up count and overlap with the previous round's
+    negatives."""
+    rng = random.Random(cfg.seed)
+    records, previous = [], None
+    for r in range(cfg.rounds):
+        name = miners[min(r, len(miners) - 1)]
+        negatives, added = MINERS[name](model, data, cfg, rng)
+        overlap = None
+        if previous is not None:
+            same = sum(len(set(a) & set(b)) for a, b in zip(negatives, previous))
+            overlap = round(same / max(sum(map(len, negatives)), 1), 4)
+        model = train_round(model, training_rows(data, negatives, cfg.train_negatives), r)
+        records.append({"round": r + 1, "miner": name, "topped_up": added, "overlap_with_previous": overlap,
+                        "metrics": evaluate(model), "negatives": negatives})
+        previous = negatives
+    return records

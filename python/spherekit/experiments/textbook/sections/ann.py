@@ -1,0 +1,80 @@
+"""Section 7: approximate search. The backbone embeds ann_corpus glosses and ann_queries terms; faiss IVF-Flat
+(nprobe swept) and HNSW-Flat (efSearch swept) are compared with exact inner-product search (IndexFlatIP) on
+recall@k against the exact top-k, the speed-up in query time (best of 3, one faiss thread) and the fraction of
+the corpus whose distance was computed (faiss' own counters)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+REPEATS = 3
+
+
+def _timed(index, q: np.ndarray, k: int) -> tuple[np.ndarray, float]:
+    best, ids = math.inf, None
+    for _ in range(REPEATS):
+        t0 = time.perf_counter()
+        _, ids = index.search(q, k)
+        best = min(best, time.perf_counter() - t0)
+    return ids, best
+
+
+def recall(found: np.ndarray, exact: np.ndarray) -> float:
+    """Mean over queries of |found ∩ exact| / k (exact: the true top-k ids)."""
+    return float(np.mean([len(set(f[f >= 0]) & set(e)) / len(e) for f, e in zip(found, exact)]))
+
+
+def sweep(corpus: np.ndarray, queries: np.ndarray, cfg) -> dict:
+    import faiss
+
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        n, d = corpus.shape
+        k = min(cfg.ann_k, n)
+        flat = faiss.IndexFlatIP(d)
+        flat.add(corpus)
+        exact, t_exact = _timed(flat, queries, k)
+        nlist = cfg.ivf_nlist or max(1, int(4 * math.sqrt(n)))
+        ivf = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, nlist, faiss.METRIC_INNER_PRODUCT)
+        ivf.train(corpus)
+        ivf.add(corpus)
+        hnsw = faiss.IndexHNSWFlat(d, cfg.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        hnsw.add(corpus)
+        rows = []
+        for method, index, values, set_param, stats in (
+                ("ivf", ivf, cfg.ivf_nprobe, lambda v: setattr(ivf, "nprobe", min(v, nlist)), faiss.cvar.indexIVF_stats),
+                ("hnsw", hnsw, cfg.hnsw_ef, lambda v: setattr(hnsw.hnsw, "efSearch", v), faiss.cvar.hnsw_stats)):
+            for v in values:
+                set_param(v)
+                stats.reset()
+                ids, t = _timed(index, queries, k)
+                visited = stats.ndis / (REPEATS * len(queries) * n)
+                rows.append({"method": method, "param": int(v), "recall": round(recall(ids, exact), 4),
+                             "seconds": t, "speedup": round(t_exact / t, 2), "fraction_scanned": round(visited, 4)})
+        return {"rows": rows, "exact_seconds": t_exact, "nlist": nlist, "n": n, "queries": len(queries), "k": k}
+    finally:
+        faiss.omp_set_num_threads(threads)
+
+
+def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
+    from ..evaluate import embed
+    from ..models import load
+
+    model = load(backbone, cfg)
+    corpus = embed(model, data.ann_corpus, cfg).float().contiguous().numpy()
+    queries = embed(model, data.ann_queries, cfg).float().contiguous().numpy()
+    result = sweep(corpus, queries, cfg)
+    metrics = {"corpus": result["n"]}
+    for method in ("ivf", "hnsw"):
+        rows = [r for r in result["rows"] if r["method"] == method]
+        ok = [r for r in rows if r["recall"] >= cfg.target_recall]
+        best = max(ok, key=lambda r: r["speedup"]) if ok else None
+        metrics[f"{method}_max_recall"] = max(r["recall"] for r in rows)
+        metrics[f"{method}_param_at_target"] = None if best is None else best["param"]
+        metrics[f"{method}_speedup_at_target"] = None if best is None else best["speedup"]
+        metrics[f"{method}_scanned_at_target"] = None if best is None else best["fraction_scanned"]
+    return {"metrics": metrics, "details": result}

@@ -1,0 +1,86 @@
+"""Section 1: the chapter's listings run as printed on the backbone (listing 2 needs BAAI/bge-m3 on CUDA, which
+is not available offline, and is skipped)."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..chapter import CORPUS, POSITIVES, QUERIES, SENTENCES
+
+
+def multiple_negatives_ranking_loss(query_emb, passage_emb, temperature=0.05):
+    """Listing 3, verbatim: cross-entropy over query x passage similarities / temperature, diagonal positives."""
+    similarity = torch.matmul(query_emb, passage_emb.T) / temperature
+    labels = torch.arange(similarity.size(0), device=similarity.device)
+    return F.cross_entropy(similarity, labels)
+
+
+def chapter_mine_hard_negatives(model, queries, corpus, positives_map, top_k=30, num_negatives=5):
+    """Listing 4, verbatim: the top_k most similar passages of each query, labelled positives dropped, the first
+    num_negatives kept."""
+    query_embs = model.encode(list(queries), normalize_embeddings=True)
+    corpus_embs = model.encode(list(corpus), normalize_embeddings=True)
+    hard_negatives = {}
+    for q_idx, q_emb in enumerate(query_embs):
+        sims = corpus_embs @ q_emb
+        top_indices = np.argsort(sims)[::-1][:top_k]
+        positives = positives_map.get(q_idx, set())
+        neg_indices = [int(i) for i in top_indices if int(i) not in positives]
+        hard_negatives[q_idx] = neg_indices[:num_negatives]
+    return hard_negatives
+
+
+def _spherekit_mnrl(model, q, p, temperature: float) -> float:
+    from ....losses import MultipleNegativesRankingLoss
+
+    return float(MultipleNegativesRankingLoss(model, scale=1.0 / temperature).compute_loss_from_embeddings([q, p], None))
+
+
+def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
+    from ..data import Retrieval
+    from ..mining import model_negatives
+    from ..models import load
+
+    model = load(backbone, cfg)
+
+    # listing 1
+    emb = model.encode(list(SENTENCES), normalize_embeddings=True)
+    sim = emb @ emb.T
+    pairs = {f"{i}-{j}": round(float(sim[i, j]), 4) for i, j in combinations(range(len(SENTENCES)), 2)}
+    # listing 3 on the chapter's random example and on real embeddings (queries vs their first positives)
+    torch.manual_seed(cfg.seed)
+    q = F.normalize(torch.randn(cfg.listing_batch, cfg.listing_dim), dim=-1)
+    p = F.normalize(torch.randn(cfg.listing_batch, cfg.listing_dim), dim=-1)
+    rq = torch.from_numpy(np.asarray(model.encode(list(QUERIES), normalize_embeddings=True)))
+    rp = torch.from_numpy(np.asarray(model.encode([CORPUS[min(POSITIVES[i])] for i in range(len(QUERIES))],
+                                                  normalize_embeddings=True)))
+    mnrl = {}
+    for name, (a, b) in {"random": (q, p), "real": (rq, rp)}.items():
+        chapter = float(multiple_negatives_ranking_loss(a, b, cfg.listing_temperature))
+        ours = _spherekit_mnrl(model, a, b, cfg.listing_temperature)
+        mnrl[name] = {"chapter": round(chapter, 6), "spherekit": round(ours, 6), "abs_diff": abs(chapter - ours)}
+    # listing 4, and sentence-transformers' mine_hard_negatives on the same example
+    chapter_negs = chapter_mine_hard_negatives(model, QUERIES, CORPUS, POSITIVES, cfg.top_k, cfg.num_negatives)
+    example = Retrieval(list(QUERIES), list(CORPUS), [POSITIVES[i] for i in range(len(QUERIES))])
+    import random
+
+    st_negs, _ = model_negatives(model, example, cfg, random.Random(cfg.seed))
+    qe, ce = model.encode(list(QUERIES), normalize_embeddings=True), model.encode(list(CORPUS), normalize_embeddings=True)
+    metrics = {
+        "embedding_dim": int(emb.shape[1]),
+        "sim_paraphrase": pairs["0-1"], "sim_unrelated": round(max(pairs["0-2"], pairs["1-2"]), 4),
+        "mnrl_max_abs_diff": max(v["abs_diff"] for v in mnrl.values()),
+        "mnrl_random_example": mnrl["random"]["chapter"],
+        "mining_positives_returned": sum(len(set(chapter_negs[i]) & POSITIVES[i]) for i in chapter_negs),
+        "mining_same_as_sentence_transformers": all(chapter_negs[i] == st_negs[i]
+                                                    for i in chapter_negs),
+    }
+    details = {"similarities": pairs, "sentences": list(SENTENCES), "mnrl": mnrl,
+               "chapter_negatives": {str(k): v for k, v in chapter_negs.items()},
+               "st_negatives": {str(i): v for i, v in enumerate(st_negs)},
+               "corpus_similarities": (ce @ qe.T).T.round(4).tolist()}
+    return {"metrics": metrics, "details": details}

@@ -1,0 +1,40 @@
+"""Section 4: MNRL vs triplet loss vs cosine-similarity loss, each from the same backbone, on the same
+(term, gloss, random negative) rows for the same steps and batch size, with retrieval measured along the way.
+
+MNRL scores each query against the batch's positives and negatives (2B - 1 negatives); TripletLoss uses the
+row's one negative; CosineSimilarityLoss regresses cos(term, gloss) to 1 and cos(term, negative) to 0 (each row
+gives two pairs, so a batch holds B / 2 rows)."""
+
+from __future__ import annotations
+
+import random
+
+from ..config import LOSSES
+
+
+def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
+    from ..evaluate import curve_callback, retrieval_metrics
+    from ..mining import random_negatives, training_rows
+    from ..models import fit, load
+
+    negatives, _ = random_negatives(None, data.train, cfg, random.Random(cfg.seed))
+    columns = training_rows(data.train, negatives, 1)
+    start = retrieval_metrics(load(backbone, cfg), data.test, cfg)
+    metrics, details = {}, {"start": start, "curves": {}, "training": {}}
+    key = f"recall@{cfg.eval_k}"
+    for loss in LOSSES:
+        model = load(backbone, cfg)
+        rows_per_step = cfg.batch_size // 2 if loss == "cosine" else cfg.batch_size
+        curve = curve_callback(data.test, cfg, cfg.steps, rows_per_step)
+        details["training"][loss] = fit(model, columns, loss, cfg, unit_dir / f"train-{loss}", callbacks=[curve],
+                                        progress=progress)
+        final = curve.curve[-1] if curve.curve and curve.curve[-1]["step"] == cfg.steps else \
+            {"step": cfg.steps, **retrieval_metrics(model, data.test, cfg)}
+        details["curves"][loss] = [{"step": 0, "examples": 0, **start}] + \
+            [c for c in curve.curve if c["step"] != final["step"]] + [final]
+        metrics[f"{loss}_{key}"] = final[key]
+        # sample efficiency: the mean recall over the curve (area under it, start excluded)
+        metrics[f"{loss}_{key}_curve_mean"] = round(sum(c[key] for c in details["curves"][loss][1:])
+                                                   / (len(details["curves"][loss]) - 1), 4)
+    metrics[f"start_{key}"] = start[key]
+    return {"metrics": metrics, "details": details}

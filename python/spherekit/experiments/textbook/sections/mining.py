@@ -1,0 +1,40 @@
+"""Section 5: hard-negative mining rounds. From the same backbone, two chains of cfg.rounds MNRL trainings on
+the same (term, gloss) pairs with train_negatives negatives per query:
+
+    hard     round 1 on BM25 negatives, round 2 (and later) on negatives mined by the model round 1 trained
+    random   every round on freshly drawn random negatives
+
+Retrieval is measured after every round (the same steps per round in both chains)."""
+
+from __future__ import annotations
+
+CHAINS = {"hard": ("bm25", "model"), "random": ("random",)}
+EXAMPLES = 3
+
+
+def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
+    from ..evaluate import retrieval_metrics
+    from ..mining import mining_rounds
+    from ..models import fit, load
+
+    key = f"recall@{cfg.eval_k}"
+    start = retrieval_metrics(load(backbone, cfg), data.test, cfg)
+    metrics, details = {f"start_{key}": start[key]}, {"start": start, "chains": {}, "examples": {}}
+    for chain, miners in CHAINS.items():
+        training = []
+
+        def train_round(model, columns, r, chain=chain, training=training):
+            training.append(fit(model, columns, "mnrl", cfg, unit_dir / f"{chain}-round{r + 1}", progress=progress))
+            return model
+
+        records = mining_rounds(load(backbone, cfg), data.train, cfg, miners, train_round,
+                                lambda m: retrieval_metrics(m, data.test, cfg))
+        for rec, tr in zip(records, training):
+            rec["training"] = tr
+            metrics[f"{chain}_round{rec['round']}_{key}"] = rec["metrics"][key]
+            details["examples"][f"{chain} round {rec['round']} ({rec['miner']})"] = [
+                {"query": data.train.queries[q], "negatives": [data.train.corpus[i] for i in rec["negatives"][q]]}
+                for q in range(min(EXAMPLES, len(data.train.queries)))]
+            rec.pop("negatives")
+        details["chains"][chain] = records
+    return {"metrics": metrics, "details": details}

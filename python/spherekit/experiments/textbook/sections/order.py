@@ -1,0 +1,86 @@
+"""Section 8: order sensitivity. The chapter's pair ("the patient was treated by the doctor" vs "the doctor was
+treated by the patient") and two more role swaps, each with a same-meaning passage (our choice): does pooled
+cosine (stage 1 of spherekit.retrieval.TwoStageRetriever) rank the same-meaning passage above the role swap,
+and does a verifier re-rank (stage 2) fix it? The verifier (cfg.verifier, a small CNN over the token similarity
+map) is trained on the frozen backbone's tokens with spherekit.losses.train_verifier on structural near-misses
+(spherekit.data.nearmiss: negation, binding, spatial), and both stages are also scored on the held-out
+near-misses: the fraction of items where the positive outscores the near-miss."""
+
+from __future__ import annotations
+
+import torch
+
+from ..chapter import ORDER_EXAMPLES
+
+
+def build_verifier(cfg):
+    from ....nn.verifiers import build_verifier as build
+
+    torch.manual_seed(cfg.seed)
+    kwargs = {"channels": 16, "mlp_hidden": 32, "map_size": cfg.max_seq_length} if cfg.verifier == "F3" else {}
+    return build(cfg.verifier, **kwargs)
+
+
+def _pairwise(model, verifier, anchors, positives, negatives, cfg) -> tuple[torch.Tensor, torch.Tensor]:
+    """(pooled cosine, verifier score) of (anchor, positive) minus that of (anchor, negative), per item."""
+    from ....losses.verifier_mnrl import stack_columns
+    from ....nn.token_encoder import encode_tokens
+
+    enc = [encode_tokens(model, list(t), batch_size=cfg.eval_batch_size) for t in (anchors, positives, negatives)]
+    a, p, n = (torch.nn.functional.normalize(e.pooled.float(), dim=1) for e in enc)
+    cos_margin = (a * p).sum(1) - (a * n).sum(1)
+    d, dm = stack_columns([enc[1].tokens, enc[2].tokens], [enc[1].mask, enc[2].mask])
+    verifier.eval()
+    with torch.no_grad():
+        s = verifier.score_candidates(enc[0].tokens, enc[0].mask, d, dm)
+    return cos_margin, s[:, 0] - s[:, 1]
+
+
+def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
+    from ....data.nearmiss import FAMILIES, build_nearmiss
+    from ....losses.verifier_training import train_verifier
+    from ....retrieval import TwoStageRetriever
+    from ..models import load
+
+    model = load(backbone, cfg)
+    model.eval()
+    near = build_nearmiss(n_per_family=cfg.nearmiss_per_family, seed=cfg.seed, cache=data.root / "data" / "nearmiss")
+    verifier = build_verifier(cfg)
+    history = train_verifier(verifier, [(x.anchor, x.positive, x.near_miss) for x in near.train], encoder=model,
+                             batch_size=min(cfg.batch_size, len(near.train)), epochs=cfg.verifier_epochs,
+                             seed=cfg.seed, progress=progress).history
+    verifier.eval()
+    examples = []
+    for anchor, same, swap in ORDER_EXAMPLES:
+        retriever = TwoStageRetriever.from_texts(model, [same, swap], verifier, k=2, index_device="cpu")
+        res = retriever.search_texts(model, [anchor])
+        examples.append({"query": anchor, "same_meaning": same, "role_swap": swap,
+                         "cosine": {"same_meaning": float(res.stage1_scores[0][res.stage1_ids[0].tolist().index(0)]),
+                                    "role_swap": float(res.stage1_scores[0][res.stage1_ids[0].tolist().index(1)])},
+                         "verifier": {"same_meaning": float(res.scores[0][res.ids[0].tolist().index(0)]),
+                                      "role_swap": float(res.scores[0][res.ids[0].tolist().index(1)])},
+                         "stage1_first": "same_meaning" if int(res.stage1_ids[0, 0]) == 0 else "role_swap",
+                         "stage2_first": "same_meaning" if int(res.ids[0, 0]) == 0 else "role_swap"})
+    test = near.test
+    cos_m, ver_m = _pairwise(model, verifier, [x.anchor for x in test], [x.positive for x in test],
+                             [x.near_miss for x in test], cfg)
+    per_family = {}
+    for fam in FAMILIES:
+        idx = torch.tensor([i for i, x in enumerate(test) if x.family == fam], dtype=torch.long)
+        if len(idx):
+            per_family[fam] = {"n": len(idx), "cosine": round(float((cos_m[idx] > 0).float().mean()), 4),
+                               "verifier": round(float((ver_m[idx] > 0).float().mean()), 4)}
+    chapter = examples[0]
+    metrics = {
+        "chapter_cos_role_swap": round(chapter["cosine"]["role_swap"], 4),
+        "chapter_cos_same_meaning": round(chapter["cosine"]["same_meaning"], 4),
+        "examples_stage1_correct": sum(e["stage1_first"] == "same_meaning" for e in examples),
+        "examples_stage2_correct": sum(e["stage2_first"] == "same_meaning" for e in examples),
+        "n_examples": len(examples),
+        "nearmiss_cosine_accuracy": round(float((cos_m > 0).float().mean()), 4),
+        "nearmiss_verifier_accuracy": round(float((ver_m > 0).float().mean()), 4),
+    }
+    details = {"examples": examples, "nearmiss": per_family, "nearmiss_info": near.info,
+               "verifier_steps": len(history),
+               "verifier_final_loss": history[-1]["loss"] if history else None}
+    return {"metrics": metrics, "details": details}
