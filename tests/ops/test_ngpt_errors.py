@@ -137,3 +137,49 @@ def test_torch_compile_renormalize_():
     torch.testing.assert_close(a, torch.nn.functional.normalize(a2, dim=-1))
     torch.testing.assert_close(b, torch.nn.functional.normalize(b2, dim=0))
     torch.testing.assert_close(total, a.sum() + b.sum())
+
+
+# ---- NaN / Inf inputs ---------------------------------------------------------------------------------------
+
+NON_FINITE = [float("nan"), float("inf"), -float("inf")]
+
+
+def _poisoned(x: torch.Tensor, value: float) -> torch.Tensor:
+    x = x.clone()
+    x.view(-1)[x.numel() // 2] = value
+    return x
+
+
+@pytest.mark.parametrize("backend", ["cpu", "triton", "reference"])
+@pytest.mark.parametrize("value", NON_FINITE)
+def test_non_finite_inputs_raise(backend, value):
+    """Like every other op: NaN or Inf in an input raises naming it (the nGPT ops used to return NaN rows)."""
+    h, f, a = _hfa()
+    for name, args in (("h", (_poisoned(h, value), f, a)), ("f", (h, _poisoned(f, value), a)),
+                       ("alpha", (h, f, _poisoned(a, value)))):
+        with pytest.raises(ValueError, match=f"NaN or Inf found in {name}$"):
+            ops.geodesic_residual(*args, backend=backend)
+    with pytest.raises(ValueError, match="NaN or Inf found in x$"):
+        ops.l2_normalize(_poisoned(h, value), backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "triton", "reference"])
+@pytest.mark.parametrize("value", NON_FINITE)
+def test_renormalize_non_finite_raises_before_writing(backend, value):
+    """renormalize_ used to write NaN into the weights in place: now it raises and leaves every tensor as it was."""
+    ws = [torch.randn(4, 5), _poisoned(torch.randn(6, 5), value), torch.randn(3, 2, 2)]
+    before = [w.clone() for w in ws]
+    with pytest.raises(ValueError, match=r"NaN or Inf found in weights\[1\]$"):
+        ops.renormalize_(ws, [0, 1, 1], backend=backend)
+    for w, b in zip(ws, before):
+        torch.testing.assert_close(w, b, rtol=0, atol=0, equal_nan=True)
+
+
+def test_non_finite_raises_under_torch_compile():
+    """The check runs inside the custom ops, so a compiled graph (fullgraph, no break) checks too."""
+    torch._dynamo.reset()
+    fn = torch.compile(lambda h, f, a: ops.geodesic_residual(h, f, a, backend="cpu"), fullgraph=True)
+    h, f, a = _hfa()
+    fn(h, f, a)
+    with pytest.raises(ValueError, match="NaN or Inf found in f"):
+        fn(h, _poisoned(f, float("nan")), a)

@@ -14,6 +14,9 @@ Statistics and math are fp32 for fp16/bf16 storage; outputs keep the input dtype
 whose fp32 sum of squares overflows (|x| >= ~1.8e19) is scaled down before squaring and still normalises to its
 unit vector (math in spherekit.reference.ngpt); the backward reads the saved fp32 norms, so its gradients need
 ||x|| <= 3.4e38.
+
+NaN or Inf in an input raises ValueError naming it (one reduction per tensor). The check runs inside the custom
+ops (and before the reference), so compiled graphs check too, and renormalize_ raises before writing anything.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ def _impl(backend: str, device: torch.device):
 @torch.library.custom_op("spherekit::geodesic_residual_fwd", mutates_args=())
 def _gr_fwd(h: Tensor, f: Tensor, alpha: Tensor, eps: float, backend: str) -> tuple[Tensor, Tensor]:
     """h, f (R, d) contiguous, alpha (d,) fp32 -> out (R, d) in h.dtype, norms (R, 3) fp32 (||h||, ||f||, ||y||)."""
+    C.check_finite(h=h, f=f, alpha=alpha)
     if h.shape[0] == 0:
         return torch.empty_like(h), h.new_empty((0, 3), dtype=torch.float32)
     return _impl(backend, h.device).geodesic_residual_fwd(h, f, alpha, eps)
@@ -115,6 +119,7 @@ torch.library.register_autograd("spherekit::geodesic_residual_fwd", _gr_backward
 @torch.library.custom_op("spherekit::l2_normalize_fwd", mutates_args=())
 def _l2_fwd(x: Tensor, eps: float, backend: str) -> tuple[Tensor, Tensor]:
     """x (R, d) contiguous -> out (R, d) in x.dtype, norms (R,) fp32 unclamped."""
+    C.check_finite(x=x)
     if x.shape[0] == 0:
         return torch.empty_like(x), x.new_empty(0, dtype=torch.float32)
     return _impl(backend, x.device).l2_normalize_fwd(x, eps)
@@ -168,6 +173,7 @@ def _view3(w: Tensor, dim: int) -> Tensor:
 
 @torch.library.custom_op("spherekit::renormalize_", mutates_args=("weights",))
 def _renorm(weights: list[Tensor], dims: list[int], eps: float, backend: str) -> None:
+    _check_finite_weights(weights)
     views = [_view3(w, d) for w, d in zip(weights, dims) if w.numel() > 0]
     if views:
         _impl(backend, views[0].device).renormalize_(views, eps)
@@ -192,6 +198,10 @@ def _norm_dim(name: str, dim, ndim: int) -> int:
     if not -ndim <= dim < ndim:
         raise ValueError(f"{name} must lie in [{-ndim}, {ndim}) for a tensor with {ndim} dimensions, got {dim}")
     return dim % ndim
+
+
+def _check_finite_weights(weights: Sequence[Tensor]) -> None:
+    C.check_finite(**{f"weights[{i}]": w for i, w in enumerate(weights)})
 
 
 def _check_rows(name: str, x: Tensor) -> None:
@@ -228,6 +238,7 @@ def geodesic_residual(h: Tensor, f: Tensor, alpha: Tensor, *, eps: float = 1e-6,
     eps = _check_eps(eps)
     chosen = _resolve("geodesic_residual", backend, h.device, d)
     if chosen == "reference":
+        C.check_finite(h=h, f=f, alpha=alpha)
         return _ref.geodesic_residual(h, f, alpha, eps)
     a = alpha.float().reshape(-1).expand(d).contiguous()  # autograd sums the expanded gradient back
     out, _ = torch.ops.spherekit.geodesic_residual_fwd(h.reshape(-1, d).contiguous(), f.reshape(-1, d).contiguous(),
@@ -256,6 +267,7 @@ def l2_normalize(x: Tensor, dim: int = -1, *, eps: float = 1e-6, backend: str = 
     eps = _check_eps(eps)
     chosen = _resolve("l2_normalize", backend, x.device, x.shape[dim])
     if chosen == "reference":
+        C.check_finite(x=x)
         return _ref.l2_normalize(x, dim, eps)
     moved = x.movedim(dim, -1)
     out, _ = torch.ops.spherekit.l2_normalize_fwd(moved.reshape(-1, moved.shape[-1]).contiguous(), eps, chosen)
@@ -266,7 +278,8 @@ def renormalize_(weights: Sequence[Tensor], dims: Sequence[int], *, eps: float =
     r"""In place, without gradient: weights[i] <- Norm(weights[i]) along dims[i], for many tensors in one launch.
 
     nGPT keeps every embedding/projection matrix on the unit sphere along its embedding dimension by calling
-    this after each optimiser step. Parameters are accepted (the update runs under torch.no_grad()).
+    this after each optimiser step. Parameters are accepted (the update runs under torch.no_grad()). NaN or Inf
+    in any tensor raises ValueError naming it before anything is written.
 
     Args:
         weights: list/tuple of contiguous float32/float16/bfloat16 tensors on one device (at least 1-D).
@@ -295,6 +308,7 @@ def renormalize_(weights: Sequence[Tensor], dims: Sequence[int], *, eps: float =
     chosen = _resolve("renormalize_", backend, device)
     with torch.no_grad():
         if chosen == "reference":
+            _check_finite_weights(weights)
             for w, dim in zip(weights, norm_dims):
                 w.copy_(_ref.renormalize(w, dim, eps))
             return
