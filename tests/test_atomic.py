@@ -42,7 +42,7 @@ def _written_by_every_writer(folder) -> list:
         card.write_json(folder / "card" / "results.json", {"a": 1}),
         card.write_text(folder / "card" / "report.md", "# report\n"),
         plot_layer_curves({"x": [1.0, 2.0]}, [0, 1], folder / "plots" / "curve.png"),
-        _store.atomic_write_bytes(folder / "cache" / "blob.bin", b"123"),
+        _store.write_cache(folder / "cache" / "entry.pkl", [1, 2]),
     ]
     append_rows(folder / "bench" / "family.csv", [{"timestamp": "t", "status": "ok"}])
     paths.append(folder / "bench" / "family.csv")
