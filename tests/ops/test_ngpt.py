@@ -389,3 +389,59 @@ def test_rows_near_float32_max(backend):
     y = ops.geodesic_residual(x, x.roll(1, 0), torch.full((4,), 0.3), backend=backend)
     want = ref.geodesic_residual(x.double(), x.roll(1, 0).double(), torch.full((4,), 0.3), compute_dtype=torch.float64)
     assert_rows_close("geodesic_residual", y, want, 1e-5)
+
+
+# ---- float64 ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", ["cpu", "reference"], indirect=True)
+def test_float64_gradcheck(backend):
+    """float64 inputs run in float64 math on reference and cpu (NGPTBlock(...).double() needs it)."""
+    g = torch.Generator().manual_seed(3)
+    h = torch.randn(4, 6, dtype=torch.float64, generator=g, requires_grad=True)
+    f = (torch.randn(4, 6, dtype=torch.float64, generator=g) * 3).requires_grad_()
+    a = torch.tensor([0.3, -0.7, 1.2, 0.05, -0.4, 0.9], dtype=torch.float64, requires_grad=True)
+    s = torch.tensor(-0.25, dtype=torch.float64, requires_grad=True)
+    x = torch.randn(2, 5, 3, dtype=torch.float64, generator=g, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda h, f, a: ops.geodesic_residual(h, f, a, backend=backend), (h, f, a))
+    assert torch.autograd.gradcheck(lambda h, f, s: ops.geodesic_residual(h, f, s, backend=backend), (h, f, s))
+    assert torch.autograd.gradcheck(lambda x: ops.l2_normalize(x, dim=1, backend=backend), (x,))
+    out = ops.geodesic_residual(h, f, a, backend=backend)
+    assert out.dtype == torch.float64
+    want = ref.geodesic_residual(h, f, a, compute_dtype=torch.float64)
+    torch.testing.assert_close(out, want, rtol=1e-14, atol=1e-15)  # float64 math, not fp32
+    torch.testing.assert_close(ops.l2_normalize(x, dim=1, backend=backend), F.normalize(x, dim=1),
+                               rtol=1e-14, atol=1e-15)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "reference"], indirect=True)
+def test_renormalize_float64(backend):
+    """float64 tensors (mixed with float32 ones in one call) are renormalised in float64."""
+    g = torch.Generator().manual_seed(4)
+    ws = [torch.randn(5, 7, dtype=torch.float64, generator=g), torch.randn(7, 3, generator=g),
+          torch.randn(2, 3, 4, dtype=torch.float64, generator=g)]
+    dims = [1, 0, 1]
+    want = [F.normalize(w, dim=d) for w, d in zip(ws, dims)]
+    ops.renormalize_(ws, dims, backend=backend)
+    for w, o in zip(ws, want):
+        assert w.dtype == o.dtype
+        torch.testing.assert_close(w, o, rtol=1e-14 if w.dtype == torch.float64 else 1e-6, atol=1e-15)
+
+
+def test_float64_refused_by_triton_and_cuda(monkeypatch):
+    """The Triton and CUDA kernels are fp32: float64 raises naming the argument and the backend; auto on CUDA
+    tensors picks the cpu backend (the torch composition, float64 math) instead."""
+    x = torch.randn(3, 8, dtype=torch.float64)
+    with pytest.raises(TypeError, match=r"x: float64 is not supported by backend 'triton'"):
+        ops.l2_normalize(x, backend="triton")
+    with pytest.raises(TypeError, match=r"h: float64 is not supported by backend 'triton'"):
+        ops.geodesic_residual(x, x, torch.ones(8, dtype=torch.float64), backend="triton")
+    w = [torch.randn(3, 4), x.clone()]
+    with pytest.raises(TypeError, match=r"weights\[1\]: float64 is not supported by backend 'triton'"):
+        ops.renormalize_(w, [0, 1], backend="triton")
+    cuda = torch.device("cuda")
+    monkeypatch.setattr(ngpt_ops._ngpt_cuda, "available", lambda: True)
+    monkeypatch.setattr(_backend, "_triton_usable", lambda device: (True, "fake"))
+    monkeypatch.setattr(_backend, "usable", lambda b, dev: (True, "fake"))
+    assert ngpt_ops._resolve("l2_normalize", "auto", cuda, 8, float64_arg="x") == "cpu"
+    with pytest.raises(TypeError, match=r"x: float64 is not supported by backend 'cuda'"):
+        ngpt_ops._resolve("l2_normalize", "cuda", cuda, 8, float64_arg="x")

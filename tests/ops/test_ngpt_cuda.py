@@ -312,6 +312,21 @@ def test_gpu_huge_rows(backend, dtype, d):
 
 
 @pytest.mark.gpu
+def test_gpu_float64_auto_runs_the_torch_composition():
+    """float64 on CUDA tensors: auto picks the cpu backend (torch composition, float64 math) over the fp32 kernels."""
+    from spherekit import ops
+
+    x = _gpu_case(5, 41, 1, torch.float64).requires_grad_()
+    out = ops.l2_normalize(x)
+    (gx,) = torch.autograd.grad(out, x, torch.ones_like(out))
+    xx = x.detach().requires_grad_()
+    want = F.normalize(xx, dim=-1)
+    (gw,) = torch.autograd.grad(want, xx, torch.ones_like(want))
+    torch.testing.assert_close(out, want, rtol=1e-14, atol=1e-15)
+    torch.testing.assert_close(gx, gw, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("backend", ["cuda", "triton"])
 def test_gpu_renormalize_multi_tensor(backend):
     L = _launchers(backend)

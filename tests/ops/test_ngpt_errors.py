@@ -19,7 +19,7 @@ def _hfa():
 @pytest.mark.parametrize("case, exc, match", [
     (lambda h, f, a: ops.geodesic_residual(h.numpy(), f, a), TypeError, "h must be a torch.Tensor"),
     (lambda h, f, a: ops.geodesic_residual(h.long(), f.long(), a), TypeError, "h must have dtype"),
-    (lambda h, f, a: ops.geodesic_residual(h.double(), f.double(), a), TypeError, "h must have dtype"),
+    (lambda h, f, a: ops.geodesic_residual(h.double(), f, a), TypeError, "f must have dtype"),
     (lambda h, f, a: ops.geodesic_residual(h[:, :-1], f, a), ValueError, r"f must have the shape of h \(3, 40\)"),
     (lambda h, f, a: ops.geodesic_residual(h, f[:2], a), ValueError, "f must have the shape of h"),
     (lambda h, f, a: ops.geodesic_residual(h, f.half(), a), TypeError, "f must have dtype"),
@@ -91,10 +91,15 @@ def _opcheck_cases():
         (torch.ops.spherekit.l2_normalize_fwd, (h, 1e-6, "cpu")),
         (torch.ops.spherekit.l2_normalize_bwd, (torch.randn(6, D), h.detach(), norms[:, 0].contiguous(), 1e-6, "cpu")),
         (torch.ops.spherekit.renormalize_, ([torch.randn(4, 5), torch.randn(3, 2, 2)], [0, 1], 1e-6, "cpu")),
+        # float64: float64 alpha, norms and grad_alpha (the cpu backend's torch composition)
+        (torch.ops.spherekit.geodesic_residual_fwd, (h.double(), f.double(), a.double(), 1e-6, "cpu")),
+        (torch.ops.spherekit.l2_normalize_fwd, (h.double(), 1e-6, "cpu")),
+        (torch.ops.spherekit.renormalize_, ([torch.randn(4, 5, dtype=torch.float64), torch.randn(3, 2)], [0, 1], 1e-6,
+                                            "cpu")),
     ]
 
 
-@pytest.mark.parametrize("index", range(5))
+@pytest.mark.parametrize("index", range(8))
 def test_opcheck(index):
     op, args = _opcheck_cases()[index]
     torch.library.opcheck(op, args)

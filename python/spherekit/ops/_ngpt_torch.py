@@ -1,12 +1,18 @@
-"""nGPT kernel-level entry points written as a torch composition (fp32 math): the cpu backend's fallback
-when spherekit._C lacks the C++ loops. Same signatures and semantics as kernels/ngpt.py (see
-/work/notes/interfaces.md and spherekit.reference.ngpt for the math). Inputs are contiguous (R, d).
+"""nGPT kernel-level entry points written as a torch composition (fp32 math; float64 inputs in float64, with
+float64 alpha, norms and grad_alpha): the cpu backend's fallback when spherekit._C lacks the C++ loops, and its
+path for float64. Same signatures and semantics as kernels/ngpt.py (see /work/notes/interfaces.md and
+spherekit.reference.ngpt for the math). Inputs are contiguous (R, d).
 Norms are robust, as in the reference: ||x|| = m ||x / m||, m = max(1, max_j |x_j|) (no square overflows)."""
 
 from __future__ import annotations
 
 import torch
 from torch import Tensor
+
+
+def _math(x: Tensor) -> Tensor:
+    """x in the math dtype: float64 stays, everything else is computed in float32."""
+    return x if x.dtype == torch.float64 else x.float()
 
 
 def _unit(x: Tensor, eps: float, dim: int = -1) -> tuple[Tensor, Tensor]:
@@ -25,40 +31,40 @@ def _project(g: Tensor, u: Tensor, n: Tensor, r: Tensor, eps: float) -> Tensor:
 
 
 def geodesic_residual_fwd(h: Tensor, f: Tensor, alpha: Tensor, eps: float) -> tuple[Tensor, Tensor]:
-    a = alpha.float().abs()
-    hn, nh = _unit(h.float(), eps)
-    fn, nf = _unit(f.float(), eps)
+    a = _math(alpha).abs()
+    hn, nh = _unit(_math(h), eps)
+    fn, nf = _unit(_math(f), eps)
     out, ny = _unit(torch.lerp(hn, fn, a), eps)
     return out.to(h.dtype), torch.stack([nh, nf, ny], dim=1)
 
 
 def geodesic_residual_bwd(grad_out: Tensor, h: Tensor, f: Tensor, alpha: Tensor, norms: Tensor,
                           eps: float) -> tuple[Tensor, Tensor, Tensor]:
-    a = alpha.float().abs()
+    a = _math(alpha).abs()
     r = 1.0 / norms.clamp_min(eps)
-    hn = h.float() * r[:, 0:1]
-    fn = f.float() * r[:, 1:2]
+    hn = _math(h) * r[:, 0:1]
+    fn = _math(f) * r[:, 1:2]
     diff = fn - hn
     out = (hn + a * diff) * r[:, 2:3]
-    g_y = _project(grad_out.float(), out, norms[:, 2], r[:, 2], eps)
+    g_y = _project(_math(grad_out), out, norms[:, 2], r[:, 2], eps)
     g_h = _project((1 - a) * g_y, hn, norms[:, 0], r[:, 0], eps)
     g_f = _project(a * g_y, fn, norms[:, 1], r[:, 1], eps)
-    g_alpha = torch.sign(alpha.float()) * (diff * g_y).sum(0)
+    g_alpha = torch.sign(_math(alpha)) * (diff * g_y).sum(0)
     return g_h.to(h.dtype), g_f.to(f.dtype), g_alpha
 
 
 def l2_normalize_fwd(x: Tensor, eps: float) -> tuple[Tensor, Tensor]:
-    out, n = _unit(x.float(), eps)
+    out, n = _unit(_math(x), eps)
     return out.to(x.dtype), n
 
 
 def l2_normalize_bwd(grad_out: Tensor, x: Tensor, norms: Tensor, eps: float) -> Tensor:
     r = 1.0 / norms.clamp_min(eps)
-    u = x.float() * r[:, None]
-    return _project(grad_out.float(), u, norms, r, eps).to(x.dtype)
+    u = _math(x) * r[:, None]
+    return _project(_math(grad_out), u, norms, r, eps).to(x.dtype)
 
 
 def renormalize_(views: list[Tensor], eps: float) -> None:
     """Each view (outer, n, inner) is normalised in place over its middle axis."""
     for v in views:
-        v.copy_(_unit(v.float(), eps, dim=1)[0])
+        v.copy_(_unit(_math(v), eps, dim=1)[0])

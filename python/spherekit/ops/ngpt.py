@@ -10,10 +10,12 @@ whose implementation is picked per backend:
     "reference"  the pure-torch oracle with torch autograd
     "auto"       cuda on CUDA tensors when spherekit._cuda has the nGPT kernels, else triton (rows of at most
                  kernels.ngpt.MAX_D features), else cpu.
-Statistics and math are fp32 for fp16/bf16 storage; outputs keep the input dtype. Norms are robust: a row
+Statistics and math are fp32 for fp16/bf16 storage; outputs keep the input dtype. float64 runs in float64 on
+"reference" and "cpu" (the torch composition; auto picks it for float64 on CUDA too); the Triton and CUDA
+kernels are fp32 and refuse it with a TypeError naming the argument and the backend. Norms are robust: a row
 whose fp32 sum of squares overflows (|x| >= ~1.8e19) is scaled down before squaring and still normalises to its
-unit vector (math in spherekit.reference.ngpt); the backward reads the saved fp32 norms, so its gradients need
-||x|| <= 3.4e38.
+unit vector (math in spherekit.reference.ngpt); the backward reads the saved norms (fp32 unless the input is
+float64), so its gradients need ||x|| <= 3.4e38.
 
 NaN or Inf in an input raises ValueError naming it (one reduction per tensor). The check runs inside the custom
 ops (and before the reference), so compiled graphs check too, and renormalize_ raises before writing anything.
@@ -33,6 +35,12 @@ from . import _ngpt_cuda, _ngpt_torch
 from ._ngpt_native import NativeNgpt, has_ngpt
 
 SUPPORTED = ("cuda", "triton", "cpu", "reference")
+DTYPES = (*C.FLOAT_DTYPES, torch.float64)
+
+
+def _stat_dtype(dtype: torch.dtype) -> torch.dtype:
+    """dtype of alpha, the norms and grad_alpha: float64 for float64 inputs, else float32."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
 
 
 def _triton_max_d() -> int:
@@ -40,60 +48,67 @@ def _triton_max_d() -> int:
     return getattr(mod, "MAX_D", 1 << 62) if mod is not None else 1 << 62
 
 
-def _resolve(op: str, backend: str, device: torch.device, d: int | None = None) -> str:
+def _resolve(op: str, backend: str, device: torch.device, d: int | None = None, float64_arg: str | None = None) -> str:
     """The concrete backend. auto on CUDA: cuda (when spherekit._cuda has the nGPT kernels), else triton, else
-    cpu (which on CUDA tensors is the torch composition); rows wider than Triton's MAX_D skip triton."""
+    cpu (which on CUDA tensors is the torch composition); rows wider than Triton's MAX_D skip triton.
+    float64_arg names a float64 input: auto then picks cpu, and cuda/triton (fp32 kernels) raise naming it."""
     if _backend.requested(backend) == "auto" and device.type == "cuda":
+        if float64_arg is not None:
+            return "cpu"
         if _backend.usable("cuda", device)[0] and _ngpt_cuda.available():
             return "cuda"
         chosen = _backend.resolve(op, "auto", device, SUPPORTED)
         return "cpu" if chosen == "triton" and d is not None and d > _triton_max_d() else chosen
     chosen = _backend.resolve(op, backend, device, SUPPORTED)
+    if float64_arg is not None and chosen in ("cuda", "triton"):
+        raise TypeError(f"{float64_arg}: float64 is not supported by backend {chosen!r} (fp32 kernels); use "
+                        f"backend='cpu' or 'reference'")
     if chosen == "cuda" and not _ngpt_cuda.available():
         raise RuntimeError(f"{op}: backend 'cuda' cannot run here: spherekit._cuda has no nGPT kernels")
     return chosen
 
 
-def _impl(backend: str, device: torch.device):
-    """The kernel-level interface (see interfaces.md) for a concrete backend."""
+def _impl(backend: str, device: torch.device, float64: bool = False):
+    """The kernel-level interface (see interfaces.md) for a concrete backend (float64: some input is float64)."""
     if backend == "triton":
         return _backend.triton_kernels("ngpt")
     if backend == "cuda":
         return _ngpt_cuda
     ext = _backend.cpp_extension()
-    if device.type == "cpu" and has_ngpt(ext):
+    if device.type == "cpu" and has_ngpt(ext) and not float64:
         return NativeNgpt(ext)
-    return _ngpt_torch  # the cpu backend without spherekit._C, or on non-CPU tensors
+    return _ngpt_torch  # the cpu backend without spherekit._C, on non-CPU tensors, or for float64
 
 
 # ---- geodesic residual ------------------------------------------------------------------------------------
 
 @torch.library.custom_op("spherekit::geodesic_residual_fwd", mutates_args=())
 def _gr_fwd(h: Tensor, f: Tensor, alpha: Tensor, eps: float, backend: str) -> tuple[Tensor, Tensor]:
-    """h, f (R, d) contiguous, alpha (d,) fp32 -> out (R, d) in h.dtype, norms (R, 3) fp32 (||h||, ||f||, ||y||)."""
+    """h, f (R, d) contiguous, alpha (d,) in _stat_dtype(h.dtype) -> out (R, d) in h.dtype, norms (R, 3) in
+    alpha.dtype (||h||, ||f||, ||y||)."""
     C.check_finite(h=h, f=f, alpha=alpha)
     if h.shape[0] == 0:
-        return torch.empty_like(h), h.new_empty((0, 3), dtype=torch.float32)
-    return _impl(backend, h.device).geodesic_residual_fwd(h, f, alpha, eps)
+        return torch.empty_like(h), h.new_empty((0, 3), dtype=alpha.dtype)
+    return _impl(backend, h.device, h.dtype == torch.float64).geodesic_residual_fwd(h, f, alpha, eps)
 
 
 @_gr_fwd.register_fake
 def _(h, f, alpha, eps, backend):
-    return torch.empty_like(h), h.new_empty((h.shape[0], 3), dtype=torch.float32)
+    return torch.empty_like(h), h.new_empty((h.shape[0], 3), dtype=alpha.dtype)
 
 
 @torch.library.custom_op("spherekit::geodesic_residual_bwd", mutates_args=())
 def _gr_bwd(grad_out: Tensor, h: Tensor, f: Tensor, alpha: Tensor, norms: Tensor, eps: float,
             backend: str) -> tuple[Tensor, Tensor, Tensor]:
-    """-> grad_h (R, d) h.dtype, grad_f (R, d) f.dtype, grad_alpha (d,) fp32."""
+    """-> grad_h (R, d) h.dtype, grad_f (R, d) f.dtype, grad_alpha (d,) alpha.dtype."""
     if h.shape[0] == 0:
-        return torch.empty_like(h), torch.empty_like(f), torch.zeros_like(alpha, dtype=torch.float32)
-    return _impl(backend, h.device).geodesic_residual_bwd(grad_out, h, f, alpha, norms, eps)
+        return torch.empty_like(h), torch.empty_like(f), torch.zeros_like(alpha)
+    return _impl(backend, h.device, h.dtype == torch.float64).geodesic_residual_bwd(grad_out, h, f, alpha, norms, eps)
 
 
 @_gr_bwd.register_fake
 def _(grad_out, h, f, alpha, norms, eps, backend):
-    return torch.empty_like(h), torch.empty_like(f), torch.empty_like(alpha, dtype=torch.float32)
+    return torch.empty_like(h), torch.empty_like(f), torch.empty_like(alpha)
 
 
 def _gr_setup(ctx, inputs, output):
@@ -118,23 +133,23 @@ torch.library.register_autograd("spherekit::geodesic_residual_fwd", _gr_backward
 
 @torch.library.custom_op("spherekit::l2_normalize_fwd", mutates_args=())
 def _l2_fwd(x: Tensor, eps: float, backend: str) -> tuple[Tensor, Tensor]:
-    """x (R, d) contiguous -> out (R, d) in x.dtype, norms (R,) fp32 unclamped."""
+    """x (R, d) contiguous -> out (R, d) in x.dtype, norms (R,) in _stat_dtype(x.dtype), unclamped."""
     C.check_finite(x=x)
     if x.shape[0] == 0:
-        return torch.empty_like(x), x.new_empty(0, dtype=torch.float32)
-    return _impl(backend, x.device).l2_normalize_fwd(x, eps)
+        return torch.empty_like(x), x.new_empty(0, dtype=_stat_dtype(x.dtype))
+    return _impl(backend, x.device, x.dtype == torch.float64).l2_normalize_fwd(x, eps)
 
 
 @_l2_fwd.register_fake
 def _(x, eps, backend):
-    return torch.empty_like(x), x.new_empty(x.shape[0], dtype=torch.float32)
+    return torch.empty_like(x), x.new_empty(x.shape[0], dtype=_stat_dtype(x.dtype))
 
 
 @torch.library.custom_op("spherekit::l2_normalize_bwd", mutates_args=())
 def _l2_bwd(grad_out: Tensor, x: Tensor, norms: Tensor, eps: float, backend: str) -> Tensor:
     if x.shape[0] == 0:
         return torch.empty_like(x)
-    return _impl(backend, x.device).l2_normalize_bwd(grad_out, x, norms, eps)
+    return _impl(backend, x.device, x.dtype == torch.float64).l2_normalize_bwd(grad_out, x, norms, eps)
 
 
 @_l2_bwd.register_fake
@@ -176,7 +191,8 @@ def _renorm(weights: list[Tensor], dims: list[int], eps: float, backend: str) ->
     _check_finite_weights(weights)
     views = [_view3(w, d) for w, d in zip(weights, dims) if w.numel() > 0]
     if views:
-        _impl(backend, views[0].device).renormalize_(views, eps)
+        float64 = any(v.dtype == torch.float64 for v in views)
+        _impl(backend, views[0].device, float64).renormalize_(views, eps)
 
 
 @_renorm.register_fake
@@ -205,7 +221,7 @@ def _check_finite_weights(weights: Sequence[Tensor]) -> None:
 
 
 def _check_rows(name: str, x: Tensor) -> None:
-    C.check_tensor(name, x, dtypes=C.FLOAT_DTYPES)
+    C.check_tensor(name, x, dtypes=DTYPES)
     if x.dim() == 0:
         raise ValueError(f"{name} must have at least 1 dimension (..., d), got a 0-dim tensor")
     if x.shape[-1] == 0:
@@ -216,10 +232,11 @@ def geodesic_residual(h: Tensor, f: Tensor, alpha: Tensor, *, eps: float = 1e-6,
     r"""nGPT geodesic residual update: Norm(Norm(h) + |alpha| * (Norm(f) - Norm(h))) over the last dimension.
 
     Args:
-        h: (..., d) float32/float16/bfloat16 hidden states.
+        h: (..., d) float32/float16/bfloat16 (or float64: reference and cpu) hidden states.
         f: (..., d) the block output (attention or MLP), same shape, dtype and device as h.
         alpha: per-feature step sizes of shape (), (1,) or (d,), any float dtype, on h's device; the step is
-            a = |alpha| (gradient sign(alpha) * ...). Receives its gradient in alpha.dtype.
+            a = |alpha| (gradient sign(alpha) * ...). Receives its gradient in alpha.dtype; used in fp32 (float64
+            for float64 h).
         eps: Norm(x) = x / max(||x||, eps): a zero row maps to 0 and gets gradient g / eps, never NaN.
         backend: "auto" | "cuda" | "triton" | "cpu" | "reference" (see the module docstring).
 
@@ -236,11 +253,12 @@ def geodesic_residual(h: Tensor, f: Tensor, alpha: Tensor, *, eps: float = 1e-6,
         raise ValueError(f"alpha must be a floating tensor of shape (), (1,) or (d,) = ({d},), got shape "
                          f"{tuple(alpha.shape)} dtype {alpha.dtype}")
     eps = _check_eps(eps)
-    chosen = _resolve("geodesic_residual", backend, h.device, d)
+    stat = _stat_dtype(h.dtype)
+    chosen = _resolve("geodesic_residual", backend, h.device, d, "h" if stat == torch.float64 else None)
     if chosen == "reference":
         C.check_finite(h=h, f=f, alpha=alpha)
-        return _ref.geodesic_residual(h, f, alpha, eps)
-    a = alpha.float().reshape(-1).expand(d).contiguous()  # autograd sums the expanded gradient back
+        return _ref.geodesic_residual(h, f, alpha, eps, compute_dtype=stat)
+    a = alpha.to(stat).reshape(-1).expand(d).contiguous()  # autograd sums the expanded gradient back
     out, _ = torch.ops.spherekit.geodesic_residual_fwd(h.reshape(-1, d).contiguous(), f.reshape(-1, d).contiguous(),
                                                        a, eps, chosen)
     return out.view(h.shape)
@@ -250,25 +268,27 @@ def l2_normalize(x: Tensor, dim: int = -1, *, eps: float = 1e-6, backend: str = 
     r"""Norm(x) = x / max(||x||_2, eps) along ``dim`` (torch.nn.functional.normalize semantics), fused, with backward.
 
     Args:
-        x: float32/float16/bfloat16 tensor with at least one dimension.
+        x: float32/float16/bfloat16 (or float64: reference and cpu) tensor with at least one dimension.
         dim: the dimension to normalise over.
         eps: the clamp of the norm: a zero slice maps to 0 (gradient g / eps), never NaN.
         backend: "auto" | "cuda" | "triton" | "cpu" | "reference".
 
     Returns:
-        a tensor like x (same dtype); norms are fp32 internally. Gradient: r (g - out <g, out>), r = 1/max(||x||, eps).
+        a tensor like x (same dtype); norms are fp32 internally (float64 for float64).
+        Gradient: r (g - out <g, out>), r = 1/max(||x||, eps).
     """
-    C.check_tensor("x", x, dtypes=C.FLOAT_DTYPES)
+    C.check_tensor("x", x, dtypes=DTYPES)
     if x.dim() == 0:
         raise ValueError("x must have at least 1 dimension, got a 0-dim tensor")
     dim = _norm_dim("dim", dim, x.dim())
     if x.shape[dim] == 0:
         raise ValueError(f"x must have size >= 1 along dim {dim}, got shape {tuple(x.shape)}")
     eps = _check_eps(eps)
-    chosen = _resolve("l2_normalize", backend, x.device, x.shape[dim])
+    stat = _stat_dtype(x.dtype)
+    chosen = _resolve("l2_normalize", backend, x.device, x.shape[dim], "x" if stat == torch.float64 else None)
     if chosen == "reference":
         C.check_finite(x=x)
-        return _ref.l2_normalize(x, dim, eps)
+        return _ref.l2_normalize(x, dim, eps, compute_dtype=stat)
     moved = x.movedim(dim, -1)
     out, _ = torch.ops.spherekit.l2_normalize_fwd(moved.reshape(-1, moved.shape[-1]).contiguous(), eps, chosen)
     return out.view(moved.shape).movedim(-1, dim)
@@ -282,7 +302,8 @@ def renormalize_(weights: Sequence[Tensor], dims: Sequence[int], *, eps: float =
     in any tensor raises ValueError naming it before anything is written.
 
     Args:
-        weights: list/tuple of contiguous float32/float16/bfloat16 tensors on one device (at least 1-D).
+        weights: list/tuple of contiguous float32/float16/bfloat16 (or float64: reference and cpu) tensors on one
+            device (at least 1-D).
         dims: one int per tensor (dim=-1: every row gets unit norm; dim=0 of a matrix: every column).
         eps: Norm(x) = x / max(||x||, eps); zero slices stay 0.
         backend: "auto" | "cuda" | "triton" | "cpu" | "reference".
@@ -299,17 +320,18 @@ def renormalize_(weights: Sequence[Tensor], dims: Sequence[int], *, eps: float =
     device = weights[0].device if isinstance(weights[0], Tensor) else None
     norm_dims = []
     for i, (w, dim) in enumerate(zip(weights, dims)):
-        C.check_tensor(f"weights[{i}]", w, dtypes=C.FLOAT_DTYPES, device=device)
+        C.check_tensor(f"weights[{i}]", w, dtypes=DTYPES, device=device)
         if not w.is_contiguous():
             raise ValueError(f"weights[{i}] must be contiguous, got shape {tuple(w.shape)} strides {w.stride()}")
         if w.dim() == 0:
             raise ValueError(f"weights[{i}] must have at least 1 dimension, got a 0-dim tensor")
         norm_dims.append(_norm_dim(f"dims[{i}]", dim, w.dim()))
-    chosen = _resolve("renormalize_", backend, device)
+    float64 = next((f"weights[{i}]" for i, w in enumerate(weights) if w.dtype == torch.float64), None)
+    chosen = _resolve("renormalize_", backend, device, float64_arg=float64)
     with torch.no_grad():
         if chosen == "reference":
             _check_finite_weights(weights)
             for w, dim in zip(weights, norm_dims):
-                w.copy_(_ref.renormalize(w, dim, eps))
+                w.copy_(_ref.renormalize(w, dim, eps, compute_dtype=_stat_dtype(w.dtype)))
             return
         torch.ops.spherekit.renormalize_(list(weights), norm_dims, eps, chosen)
