@@ -37,6 +37,38 @@ def _order_table(unit) -> str:
     return "\n".join(rows)
 
 
+def _thresholds_table(units, cfg) -> str:
+    rows = [f"| backbone | t at precision {cfg['target_precision']} | its recall | best-F1 t | best F1 | "
+            f"at {cfg['rule_of_thumb']}: precision / recall / F1 |", "|---|---|---|---|---|---|"]
+    for backbone, u in units.items():
+        m = u["metrics"]
+        rows.append(f"| {backbone} | {_n(m['calibrated_threshold'])} | {_n(m['calibrated_recall'])} | "
+                    f"{_n(m['best_f1_threshold'])} | {_n(m['best_f1'])} | {_n(m['rule_precision'])} / "
+                    f"{_n(m['rule_recall'])} / {_n(m['rule_f1'])} |")
+    return "\n".join(rows)
+
+
+def _mining_table(units, cfg) -> str:
+    key, mrr = f"recall@{cfg['eval_k']}", f"mrr@{cfg['eval_k']}"
+    rows = [f"| backbone | chain | round | negatives from | {key} | MRR@{cfg['eval_k']} | random top-ups | "
+            "overlap with the previous round |", "|---|---|---|---|---|---|---|---|"]
+    for backbone, u in units.items():
+        start = u["details"]["start"]
+        rows.append(f"| {backbone} | - | 0 | (the backbone) | {_n(start[key])} | {_n(start[mrr])} | - | - |")
+        for chain, records in u["details"]["chains"].items():
+            for r in records:
+                rows.append(f"| {backbone} | {chain} | {r['round']} | {r['miner']} | {_n(r['metrics'][key])} | "
+                            f"{_n(r['metrics'][mrr])} | {r['topped_up']} | {_n(r['overlap_with_previous'])} |")
+    return "\n".join(rows)
+
+
+def _n(x) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+TABLES = {"thresholds": _thresholds_table, "mining": _mining_table}
+
+
 def report_body(results) -> str:
     cfg = results["config"]
     lines = ["## The chapter's statements, measured", "",
@@ -57,6 +89,8 @@ def report_body(results) -> str:
                 lines.append(f"- **{_verdict(holds)}** ({backbone}): {statement}. Measured: {measured}.")
         lines.append("")
         first = next(iter(sections[name].values()))
+        if name in TABLES:
+            lines += [TABLES[name](sections[name], cfg), ""]
         if name == "ann":
             for backbone, unit in sections[name].items():
                 lines += [f"{backbone}:", "", _ann_table(unit), ""]
