@@ -242,3 +242,17 @@ def test_angle_colors_are_cyclic():
         plots.angle_colors(["neutral"], ANGLES)
     with pytest.raises(ValueError, match="shape"):
         plots.heatmap(np.zeros((3, 3)), ["a", "b"], "unused.png")
+
+
+def test_ngpt_step_sizes_read_the_effective_alphas():
+    from spherekit.experiments.circumplex.measure import ngpt_step_sizes
+    from spherekit.nn.head import HypersphereHead
+
+    head = HypersphereHead(16, kind="ngpt", n_heads=2, n_layers=2, backend="reference")
+    assert ngpt_step_sizes(head) == pytest.approx({"alpha_mean": 0.05, "alpha_max": 0.05})
+    with torch.no_grad():  # effective alpha = raw * (0.05 / init_scaling); its sign does not matter
+        head.blocks[1].alpha_mlp.raw[0] = -head.blocks[1].alpha_mlp.raw[0] * 3
+    stats = ngpt_step_sizes(head)
+    assert stats["alpha_max"] == pytest.approx(0.15)
+    assert stats["alpha_mean"] == pytest.approx(0.05 + 0.10 / (4 * 16))
+    assert ngpt_step_sizes(HypersphereHead(16, kind="gpt", n_heads=2)) == {}

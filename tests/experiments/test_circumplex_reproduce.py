@@ -78,6 +78,10 @@ def test_units_layout_and_metrics(card):
         n_labels = len(unit["labels"])
         assert len(details["label_cosine"]) == n_labels and details["pca_sweep"][-1]["reduced"] is False
         assert len(details["pca_points"]) == details["n_test"] == len(details["pca_labels"])
+        if "nGPT" in uid:  # the trained step sizes, read back from the saved head: near their init here
+            assert 0 < m["alpha_mean"] <= m["alpha_max"] < 0.2, uid
+        else:
+            assert "alpha_mean" not in m and "alpha_max" not in m, uid
     four = results["units"]["st/CircularCSE-nGPT@frozen+4labels"]
     assert four["labels"] == ["love", "surprise", "disgust", "calmness"]
     frozen = results["units"]["st/SINCERE-nGPT@frozen"]
@@ -101,7 +105,7 @@ def test_saved_frozen_model_reloads_on_the_real_backbone(card):
 def test_card_report_and_rerender(card):
     report = (card / "report.md").read_text()
     assert "The paper's Table 1" in report and "Label-count study" in report and "departs" in report
-    assert "frozen backbone" in report and "unfrozen backbone" in report
+    assert "frozen backbone" in report and "unfrozen backbone" in report and "nGPT alpha mean" in report
     plots = sorted(p.name for p in (card / "plots").glob("*.png"))
     assert "label_count.png" in plots and any(p.endswith("_pca_dims.png") for p in plots)
     assert any("CircularCSE" not in p and p.endswith("_cosine.png") for p in plots)

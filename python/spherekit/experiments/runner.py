@@ -168,7 +168,8 @@ def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_di
         if main:
             if saved is not None:  # the unit's saved model stays; run_unit evaluates it again
                 (unit_dir / DONE).unlink()
-            _start_unit(unit_dir, fp, unit, force, log)
+            else:
+                _start_unit(unit_dir, fp, unit, force, log)
         barrier()  # the other ranks start once rank 0 has cleared or kept the unit's folder
         result = experiment.run_unit(cfg, unit, data, unit_dir, progress)
         if not main:

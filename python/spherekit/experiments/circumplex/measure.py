@@ -1,6 +1,7 @@
 """Everything measured on one unit's test split (the JSON a unit's metrics.json holds).
 
-    metrics   v_measure, cd_r, offdiag_mean_cosine, ring_mae, pc12_explained (evaluate.evaluate_embeddings)
+    metrics   v_measure, cd_r, offdiag_mean_cosine, ring_mae, pc12_explained (evaluate.evaluate_embeddings);
+              for nGPT heads also alpha_mean, alpha_max: the trained geodesic step sizes |alpha_A|, |alpha_M|
     details   label_order, label_cosine (E x E), pca_explained_variance_ratio, the PCA-dimension sweep
               (paper Fig. 5a), and 2-D PCA and MDS coordinates of the test texts for the card's plots
 """
@@ -26,6 +27,23 @@ def polarity_of(angles: dict) -> dict[str, str]:
     return {lab: POLARITY.get(lab) or by_angle(a) for lab, a in angles.items()}
 
 
+def ngpt_step_sizes(model) -> dict[str, float]:
+    """{alpha_mean, alpha_max} over the |alpha_A| and |alpha_M| entries of every nGPT block in `model` (empty
+    when it has none). The step sizes bound how far a block can move its input: each residual
+    Norm(Norm(h) + alpha (Norm(f) - Norm(h))) turns h by at most about alpha * |Norm(f) - Norm(h)| <= 2 alpha,
+    so a head whose alphas stay near their init (0.05) stays close to its normalised input."""
+    import torch
+
+    from ...nn.ngpt import NGPTBlock
+
+    alphas = [a().detach().abs().float().flatten() for block in model.modules() if isinstance(block, NGPTBlock)
+              for a in (block.alpha_attn, block.alpha_mlp)]
+    if not alphas:
+        return {}
+    flat = torch.cat(alphas)
+    return {"alpha_mean": float(flat.mean()), "alpha_max": float(flat.max())}
+
+
 def _rounded(points) -> list:
     return np.round(np.asarray(points, dtype=np.float64), 4).tolist()
 
@@ -43,7 +61,7 @@ def evaluate_unit(model, items, angles: dict, cfg, *, progress: bool = False) ->
     sweep.append({"dim": full["dim"], "reduced": False, "explained": 1.0, "v_measure": full["v_measure"],
                   "cd_r": full["cd_r"]})  # the unreduced embeddings: the headline metrics, not computed again
     proj = projections(emb, labels, angles, max_points=cfg.mds_points, seed=cfg.seed)
-    metrics = {k: full[k] for k in SCALARS}
+    metrics = {**{k: full[k] for k in SCALARS}, **ngpt_step_sizes(model)}
     details = {"label_order": full["label_order"], "label_cosine": full["label_cosine"],
                "pca_explained_variance_ratio": full["pca_explained_variance_ratio"], "pca_sweep": sweep,
                "pca_points": _rounded(proj["pca"]), "pca_labels": list(proj["pca_labels"]),

@@ -8,9 +8,10 @@ from ..base import slug
 from .config import PRETRAINED, RUNS, parse_condition
 from .paper import TABLE1, check_claims
 
-ANGLE_FREE = ("v_measure", "cd_r", "ring_mae", "offdiag_mean_cosine", "pc12_explained")
+ANGLE_FREE = ("v_measure", "cd_r", "ring_mae", "offdiag_mean_cosine", "pc12_explained", "alpha_mean", "alpha_max")
 HEADERS = {"v_measure": "V-measure", "cd_r": "CD-r", "ring_mae": "ring MAE", "offdiag_mean_cosine":
-           "mean off-diagonal cosine", "pc12_explained": "PC1+PC2 variance"}
+           "mean off-diagonal cosine", "pc12_explained": "PC1+PC2 variance", "alpha_mean": "nGPT alpha mean",
+           "alpha_max": "nGPT alpha max"}
 
 
 def _f(x) -> str:
@@ -124,7 +125,9 @@ def report_body(results: dict) -> str:
                   "", "Paper: CircularCSE matches SINCERE and SoftCSE at 2-4 labels and falls behind towards 12.", ""]
     parts += ["Metrics: V-measure of spherical k-means (k = labels, 10 initialisations); CD-r = Pearson(circumplex "
               "distance, 1 - mean cosine) over label pairs; ring MAE = mean |label-pair cosine - cos(angle gap)| "
-              "(0 for a perfect circle); PC1+PC2 = variance in the first two principal components.", ""]
+              "(0 for a perfect circle); PC1+PC2 = variance in the first two principal components; nGPT alpha = the "
+              "trained geodesic step sizes |alpha_A|, |alpha_M| (init 0.05): each residual turns a token state by at "
+              "most about 2 alpha, so an nGPT head whose alphas stay near 0.05 stays close to its input.", ""]
     return "\n".join(parts)
 
 
