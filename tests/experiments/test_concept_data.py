@@ -68,3 +68,37 @@ def test_cache_and_fingerprint(tmp_path, monkeypatch):
     for change in ({"seed": 1}, {"steps": 5}, {"negatives_per_pair": 3}, {"source_holdout_conditions": ("B0",)}):
         assert data_fingerprint(dataclasses.replace(cfg, **change)) != fp, change
     assert data_fingerprint(cfg, world=2) != fp
+
+
+@pytest.mark.parametrize("damage", ["flip a byte", "truncate", "delete", "wrong structure", "no checksums"])
+def test_damaged_data_cache_is_rebuilt_with_a_warning_naming_it(tmp_path, damage):
+    """Every file of the cached data folder is checksummed: a changed byte, a cut-off file, a missing file, a
+    valid JSON of the wrong shape, or a folder from before the checksums is built again, with a warning."""
+    import json
+
+    cfg = dataclasses.replace(CFG, source_holdout_conditions=(), eval_splits=("in-domain",))
+    first = load_or_build(cfg, tmp_path, progress=False)
+    folder = tmp_path / "data" / data_fingerprint(cfg)
+    rows = folder / "rows.json"
+    if damage == "flip a byte":
+        raw = bytearray(rows.read_bytes())
+        raw[len(raw) // 2] ^= 0x01
+        rows.write_bytes(bytes(raw))
+    elif damage == "truncate":
+        rows.write_bytes(rows.read_bytes()[:100])
+    elif damage == "delete":
+        (folder / "eval.json").unlink()
+    elif damage == "wrong structure":  # checksums rewritten to match: only the structure is wrong
+        (folder / "eval.json").write_text(json.dumps({"in-domain": {"records": [{"nope": 1}]}}))
+        sums = json.loads((folder / "checksums.json").read_text())
+        from spherekit.data._store import sha256_file
+
+        sums["eval.json"] = sha256_file(folder / "eval.json")
+        (folder / "checksums.json").write_text(json.dumps(sums))
+    else:
+        (folder / "checksums.json").unlink()
+    with pytest.warns(RuntimeWarning, match="damaged cache.*rebuilding") as caught:
+        again = load_or_build(cfg, tmp_path, progress=False)
+    assert str(folder) in str(caught[0].message)
+    assert again.rows == first.rows
+    assert load_or_build(cfg, tmp_path, progress=False).rows == first.rows  # intact again: read, not rebuilt

@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -295,42 +296,69 @@ def build(cfg, wn=None, progress: bool = True, world: int = 1) -> ConceptData:
     return ConceptData(rows, cfg.negatives_per_pair, eval_sets, np_items, dbpedia, stats, sh_rows)
 
 
+CHECKSUMS = "checksums.json"
+
+
 def _dump(data: ConceptData, folder: Path) -> None:
+    """Write the data as JSON files plus checksums.json (sha256 of every file, verified by _load)."""
     from dataclasses import asdict
 
-    (folder / "rows.json").write_text(json.dumps(data.rows))
+    from ...data._store import sha256_file
+
+    files = {"rows.json": json.dumps(data.rows), "stats.json": json.dumps({"k": data.k, **data.stats}, indent=2)}
     if data.source_holdout_rows is not None:
-        (folder / "source_holdout_rows.json").write_text(json.dumps(data.source_holdout_rows))
-    evals = {k: {"records": [asdict(r) for r in e.records], "negatives": [asdict(n) for n in e.negatives],
-                 "rule_stats": e.rule_stats} for k, e in data.eval_sets.items()}
-    (folder / "eval.json").write_text(json.dumps(evals))
-    (folder / "stats.json").write_text(json.dumps({"k": data.k, **data.stats}, indent=2))
+        files["source_holdout_rows.json"] = json.dumps(data.source_holdout_rows)
+    files["eval.json"] = json.dumps({k: {"records": [asdict(r) for r in e.records],
+                                         "negatives": [asdict(n) for n in e.negatives],
+                                         "rule_stats": e.rule_stats} for k, e in data.eval_sets.items()})
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    (folder / CHECKSUMS).write_text(json.dumps({name: sha256_file(folder / name) for name in files}, indent=2))
 
 
 def _load(folder: Path, data_dir) -> ConceptData:
+    """Read what _dump wrote; CacheDamagedError naming the file when a checksum or a decode fails."""
+    from ...data._store import CacheDamagedError, sha256_file
     from ...data.hard_negatives import HardNegative
 
-    rows = json.loads((folder / "rows.json").read_text())
-    stats = json.loads((folder / "stats.json").read_text())
-    evals = json.loads((folder / "eval.json").read_text())
-    eval_sets = {k: EvalSet(k, [TermDefinition(**r) for r in e["records"]],
-                            [HardNegative(**n) for n in e["negatives"]], e["rule_stats"]) for k, e in evals.items()}
+    def read(name: str):
+        path = folder / name
+        try:
+            if sha256_file(path) != sums[name]:
+                raise CacheDamagedError(path, "checksum mismatch")
+            return json.loads(path.read_text())
+        except (OSError, ValueError, KeyError) as exc:
+            raise CacheDamagedError(path, str(exc)) from exc
+
+    try:
+        sums = json.loads((folder / CHECKSUMS).read_text())
+    except (OSError, ValueError) as exc:
+        raise CacheDamagedError(folder / CHECKSUMS, str(exc)) from exc
+    rows, stats, evals = read("rows.json"), read("stats.json"), read("eval.json")
+    sh_rows = read("source_holdout_rows.json") if "source_holdout_rows.json" in sums else None
+    try:
+        eval_sets = {k: EvalSet(k, [TermDefinition(**r) for r in e["records"]],
+                                [HardNegative(**n) for n in e["negatives"]], e["rule_stats"])
+                     for k, e in evals.items()}
+        k = stats.pop("k")
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise CacheDamagedError(folder, f"unexpected structure: {exc!r}") from exc
     np_items, dbpedia = load_extra_suites(data_dir)
-    k = stats.pop("k")
-    sh_path = folder / "source_holdout_rows.json"
-    sh_rows = json.loads(sh_path.read_text()) if sh_path.is_file() else None
     return ConceptData(rows, k, eval_sets, np_items, dbpedia, stats, sh_rows)
 
 
 def load_or_build(cfg, root, progress: bool = True, world: int = 1) -> ConceptData:
     """The cached data of this config under <root>/data/<fingerprint>/, built (atomically) when absent; one
     process builds it while the others (torchrun ranks, parallel runs) wait for it."""
-    from ...data._store import atomic_dir, file_lock
+    from ...data._store import CacheDamagedError, atomic_dir, file_lock
 
     folder = Path(root) / "data" / data_fingerprint(cfg, world)
     with file_lock(folder.with_name(f".{folder.name}.lock")):
-        if (folder / "stats.json").is_file():
-            return _load(folder, cfg.data_dir)
+        if folder.is_dir():
+            try:
+                return _load(folder, cfg.data_dir)
+            except CacheDamagedError as exc:  # damaged or from an older spherekit: built again
+                warnings.warn(f"{exc}; rebuilding it", RuntimeWarning, stacklevel=2)
         data = build(cfg, progress=progress, world=world)
         with atomic_dir(folder) as tmp:
             _dump(data, tmp)
