@@ -5,6 +5,7 @@
     with atomic_path(path) as tmp: ...          a temporary file name, for writers that want a path
                                                 (matplotlib's savefig, safetensors' save_file)
     with atomic_dir(target) as tmp: ...         a folder, renamed over `target` in one step
+    check_writable(folder)                      before long work: create `folder`, probe a write there
 
 Rule: the content goes to a temporary name beside the destination (same folder, so the same file
 system), is flushed to disk, then os.replace()d over the destination; on error the temporary is removed
@@ -111,4 +112,15 @@ def atomic_dir(target: str | os.PathLike):
         raise
 
 
-__all__ = ["atomic_dir", "atomic_open", "atomic_path", "atomic_write_bytes", "atomic_write_text"]
+def check_writable(folder: str | os.PathLike) -> None:
+    """Create `folder` and write a probe file there, before any work starts; a clear error if impossible."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.unlink(_create_temp(folder / ".write-probe", _new_file))
+    except OSError as exc:
+        raise PermissionError(f"output directory {folder} is not writable ({exc.strerror or exc}); "
+                              "pass --out to a writable folder") from exc
+
+
+__all__ = ["check_writable", "atomic_dir", "atomic_open", "atomic_path", "atomic_write_bytes", "atomic_write_text"]

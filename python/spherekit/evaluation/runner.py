@@ -157,7 +157,7 @@ def run_eval(model, *, suite: str = "all", split: str | object = "in-domain", ou
 
 def main(args) -> int:
     """Entry point of `spherekit eval` (args from cli.py's parser, which validated --suite and --limit)."""
-    from ..experiments.runner import check_writable
+    from .._atomic import check_writable
 
     out = Path(args.out) if args.out else Path("results") / "eval" / model_slug(args.model)
     try:  # before any model is loaded or suite computed

@@ -23,31 +23,18 @@ temporary name and renamed, so nothing half-written is left behind.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+from .. import _atomic
 from . import card
 from .base import Unit
 from .config import fingerprint, with_overrides
 from .training import barrier, is_main_process
 
 DONE, METRICS, UNIT = "done", "metrics.json", "unit.json"
-
-
-def check_writable(folder: Path) -> None:
-    """Create `folder` and write a probe file there, before any work starts; a clear error if impossible."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".write-probe.", dir=folder)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise PermissionError(f"output directory {folder} is not writable ({exc.strerror or exc}); "
-                              "pass --out to a writable folder") from exc
 
 
 def _check_names(kind: str, given, valid) -> None:
@@ -145,7 +132,7 @@ def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_di
     cfg = make_config(experiment, preset, conditions=conditions, backbone=backbone, data_dir=data_dir, seed=seed,
                       overrides=overrides)
     root = Path(out) / experiment.name / preset
-    check_writable(root)
+    _atomic.check_writable(root)
     main = is_main_process()
     started = card.now()
     seconds: dict[str, float] = {}
