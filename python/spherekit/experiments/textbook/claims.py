@@ -76,7 +76,9 @@ def mining(m, d, cfg):
 
 def thresholds(m, d, cfg):
     t = m["calibrated_threshold"]
-    text = (f"threshold for precision {cfg['target_precision']}: {_f(t)} (recall {_f(m['calibrated_recall'])}); "
+    reach = (f"no threshold reaches precision {cfg['target_precision']}" if t is None else
+             f"threshold for precision {cfg['target_precision']}: {_f(t)} (recall {_f(m['calibrated_recall'])})")
+    text = (f"{reach}; "
             f"best-F1 threshold {_f(m['best_f1_threshold'])} (F1 {_f(m['best_f1'])}); at {cfg['rule_of_thumb']}: "
             f"precision {_f(m['rule_precision'])}, recall {_f(m['rule_recall'])}, F1 {_f(m['rule_f1'])}; holds when "
             "0.7 loses more than 0.05 F1 against the calibrated best")

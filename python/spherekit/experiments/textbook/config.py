@@ -116,7 +116,8 @@ PRESETS: dict[str, dict] = {
     # all-mpnet-base-v2 is about 5x slower than MiniLM)
     "cpu": dict(backbones=("all-MiniLM-L6-v2", "all-mpnet-base-v2"), n_test_synsets=1000, n_distractors=5000,
                 n_train_pairs=8000, steps=100, warmup_steps=10, curve_points=5, pooling_steps=40,
-                ann_corpus=30000, ann_queries=1000, nearmiss_per_family=400),
+                ann_corpus=30000, ann_queries=1000, ivf_nprobe=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+                hnsw_ef=(4, 8, 16, 32, 64, 128, 256), nearmiss_per_family=400),
     # seconds: the tests' preset (pass --backbone with a small local model)
     "tiny": dict(n_test_synsets=20, n_distractors=30, n_train_pairs=48, max_seq_length=24, steps=2, batch_size=4,
                  warmup_steps=1, lr=1e-3, curve_points=2, pooling_steps=2, n_random_vectors=300, ann_corpus=400,
