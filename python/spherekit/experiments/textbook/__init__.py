@@ -1,4 +1,4 @@
-"""Seed 002 reproduced: a textbook chapter on sentence embeddings (Section 31.1a: bi-encoders, pooling,
+"""Reproduced: a textbook chapter on sentence embeddings (Section 31.1a: bi-encoders, pooling,
 contrastive training with MNRL, hard-negative mining), its listings and statements measured offline.
 
     spherekit reproduce textbook --preset cpu-small     # every section on all-MiniLM-L6-v2, minutes on a CPU

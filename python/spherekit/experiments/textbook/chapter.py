@@ -1,11 +1,11 @@
-"""What the chapter (seed 002, Section 31.1a "words -> sentences, bi-encoders, pooling, contrastive training,
+"""What the chapter (Section 31.1a "words -> sentences, bi-encoders, pooling, contrastive training,
 hard negatives") prints or states: its listings' inputs and its checkable statements, quoted."""
 
 from __future__ import annotations
 
 CITATION = """@incollection{textbook_31_1a,
   title = {Section 31.1a: From Words to Sentences; Bi-Encoders, Pooling, Contrastive Training and Hard Negatives},
-  note = {Textbook chapter on sentence embeddings (seed 002); no outputs printed}
+  note = {Textbook chapter on sentence embeddings; no outputs printed}
 }"""
 
 # listing 1: paraphrase vs unrelated

@@ -1,4 +1,4 @@
-"""Sections, configuration and presets of the textbook-chapter reproduction (seed 002).
+"""Sections, configuration and presets of the textbook-chapter reproduction.
 
 Every value the chapter states is declared with `paper(...)` (the doc quotes where); every other value is a
 `choice(...)` whose doc says why. The chapter trains nothing at scale and prints no outputs, so data sizes,
