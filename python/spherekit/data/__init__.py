@@ -1,4 +1,5 @@
-"""Lexical data for concept-equivalence training and evaluation (paper 000, sec. 4.5), offline.
+"""Lexical data for concept-equivalence training and evaluation ("Principles of Concept Representation in Sentence
+Encoders" (arXiv:2606.06994), sec. 4.5), offline.
 
     spherekit.data.wordnet     load_wordnet() -> WordNet (Concept records), synonym / term-definition pairs
     spherekit.data.gcide       load_gcide() -> GCIDE senses, term-definition pairs, cross-source d2d pairs

@@ -1,8 +1,9 @@
 """Minimal rule-based edits of a parsed sentence (spaCy Doc), shared by the hard-negative rules
-(spherekit.data.hard_negatives, paper 000 appendix G) and the structural near-misses
-(spherekit.data.nearmiss, paper 004). Each edit returns the edited text, or None when it does not
-apply. Whitespace and the rest of the text are kept exactly (tokens are re-joined with their own
-trailing whitespace).
+(spherekit.data.hard_negatives, "Principles of Concept Representation in Sentence Encoders" (arXiv:2606.06994)
+appendix G) and the structural near-misses (spherekit.data.nearmiss, "Training for Compositional Sensitivity
+Reduces Dense Retrieval Generalization" (arXiv:2604.16351)). Each edit returns the edited text, or None when it
+does not apply. Whitespace and the rest of the text are kept exactly (tokens are re-joined with their own trailing
+whitespace).
 
     negate(doc)                   first finite verb or copula: insert "not" (do-support for main verbs),
                                   or remove the negation when that verb is already negated
@@ -68,10 +69,10 @@ def is_finite(tok) -> bool:
 
 
 def negate(doc) -> str | None:
-    """Negate the first finite verb or copula (paper 000, appendix G: "is a warm-blooded vertebrate" ->
-    "is not a warm-blooded vertebrate"). Auxiliaries, modals and the copula get "not" after them ("can"
-    becomes "cannot"); a finite main verb gets do-support ("bit" -> "did not bite"). If that verb is
-    already negated (a neg child or a following not / n't / never), the negation is removed instead."""
+    """Negate the first finite verb or copula ("Principles of Concept Representation", appendix G: "is a
+    warm-blooded vertebrate" -> "is not a warm-blooded vertebrate"). Auxiliaries, modals and the copula get "not"
+    after them ("can" becomes "cannot"); a finite main verb gets do-support ("bit" -> "did not bite"). If that verb
+    is already negated (a neg child or a following not / n't / never), the negation is removed instead."""
     out = _texts(doc)
     for tok in doc:
         if not is_finite(tok):
@@ -132,9 +133,9 @@ def inflect(base: str, tag: str) -> str | None:
 
 
 def antonym_flip(doc, wordnet) -> str | None:
-    """Replace a key content word by its WordNet antonym (paper 000, appendix G: "a sustained increase
-    in prices" -> "a sustained decrease in prices"). The key word is the shallowest content word in the
-    dependency tree (ties: the earlier one) among those with an antonym for their part of speech; the
+    """Replace a key content word by its WordNet antonym ("Principles of Concept Representation", appendix G: "a
+    sustained increase in prices" -> "a sustained decrease in prices"). The key word is the shallowest content word
+    in the dependency tree (ties: the earlier one) among those with an antonym for their part of speech; the
     antonym is WordNet's most frequent one, inflected regularly like the replaced word."""
     cands = [t for t in doc if t.pos_ in WN_POS and t.is_alpha]
     cands.sort(key=lambda t: (_depth(t), t.i))
@@ -250,7 +251,7 @@ def attribute_swap(doc) -> str | None:
 
 
 def spatial_flip(doc) -> str | None:
-    """Flip the first spatial expression (paper 004 "spatial flips"): above/below, over/under,
+    """Flip the first spatial expression ("Compositional Sensitivity" "spatial flips"): above/below, over/under,
     beneath/underneath -> above, inside/outside, up/down, upstairs/downstairs, north/south, east/west
     (and -ern forms), "in front of"/behind, "the left"/"the right". over, under, up and down count only as
     prepositions with an object; left/right only after "the"."""

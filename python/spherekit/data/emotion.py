@@ -120,7 +120,8 @@ def label_angles_radians() -> list[float]:
 
 
 def circumplex_label_distance():
-    """CD(i, j) = polarity distance + circular steps between the labels (003, sec. 4.2), EMOTIONS order."""
+    """CD(i, j) = polarity distance + circular steps between the labels ("Mapping the Circumplex of Affect"
+    (arXiv:2601.06575), sec. 4.2), EMOTIONS order."""
     from ..evaluation.clustering import circumplex_distance
 
     return circumplex_distance([int(ANGLES[e] // 30) for e in EMOTIONS], [POLARITY[e] for e in EMOTIONS])

@@ -178,12 +178,12 @@ def load_gcide(*, refresh: bool = False, use_cache: bool = True, gcide_dir: Path
 
 def cross_source_definition_pairs(wordnet, gcide: Gcide, *, max_per_term: int = 6, terms=None,
                                   same_pos: bool = False) -> list[DefinitionPair]:
-    """Cross-source d2d pairs (paper 000, sec. 4.5: "definitions of the same term across both sources, up
-    to 6 per term"): for each term in both WordNet and GCIDE (or in `terms`), pairs (WordNet definition,
-    GCIDE definition), WordNet senses by frequency, GCIDE senses in dictionary order, at most
-    `max_per_term` (taken in order of max(i, j) over WordNet sense i and GCIDE sense j); WordNet-derived
-    GCIDE senses and near-identical pairs (same normalised text) are
-    skipped; with same_pos only pairs of the same coarse part of speech. Deterministic."""
+    """Cross-source d2d pairs ("Principles of Concept Representation in Sentence Encoders" (arXiv:2606.06994), sec.
+    4.5: "definitions of the same term across both sources, up to 6 per term"): for each term in both WordNet and
+    GCIDE (or in `terms`), pairs (WordNet definition, GCIDE definition), WordNet senses by frequency, GCIDE senses
+    in dictionary order, at most `max_per_term` (taken in order of max(i, j) over WordNet sense i and GCIDE sense
+    j); WordNet-derived GCIDE senses and near-identical pairs (same normalised text) are skipped; with same_pos
+    only pairs of the same coarse part of speech. Deterministic."""
     if max_per_term < 1:
         raise ValueError(f"max_per_term: expected >= 1, got {max_per_term}")
     wanted = sorted(set(terms) if terms is not None else (wordnet.terms() & gcide.terms()))

@@ -1,5 +1,6 @@
-"""Headword masking (paper 000, sec. 4.5 and appendix B): "a headword-masking transform removes the
-defined term from each definition before training to prevent lexical shortcutting".
+"""Headword masking ("Principles of Concept Representation in Sentence Encoders" (arXiv:2606.06994), sec. 4.5 and
+appendix B): "a headword-masking transform removes the defined term from each definition before training to prevent
+lexical shortcutting".
 
 mask_headword(definition, term) removes every word of the definition that is the term or an inflection
 of it (dog -> dogs, dog's; run -> runs, ran, running; happy -> happier), found with WordNet's

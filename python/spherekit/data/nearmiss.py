@@ -1,6 +1,7 @@
-"""Structural near-misses (paper 004, sec. 3.1 and appendix D.1): lexically high-overlap sentence pairs
-whose meaning differs by (i) a negation/scope flip, (ii) a binding/order change or (iii) a spatial
-relation flip, built here from WordNet example sentences and glosses with spaCy.
+"""Structural near-misses ("Training for Compositional Sensitivity Reduces Dense Retrieval Generalization"
+(arXiv:2604.16351), sec. 3.1 and appendix D.1): lexically high-overlap sentence pairs whose meaning differs by (i)
+a negation/scope flip, (ii) a binding/order change or (iii) a spatial relation flip, built here from WordNet
+example sentences and glosses with spaCy.
 
     FAMILIES = ("negation", "binding", "spatial")
     items = load_nearmiss("test", seed=0)        # list[NearMiss], cached on disk (checksummed)
@@ -21,11 +22,11 @@ content word replaced by a synonym from its only WordNet synset; positive_kind "
 anchor (positive_kind "identity"); this makes "cos(anchor, positive) > cos(anchor, near_miss)" a real
 test of paraphrase-vs-near-miss ordering (eq. 3 of 004).
 
-Sampling (seeded): texts of at least 20 characters (004 drops shorter ones) and at most 300; texts that
-contain a spatial word are tried first (they are rare), the rest after, each group in a seeded order;
-parsing stops when every family has n_per_family items. The split is 80/20 (test_fraction) by anchor
-text, so no anchor sentence is in both parts. The paper builds 9,940 pairs per family from other
-sources; the default here is 1,000 per family (WordNet has fewer suitable sentences, and parsing is slow).
+Sampling (seeded): texts of at least 20 characters ("Compositional Sensitivity" drops shorter ones) and at most
+300; texts that contain a spatial word are tried first (they are rare), the rest after, each group in a seeded
+order; parsing stops when every family has n_per_family items. The split is 80/20 (test_fraction) by anchor text,
+so no anchor sentence is in both parts. The paper builds 9,940 pairs per family from other sources; the default
+here is 1,000 per family (WordNet has fewer suitable sentences, and parsing is slow).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Coarse ontological type of a WordNet noun (paper 000, appendix G, "ontological type swap": a small
-closed set person, organization, location, event, artifact, biological entity, abstract concept).
+"""Coarse ontological type of a WordNet noun ("Principles of Concept Representation in Sentence Encoders"
+(arXiv:2606.06994), appendix G, "ontological type swap": a small closed set person, organization, location, event,
+artifact, biological entity, abstract concept).
 
 A noun synset gets the type of the FIRST anchor below that is among its ancestors (the transitive
 closure of hypernyms and instance hypernyms, the synset itself included). The order settles multiple

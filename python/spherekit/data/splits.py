@@ -1,5 +1,6 @@
-"""Decontaminated train / dev / test splits of term-definition pairs (paper 000, sec. 4.5, "Evaluation
-splits": "three decontaminated splits, each with test concepts strictly absent from training").
+"""Decontaminated train / dev / test splits of term-definition pairs ("Principles of Concept Representation in
+Sentence Encoders" (arXiv:2606.06994), sec. 4.5, "Evaluation splits": "three decontaminated splits, each with test
+concepts strictly absent from training").
 
     split = make_split("in-domain", seed=0)      # Split(train, dev, test, train_synonyms, ...)
 

@@ -1,4 +1,5 @@
-"""WordNet 3.0 concept records, synonym and term-to-definition pairs (paper 000, sec. 4.5).
+"""WordNet 3.0 concept records, synonym and term-to-definition pairs ("Principles of Concept Representation in
+Sentence Encoders" (arXiv:2606.06994), sec. 4.5).
 
     wn = load_wordnet()                    # 117,659 Concept records (cached; ~1-2 s after the first build)
     c = wn.concept("dog.n.01")             # Concept(synset_id, pos, lemmas, definition, examples, lexname,

@@ -1,4 +1,5 @@
-"""Clustering metrics of 003_* (section 4.2): V-measure with spherical k-means, and CD-r (eq. 10-11).
+"""Clustering metrics of "Mapping the Circumplex of Affect" (arXiv:2601.06575) (section 4.2): V-measure with
+spherical k-means, and CD-r (eq. 10-11).
 
 spherical_kmeans (Dhillon & Modha 2001): rows and centroids live on the unit sphere; a point joins
 the centroid of largest cosine; a centroid is the normalised sum of its points. Inertia is

@@ -1,7 +1,7 @@
-"""Emotion circumplex suite (paper 003, sec. 4.2) on the offline emotion set of spherekit.data.emotion:
-"V-measure" of spherical k-means (k = 12, 10 initialisations, minimum inertia) and "CD-r", the Pearson
-correlation between the Circumplex Distance of label pairs and 1 - their mean cosine similarity (eq. 10-11),
-both computed by spherekit.evaluation.clustering through the ClusteringEvaluator."""
+"""Emotion circumplex suite ("Mapping the Circumplex of Affect" (arXiv:2601.06575), sec. 4.2) on the offline
+emotion set of spherekit.data.emotion: "V-measure" of spherical k-means (k = 12, 10 initialisations, minimum
+inertia) and "CD-r", the Pearson correlation between the Circumplex Distance of label pairs and 1 - their mean
+cosine similarity (eq. 10-11), both computed by spherekit.evaluation.clustering through the ClusteringEvaluator."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 encode(model, texts) is the model's own readout (its modules, e.g. Transformer -> mean Pooling ->
 Normalize for all-mpnet-base-v2). For a frozen sentence-transformers encoder that readout is the B0
-condition of 000_* ("frozen all-mpnet-base-v2 with mean pooling"; mean pooling of the final layer
-is that model's own pooling).
+condition of "Principles of Concept Representation in Sentence Encoders" (arXiv:2606.06994) ("frozen
+all-mpnet-base-v2 with mean pooling"; mean pooling of the final layer is that model's own pooling).
 
 encode_layers(model, texts) -> (L + 1, n, d): for every hidden state h^(l) of the first (Transformer)
 module, the attention-masked mean over tokens, z^(l) = sum_t m_t h^(l)_t / sum_t m_t. Index 0 is the

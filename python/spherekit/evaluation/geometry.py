@@ -1,4 +1,6 @@
-"""Geometry of an embedding set X (n, d): anisotropy, effective rank, 2-D projections (000_* App. H, 003_*).
+"""Geometry of an embedding set X (n, d): anisotropy, effective rank, 2-D projections ("Principles of Concept
+Representation in Sentence Encoders" (arXiv:2606.06994) App. H, "Mapping the Circumplex of Affect"
+(arXiv:2601.06575)).
 
     anisotropy(X)      = mean over P seeded random pairs (i, j), i != j, of cos(x_i, x_j)   (P = 10,000)
     effective_rank(X)  = exp(H(p)),  p_k = s_k / sum_k s_k,  H(p) = -sum_k p_k log p_k,

@@ -1,9 +1,10 @@
-"""Structural near-miss test (paper 004, sec. 3.1-3.2, eq. 3): items (anchor, positive, near_miss, family)
-from spherekit.data.nearmiss. With a = f(anchor), p = f(positive), n = f(near_miss) (unit vectors):
+"""Structural near-miss test ("Training for Compositional Sensitivity Reduces Dense Retrieval Generalization"
+(arXiv:2604.16351), sec. 3.1-3.2, eq. 3): items (anchor, positive, near_miss, family) from spherekit.data.nearmiss.
+With a = f(anchor), p = f(positive), n = f(near_miss) (unit vectors):
 
     "accuracy (<family>)"               fraction of items with cos(a, p) > cos(a, n)   (eq. 3 with margin 0)
     "ROC-AUC (<family>)"                positives cos(a, p), negatives cos(a, n) over the family's items
-    "mean near-miss cosine (<family>)"  mean cos(a, n), 004's Fig. 3 statistic (lower is better)
+    "mean near-miss cosine (<family>)"  mean cos(a, n), Fig. 3's statistic (lower is better)
 and the same without a family suffix over all items. Families: negation, binding, spatial. A ROC-AUC
 needs both classes with distinct items: it is left out when every positive is the anchor itself
 (cos = 1 for all positives), as with positive="anchor".

@@ -1,6 +1,8 @@
 """PNG plots of evaluation results (matplotlib, Agg backend; nothing is shown on screen).
 
-    plot_layer_curves({"MRR": [...], ...}, layers, path)         per-layer curves (000_* Figure 3)
+    plot_layer_curves({"MRR": [...], ...}, layers, path)         per-layer curves (Figure 3 of "Principles of
+                                                                 Concept Representation in Sentence Encoders",
+                                                                 arXiv:2606.06994)
     plot_cosine_distributions({"true pairs": t, ...}, path)      histograms of cosine similarities
     plot_projection(coords (n, 2), labels, path)                 PCA / MDS scatter coloured by label
 Every function writes the file atomically (temporary file + rename) and returns its Path.

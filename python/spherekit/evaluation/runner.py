@@ -6,9 +6,9 @@ plain-word metrics, write one JSON per suite (atomically) and PNG plots to the r
 
 All suites of a run share one spherekit.evaluation.cache.EmbeddingCache: every distinct text is encoded once.
 
-Frozen encoder = B0 of 000_*: a sentence-transformers model is evaluated through its own readout
-(for all-mpnet-base-v2: mean pooling of the final layer, then normalisation), which is the paper's
-"frozen all-mpnet-base-v2 with mean pooling".
+Frozen encoder = B0 of "Principles of Concept Representation in Sentence Encoders" (arXiv:2606.06994): a
+sentence-transformers model is evaluated through its own readout (for all-mpnet-base-v2: mean pooling of the final
+layer, then normalisation), which is the paper's "frozen all-mpnet-base-v2 with mean pooling".
 
 Files: <out>/<suite>.<split>.json for suites that read the WordNet split (concept, geometry,
 layerwise, stress), <out>/<suite>.json for suites with their own data (nearmiss, emotion); plots in

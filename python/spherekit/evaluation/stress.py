@@ -1,6 +1,7 @@
-"""Hard-negative stress tests (paper 000, appendix G, "Evaluation procedure"): for each test pair
-(query q = term, positive definition d+) every rule of spherekit.data.hard_negatives that applies gives a
-negative d-; the model scores cos(f(q), f(d+)) and cos(f(q), f(d-)).
+"""Hard-negative stress tests ("Principles of Concept Representation in Sentence Encoders" (arXiv:2606.06994),
+appendix G, "Evaluation procedure"): for each test pair (query q = term, positive definition d+) every rule of
+spherekit.data.hard_negatives that applies gives a negative d-; the model scores cos(f(q), f(d+)) and cos(f(q),
+f(d-)).
 
     "ROC-AUC (<rule title>)"          positives: cos(q, d+) of the pairs the rule applied to; negatives:
                                       cos(q, d-) of that rule's negatives (one per such pair)

@@ -211,7 +211,8 @@ class CachedConceptEquivalenceLoss(CachedLossMixin, nn.Module):
         mini_batch_num_tokens: int | None = None,
         show_progress_bar: bool = False,
     ) -> None:
-        """ConceptEquivalenceLoss (one view of seed 000's objective) with GradCache: large batches, small memory.
+        """ConceptEquivalenceLoss (one view of "Principles of Concept Representation in Sentence Encoders"
+        (arXiv:2606.06994)'s objective) with GradCache: large batches, small memory.
 
         The same loss, value and gradients as :class:`~spherekit.losses.ConceptEquivalenceLoss` (InfoNCE
         over in-batch positives plus a BCE term on each anchor's hard negatives, times ``weight``; see

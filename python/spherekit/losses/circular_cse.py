@@ -1,4 +1,5 @@
-"""CircularCSELoss: regress pairwise cosines to the cosine of label-angle gaps (seed 003, eq. 9)."""
+"""CircularCSELoss: regress pairwise cosines to the cosine of label-angle gaps ("Mapping the Circumplex of Affect",
+arXiv:2601.06575, eq. 9)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ class CircularCSELoss(nn.Module):
         """CircularCSE: place classes on a circle by regressing every pair's cosine to cos(angle gap).
 
         Each label y has an angle theta_y (radians), e.g. emotions on the circumplex of affect. For
-        L2-normalised embeddings e_i with labels y_i, x_ij = <e_i, e_j> (seed 003, eq. 9)::
+        L2-normalised embeddings e_i with labels y_i, x_ij = <e_i, e_j> ("Mapping the Circumplex of Affect", eq. 9)::
 
             l_ij = max(0, |x_ij - 1| - m)^2                 if y_i = y_j
                  = (x_ij - cos(theta_{y_i} - theta_{y_j}))^2  otherwise
@@ -31,12 +32,12 @@ class CircularCSELoss(nn.Module):
             model: SentenceTransformer model.
             label_angles: (E,) angle of each label in RADIANS (tensor, list or array); labels are
                 ids in [0, E). Convert degrees with ``math.radians`` / ``torch.deg2rad``.
-            margin: m >= 0, tolerance for same-label pairs (003 uses 0).
+            margin: m >= 0, tolerance for same-label pairs ("Mapping the Circumplex of Affect" uses 0).
             backend: spherekit backend for the op: "auto" | "triton" | "cpu" | "reference".
 
         References:
             - Yamauchi, Aizawa, ACL 2026, Mapping the Circumplex of Affect: Geometric Analysis of Emotion
-              Representations via Hyperspherical Contrastive Learning (seed 003), eq. 9:
+              Representations via Hyperspherical Contrastive Learning, eq. 9:
               https://aclanthology.org/2026.acl-long.772/ (arXiv 2601.06575)
 
         Inputs:

@@ -1,4 +1,5 @@
-"""ConceptEquivalenceLoss: one supervision view (syn / t2d / d2d) of seed 000's objective."""
+"""ConceptEquivalenceLoss: one supervision view (syn / t2d / d2d) of the objective of "Principles of Concept
+Representation in Sentence Encoders" (arXiv:2606.06994)."""
 
 from __future__ import annotations
 
@@ -42,8 +43,8 @@ class ConceptEquivalenceLoss(nn.Module):
     ) -> None:
         """InfoNCE over in-batch positives plus a BCE term on per-anchor hard negatives, for ONE view.
 
-        Seed 000 (section 4.3) trains on three views of concept equivalence, synonym pairs (syn),
-        term-definition pairs (t2d) and cross-source definition pairs (d2d), with
+        "Principles of Concept Representation" (section 4.3) trains on three views of concept equivalence, synonym
+        pairs (syn), term-definition pairs (t2d) and cross-source definition pairs (d2d), with
 
             L = L_syn + L_t2d + 0.7 L_d2d + 0.5 L_BCE,
 
@@ -56,11 +57,12 @@ class ConceptEquivalenceLoss(nn.Module):
             z_i = bce_scale * cos(a_i, p_i) + bce_bias,   z_im = bce_scale * cos(a_i, h_im) + bce_bias
 
         and the loss is ``weight * mean_i loss_i``. The hard negatives belong to their own anchor
-        only (a (B, k, d) tensor): with ``hard_negative_mode="bce"`` (000's B1, the default) they
-        enter only the BCE term, with ``"softmax"`` (000's B1-unified, Appendix F) they join the
-        anchor's InfoNCE denominator instead, ``"both"`` does both. Without hard-negative columns it
-        is plain InfoNCE (000's B3). Embeddings are L2-normalised; the temperature is ``1 / scale``.
-        Computed by :func:`spherekit.ops.info_nce` (fused; the B x B score matrix never exists).
+        only (a (B, k, d) tensor): with ``hard_negative_mode="bce"`` ("Principles of Concept Representation"'s B1,
+        the default) they enter only the BCE term, with ``"softmax"`` ("Principles of Concept Representation"'s
+        B1-unified, Appendix F) they join the anchor's InfoNCE denominator instead, ``"both"`` does both. Without
+        hard-negative columns it is plain InfoNCE ("Principles of Concept Representation"'s B3). Embeddings are
+        L2-normalised; the temperature is ``1 / scale``. Computed by :func:`spherekit.ops.info_nce` (fused; the B x
+        B score matrix never exists).
 
         ``weight`` multiplies the whole view loss, its BCE term included. The paper's 0.5 on L_BCE is
         absolute: in a view weighted ``w`` that carries hard negatives, pass ``bce_weight=0.5 / w``

@@ -1,4 +1,4 @@
-"""EntryBankLoss: DefSent+ (seed 001), softmax of a definition's embedding over a frozen bank of entries."""
+"""EntryBankLoss: DefSent+ (arXiv:2405.16153), softmax of a definition's embedding over a frozen bank of entries."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ class EntryBankLoss(nn.Module):
     ) -> None:
         """DefSent+: classify each definition sentence as its dictionary entry, over ALL entries.
 
-        Seed 001 (eq. 1 and 5) projects a definition s into a frozen space of entry embeddings
+        DefSent+ (eq. 1 and 5) projects a definition s into a frozen space of entry embeddings
         X (E, d), one row per dictionary entry (the average pooled embedding of the entry's
         definitions, from an earlier encoder: AC / AMP), and minimises
 
@@ -76,7 +76,7 @@ class EntryBankLoss(nn.Module):
                 model = SentenceTransformer("bert-base-uncased")
                 entries = {"revitalize": ["give new life or vigor to", "imbue something with new life"],
                            "cup": ["a small open container usually used for drinking"]}
-                # AMP entry embeddings (001, eq. 2): mean of each entry's definition embeddings
+                # AMP entry embeddings (DefSent+, eq. 2): mean of each entry's definition embeddings
                 bank = torch.stack([model.encode(defs, convert_to_tensor=True).mean(0) for defs in entries.values()])
                 train = Dataset.from_dict({
                     "definition": [d for defs in entries.values() for d in defs],

@@ -1,4 +1,5 @@
-"""SincereLoss and SoftCSELoss: supervised contrastive losses over class labels (seed 003, eq. 5-8)."""
+"""SincereLoss and SoftCSELoss: supervised contrastive losses over class labels ("Mapping the Circumplex of
+Affect", arXiv:2601.06575, eq. 5-8)."""
 
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ class SincereLoss(nn.Module):
             loss = mean over anchors with |P_i| > 0 of
                    (1/|P_i|) sum_{j in P_i} -log( e^{s_ij} / (e^{s_ij} + sum_{k in N_i} e^{s_ik}) )
 
-        (seed 003, eq. 5-6). Unlike SupCon, other positives never sit in an anchor's denominator.
-        Computed by :func:`spherekit.ops.sincere` (fused, the B x B matrix never exists).
+        ("Mapping the Circumplex of Affect", eq. 5-6). Unlike SupCon, other positives never sit in an anchor's
+        denominator. Computed by :func:`spherekit.ops.sincere` (fused, the B x B matrix never exists).
 
         A batch in which no two texts share a label, or all share one, has no SINCERE term: the loss
         is 0 (zero gradients) and a warning is logged. Group batches by label (sentence-transformers'
@@ -37,13 +38,13 @@ class SincereLoss(nn.Module):
 
         Args:
             model: SentenceTransformer model.
-            temperature: tau (003 uses 0.05).
+            temperature: tau ("Mapping the Circumplex of Affect" uses 0.05).
             backend: spherekit backend for the op: "auto" | "triton" | "cpu" | "reference".
 
         References:
             - Feeney, Hughes 2023, SINCERE: Supervised Information Noise-Contrastive Estimation
               REvisited: https://arxiv.org/abs/2309.14277
-            - Yamauchi, Aizawa, ACL 2026, Mapping the Circumplex of Affect (seed 003), section 3.4
+            - Yamauchi, Aizawa, ACL 2026, Mapping the Circumplex of Affect, section 3.4
 
         Inputs:
             +-------+----------------+
@@ -126,7 +127,7 @@ class SoftCSELoss(SincereLoss):
         """SoftCSE: SINCERE whose negatives are weighted by how far their label lies on a circle.
 
         Each label y has an angle theta_y (radians) on a circumplex (e.g. emotions on the circumplex
-        of affect). The negative k of anchor i is weighted by (seed 003, eq. 7-8)::
+        of affect). The negative k of anchor i is weighted by ("Mapping the Circumplex of Affect", eq. 7-8)::
 
             w_ik = (1 - cos(theta_{y_i} - theta_{y_k})) / mean_{k' in N_i} (1 - cos(theta_{y_i} - theta_{y_k'}))
 
@@ -141,13 +142,13 @@ class SoftCSELoss(SincereLoss):
             model: SentenceTransformer model.
             label_angles: (E,) angle of each label in RADIANS (a tensor, list or array); labels are
                 ids in [0, E). Convert degrees with ``math.radians`` / ``torch.deg2rad``.
-            temperature: tau (003 uses 0.05).
+            temperature: tau ("Mapping the Circumplex of Affect" uses 0.05).
             backend: spherekit backend for the op: "auto" | "triton" | "cpu" | "reference".
 
         References:
             - Zhuang, Zhang, Yang, Chen, Sheng 2024, Not All Negatives Are Equally Negative: Soft
               Contrastive Learning for Unsupervised Sentence Representations (CIKM 2024)
-            - Yamauchi, Aizawa, ACL 2026, Mapping the Circumplex of Affect (seed 003), eq. 7-8
+            - Yamauchi, Aizawa, ACL 2026, Mapping the Circumplex of Affect, eq. 7-8
 
         Inputs:
             +-------+----------------+

@@ -6,10 +6,10 @@
     result = train_verifier(verifier, list(zip(anchors, positives, near_misses)),   # end-to-end
                             encoder=encoder, freeze_encoder=False)
 
-Defaults follow the paper's code (seed 004, appendix D.3 and its released scripts): AdamW, verifier
-lr 1e-4, encoder lr 1e-5, weight decay 0.01 (verifier and encoder), linear warmup over 10% of the
-steps then linear decay, gradient norm clipped at 1.0 separately for verifier and encoder, batch 32
-(the paper's F3/F4 batch), scale 10 (temperature 0.1), seed 42.
+Defaults follow the paper's code ("Training for Compositional Sensitivity Reduces Dense Retrieval Generalization"
+(arXiv:2604.16351), appendix D.3 and its released scripts): AdamW, verifier lr 1e-4, encoder lr 1e-5, weight decay
+0.01 (verifier and encoder), linear warmup over 10% of the steps then linear decay, gradient norm clipped at 1.0
+separately for verifier and encoder, batch 32 (the paper's F3/F4 batch), scale 10 (temperature 0.1), seed 42.
 """
 
 from __future__ import annotations

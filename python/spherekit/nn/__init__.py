@@ -1,13 +1,15 @@
 """nn.Modules built on spherekit.ops: the nGPT block and its GPT baseline, the sentence-transformers
-hypersphere head of seed 003, and the weight renormalisation that nGPT training needs after each step.
+hypersphere head of "Mapping the Circumplex of Affect" (arXiv:2601.06575), and the weight renormalisation that nGPT
+training needs after each step.
 
 The blocks, ScaledParameter and renormalize_all_ need torch only; HypersphereHead / freeze_backbone
 (sentence-transformers), the cross-layer readouts LayerMixPooling / enable_hidden_states / layer_mix_model
 (``readouts``, sentence-transformers) and RenormalizeCallback (transformers) are imported on first use (the
 ``st`` extra).
 
-Seed 004's stage-2 verifiers F0..F4 over token similarity maps (``verifiers``), and ``encode_tokens`` for
-the token embeddings of a sentence-transformers model, need torch only as well.
+"Training for Compositional Sensitivity Reduces Dense Retrieval Generalization" (arXiv:2604.16351)'s stage-2
+verifiers F0..F4 over token similarity maps (``verifiers``), and ``encode_tokens`` for the token embeddings of a
+sentence-transformers model, need torch only as well.
 """
 
 from .gpt import GPTBlock

@@ -1,4 +1,5 @@
-"""GPTBlock: the pre-norm Transformer block of seed 003's GPT head baseline (appendix B, eq. 12, 15, 17):
+"""GPTBlock: the pre-norm Transformer block of "Mapping the Circumplex of Affect" (arXiv:2601.06575)'s GPT head
+baseline (appendix B, eq. 12, 15, 17):
 
     h'  = h  + ATTN(RMSNorm(h))
     out = h' + MLP(RMSNorm(h'))

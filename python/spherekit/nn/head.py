@@ -1,4 +1,5 @@
-"""HypersphereHead: seed 003's projection head as a sentence-transformers module (after the Transformer).
+"""HypersphereHead: "Mapping the Circumplex of Affect" (arXiv:2601.06575)'s projection head as a
+sentence-transformers module (after the Transformer).
 
     h_0 = Norm(token_embeddings)  (kind="ngpt": the head works on the sphere)  |  token_embeddings  (kind="gpt")
     h_l = Block_l(h_{l-1}, attention_mask),  l = 1..n_layers   (NGPTBlock or GPTBlock)
@@ -15,10 +16,10 @@ must be importable; no file is fetched).
     model = SentenceTransformer(modules=[transformer, head])
     # freeze_backbone(model)  for the frozen-LLM setting; train with callbacks=[RenormalizeCallback()]
 
-Seed 003's setup (its Table 3): one block with the backbone's hidden size and head count; pooling cls for
-BERT-like encoders, last for decoder-only LLMs and Qwen3-Embedding, mean for Llama-Embed-Nemotron; BERT-like
-backbones fine-tuned, LLM backbones frozen; bf16, lr 5e-5 constant, batch 128, 15 epochs, seed 42,
-tau 0.05 (SINCERE / SoftCSE). Those training settings belong to the trainer, not to this module.
+"Mapping the Circumplex of Affect"'s setup (its Table 3): one block with the backbone's hidden size and head count;
+pooling cls for BERT-like encoders, last for decoder-only LLMs and Qwen3-Embedding, mean for Llama-Embed-Nemotron;
+BERT-like backbones fine-tuned, LLM backbones frozen; bf16, lr 5e-5 constant, batch 128, 15 epochs, seed 42, tau
+0.05 (SINCERE / SoftCSE). Those training settings belong to the trainer, not to this module.
 """
 
 from __future__ import annotations
@@ -38,16 +39,18 @@ KINDS = ("ngpt", "gpt")
 
 
 class HypersphereHead(Module):
-    """n_layers nGPT (or GPT) blocks + pooling on top of a backbone (seed 003, section 3.3 / appendix B).
+    """n_layers nGPT (or GPT) blocks + pooling on top of a backbone ("Mapping the Circumplex of Affect", section
+    3.3 / appendix B).
 
     Args:
         backbone_dim: hidden size of the backbone = the head's d_model.
         kind: "ngpt" (normalised blocks, unit-norm weights; call RenormalizeCallback / renormalize_all_ after
             each optimiser step) or "gpt" (pre-RMSNorm baseline).
         pooling: "cls" (BERT-like), "mean", or "last" (decoder-only LLMs); padding aware.
-        n_heads: attention heads (seed 003: the backbone's; see ``from_transformer``).
-        n_layers: blocks (seed 003: 1).
-        d_mlp: MLP width (default 4 * backbone_dim, as in nGPT's code; seed 003 does not state it).
+        n_heads: attention heads ("Mapping the Circumplex of Affect": the backbone's; see ``from_transformer``).
+        n_layers: blocks ("Mapping the Circumplex of Affect": 1).
+        d_mlp: MLP width (default 4 * backbone_dim, as in nGPT's code; "Mapping the Circumplex of Affect" does
+            not state it).
         output_dim: optional bias-free linear projection after pooling (ngpt: unit rows, renormalised too).
         causal: unidirectional attention (match a decoder-only backbone).
         alpha_init: initial geodesic step of the nGPT blocks.
@@ -137,9 +140,10 @@ class HypersphereHead(Module):
 
 def freeze_backbone(model: nn.Module, frozen: bool = True) -> int:
     """Train only the HypersphereHead(s): requires_grad = not frozen on every other parameter of ``model``
-    (seed 003 freezes LLM backbones). Returns how many parameter tensors were changed. Trainers build their
-    optimiser from parameters with requires_grad, so call this before creating the trainer. The Trainer still
-    puts the backbone in train mode (dropout active); set its dropout to 0 for a fully deterministic backbone."""
+    ("Mapping the Circumplex of Affect" freezes LLM backbones). Returns how many parameter tensors were changed.
+    Trainers build their optimiser from parameters with requires_grad, so call this before creating the trainer.
+    The Trainer still puts the backbone in train mode (dropout active); set its dropout to 0 for a fully
+    deterministic backbone."""
     head_params = {id(p) for m in model.modules() if isinstance(m, HypersphereHead) for p in m.parameters()}
     if not head_params:
         raise ValueError("model contains no HypersphereHead: freezing it would leave nothing to train")

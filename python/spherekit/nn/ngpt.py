@@ -1,12 +1,13 @@
-"""NGPTBlock: the normalised Transformer block of nGPT (Loshchilov et al. 2025) as used for the head of seed 003
-(appendix B, eq. 18-20). Every hidden state lives on the unit sphere S^{d-1}:
+"""NGPTBlock: the normalised Transformer block of nGPT (Loshchilov et al. 2025) as used for the head of "Mapping
+the Circumplex of Affect" (arXiv:2601.06575) (appendix B, eq. 18-20). Every hidden state lives on the unit sphere
+S^{d-1}:
 
     h'  = Norm(Norm(h)  + |alpha_A| * (Norm(ATTN(h))  - Norm(h)))        geodesic residual (attention)
     out = Norm(Norm(h') + |alpha_M| * (Norm(MLP(h'))  - Norm(h')))       geodesic residual (MLP)
 
     ATTN: q = Norm_head(h W_Q) * s_qk,  k = Norm_head(h W_K) * s_qk,  v = h W_V  (per head, d_head each)
           A = softmax(q k^T * sqrt(d_head) + mask) v,  ATTN(h) = concat_heads(A) W_O
-    MLP:  u = (h W_u) * s_u,  v = (h W_v) * s_v * v_scale (default sqrt(d_mlp), seed 003 eq. 20),
+    MLP:  u = (h W_u) * s_u,  v = (h W_v) * s_v * v_scale (default sqrt(d_mlp), the paper's eq. 20),
           MLP(h) = (u * SiLU(v)) W_oMLP
 
 alpha_A, alpha_M in R^d (init 0.05), s_qk in R^{n_heads * d_head} (init 1), s_u, s_v in R^{d_mlp} (init 1) use
@@ -40,7 +41,8 @@ class NGPTBlock(nn.Module):
         causal: unidirectional attention (token t sees 1..t) instead of bidirectional.
         alpha_init: initial value of the residual step sizes alpha_A, alpha_M (nGPT: 0.05).
         init_scaling: stored init of alpha and s_qk (default 1/sqrt(d_model), NVIDIA's base_scale).
-        v_scale: the extra factor on v (default sqrt(d_mlp) as in seed 003; NVIDIA's code uses sqrt(d_model)).
+        v_scale: the extra factor on v (default sqrt(d_mlp) as in "Mapping the Circumplex of Affect"; NVIDIA's
+            code uses sqrt(d_model)).
         eps: the norm clamp of every normalisation.
         backend: backend of the spherekit ops ("auto", "cuda", "triton", "cpu", "reference").
     """

@@ -1,5 +1,6 @@
-"""Token pooling with a padding mask (seed 003 eq. 4 / 14): cls = first real token, last = last real token,
-mean = average over real tokens. "First"/"last" follow the mask, so left and right padding both work."""
+"""Token pooling with a padding mask ("Mapping the Circumplex of Affect" (arXiv:2601.06575) eq. 4 / 14): cls =
+first real token, last = last real token, mean = average over real tokens. "First"/"last" follow the mask, so left
+and right padding both work."""
 
 from __future__ import annotations
 

@@ -53,8 +53,8 @@ def info_nce(
                + bce_weight / (k+1) * [ softplus(-z_i) + sum_k softplus(z_ik) ]   if mode in {bce, both}
         with z_i = bce_scale * x_it + bce_bias,  z_ik = bce_scale * y_ik + bce_bias.
 
-    The bias applies to negatives only: the target term stays exp(x_it / tau), as in SoftCSE (003,
-    eq. 7) where weights multiply negative terms. The BCE term exists only when hard negatives are given.
+    The bias applies to negatives only: the target term stays exp(x_it / tau), as in SoftCSE ("Mapping the
+    Circumplex of Affect", eq. 7) where weights multiply negative terms. The BCE term exists only when hard negatives are given.
 
     Gradient (per valid row, upstream g_i, p = softmax over the denominator):
         dL/ds_ij = g_i (p_ij - [j == t_i]),  dL/dq_i = sum_j dL/ds_ij c_j / tau + ...,
@@ -98,7 +98,8 @@ def info_nce(
 
 
 def sincere_bias_shift(labels: Tensor, label_bias: Tensor) -> Tensor:
-    r"""Per-anchor shift that renormalises negative weights to mean 1 (003, eq. 8).
+    r"""Per-anchor shift that renormalises negative weights to mean 1 ("Mapping the Circumplex of Affect"
+    (arXiv:2601.06575), eq. 8).
 
     With w_ik = exp(label_bias[y_i, y_k]) and N_i = {k : y_k != y_i}:
         shift_i = -log( (1/|N_i|) sum_{k in N_i} w_ik ),
@@ -125,7 +126,8 @@ def sincere(
     label_bias: Tensor | None = None,
     compute_dtype: torch.dtype = torch.float32,
 ) -> Tensor:
-    r"""SINCERE (003, eq. 5-6); with ``label_bias`` it is SoftCSE (003, eq. 7-8).
+    r"""SINCERE ("Mapping the Circumplex of Affect", eq. 5-6); with ``label_bias`` it is SoftCSE ("Mapping the
+    Circumplex of Affect", eq. 7-8).
 
         s_ij = <e_i, e_j> / tau,    P_i = {j != i : y_j = y_i},    N_i = {k : y_k != y_i}
         b_ik = label_bias[y_i, y_k] + shift_i    (shift_i: see sincere_bias_shift; 0 without bias)
@@ -167,7 +169,8 @@ def circular_cse(
     margin: float = 0.0,
     compute_dtype: torch.dtype = torch.float32,
 ) -> Tensor:
-    r"""CircularCSE (003, eq. 9): regress pairwise dot products to the cosine of label-angle gaps.
+    r"""CircularCSE ("Mapping the Circumplex of Affect", eq. 9): regress pairwise dot products to the cosine of
+    label-angle gaps.
 
         x_ij = <e_i, e_j>,   c_ij = cos(theta_{y_i} - theta_{y_j})
         l_ij = max(0, |x_ij - c_ij| - m)^2   if y_i = y_j   (then c_ij = 1)

@@ -1,5 +1,6 @@
-"""Oracles for nGPT (Loshchilov et al. 2025; paper 003, eq. 2/18): L2 normalisation, the geodesic
-residual update and weight renormalisation. Pure torch, fp32 math by default, gradients by autograd.
+"""Oracles for nGPT (Loshchilov et al. 2025; "Mapping the Circumplex of Affect" (arXiv:2601.06575), eq. 2/18): L2
+normalisation, the geodesic residual update and weight renormalisation. Pure torch, fp32 math by default, gradients
+by autograd.
 
 Norm(x) = x / max(||x||_2, eps)   (torch.nn.functional.normalize semantics: a zero row maps to 0, never NaN)
 

@@ -1,5 +1,6 @@
-"""Oracles for the token-similarity-map family (seed 004, appendix C): F0 global average, F1 MaxSim,
-F2 soft alignment, the (multi-channel, optionally patched) map M that F3/F4 consume, ragged MaxSim.
+"""Oracles for the token-similarity-map family ("Training for Compositional Sensitivity Reduces Dense Retrieval
+Generalization" (arXiv:2604.16351), appendix C): F0 global average, F1 MaxSim, F2 soft alignment, the
+(multi-channel, optionally patched) map M that F3/F4 consume, ragged MaxSim.
 
 Every function materialises M, computes in ``compute_dtype`` (fp32 by default; the tests also run them in
 fp16/fp64 to measure what a same-precision torch computation achieves) and relies on torch autograd for
@@ -7,7 +8,7 @@ gradients. Notation, for a query q (m tokens) and a document d (n tokens), hidde
 
     qn_i = Norm(q_i), dn_j = Norm(d_j)  with Norm(x) = x / max(||x||_2, eps), eps = 1e-6
                                          (identity when normalize=False)
-    M_ij = <qn_i, dn_j>                  (the cosine map of seed 004, eq. 4)
+    M_ij = <qn_i, dn_j>                  (the cosine map of "Compositional Sensitivity", eq. 4)
     Q = {i : q_mask_i},  D = {j : d_mask_j}   valid (non-padding) tokens; padding never contributes.
 
 Masks are bool, True = valid token. Positions i, j are the indices in the (padded) tensors.
@@ -38,7 +39,7 @@ def _masked_row_mean(rows: Tensor, q_mask: Tensor) -> Tensor:
 
 def maxsim(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, pairwise: bool = False,
            normalize: bool = True, compute_dtype: torch.dtype = torch.float32) -> Tensor:
-    r"""F1 (MaxSim / late interaction, seed 004 eq. 6):
+    r"""F1 (MaxSim / late interaction, "Compositional Sensitivity" eq. 6):
 
         score(q, d) = (1/|Q|) sum_{i in Q} max_{j in D} M_ij
 
@@ -65,7 +66,8 @@ def maxsim(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, pairwise: bo
 def soft_align(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, lam: float | Tensor = 0.1,
                tau: float | Tensor = 0.1, normalize: bool = True,
                compute_dtype: torch.dtype = torch.float32) -> Tensor:
-    r"""F2 (soft alignment with a positional bias, seed 004 eqs. 7 and 10), paired q (B, m, h), d (B, n, h) -> (B,):
+    r"""F2 (soft alignment with a positional bias, "Compositional Sensitivity" eqs. 7 and 10), paired q (B, m, h),
+    d (B, n, h) -> (B,):
 
         z_ij  = (M_ij - lam |i - j|) / tau                      for j in D
         A_ij  = softmax_{j in D} z_ij                            (row-stochastic over valid j)
@@ -123,7 +125,7 @@ def patchify(x: Tensor, patch: int) -> Tensor:
 def sim_map(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, patch: int | None = None,
             channels: tuple[str, ...] = ("sim",), clip: bool = True, normalize: bool = True,
             compute_dtype: torch.dtype = torch.float32) -> Tensor:
-    r"""The map phi(M) that F3 / F4 consume (seed 004 eqs. 8-9), paired q (B, m, h), d (B, n, h):
+    r"""The map phi(M) that F3 / F4 consume ("Compositional Sensitivity" eqs. 8-9), paired q (B, m, h), d (B, n, h):
 
         M'_ij      = clamp(M_ij, -1, 1) if clip else M_ij
         sim_ij     = M'_ij
@@ -156,7 +158,7 @@ def sim_map_patch_mask(q_mask: Tensor, d_mask: Tensor, patch: int) -> Tensor:
 
 def global_avg_sim(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, normalize: bool = True,
                    compute_dtype: torch.dtype = torch.float32) -> Tensor:
-    r"""F0 (global average, seed 004 eq. 5), paired -> (B,):
+    r"""F0 (global average, "Compositional Sensitivity" eq. 5), paired -> (B,):
 
         score = (1/(|Q| |D|)) sum_{i in Q} sum_{j in D} M_ij
 

@@ -7,8 +7,9 @@ DatasetFormatError naming the file, the line and the field.
     sick.load_sick(path)                  SICK-R (SentEval)           -> [STSPair]
     beir.load_beir(folder) / load_nanobeir(root)   BEIR / NanoBEIR    -> BeirData
     nq.load_nq_triplets(path)             NQ (anchor, positive, negative) triplets
-    np_paraphrase.load_np_paraphrase(path)   000_*'s NP paraphrase suite (five modifier families)
-    dbpedia_gap.load_dbpedia_gap(path)    000_*'s DBpedia semantic-gap benchmark
+    np_paraphrase.load_np_paraphrase(path)   the NP paraphrase suite (five modifier families) of "Principles of
+                                             Concept Representation in Sentence Encoders" (arXiv:2606.06994)
+    dbpedia_gap.load_dbpedia_gap(path)    "Principles of Concept Representation"'s DBpedia semantic-gap benchmark
     emolit.load_emolit(path), goemotions.load_goemotions(path) / load_goemotions_raw(path),
     empathetic_dialogues.load_empathetic_dialogues(path), superemotion.load_superemotion(path)
                                           emotion datasets             -> [EmotionExample]

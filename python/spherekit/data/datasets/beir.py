@@ -1,4 +1,5 @@
-"""BEIR / NanoBEIR retrieval datasets in the BEIR layout (004_* evaluates NanoBEIR with nDCG@10, Acc@1).
+"""BEIR / NanoBEIR retrieval datasets in the BEIR layout ("Training for Compositional Sensitivity Reduces Dense
+Retrieval Generalization" (arXiv:2604.16351) evaluates NanoBEIR with nDCG@10, Acc@1).
 
 A dataset folder holds
     corpus.jsonl        {"_id": str, "title": str (may be empty or absent), "text": str}  one per line

@@ -1,5 +1,6 @@
-"""The DBpedia semantic-gap benchmark of 000_* (natural-language queries -> DBpedia property labels,
-zero lexical overlap; 3,063 train queries, 245 test queries, 2,849 candidate properties).
+"""The DBpedia semantic-gap benchmark of "Principles of Concept Representation in Sentence Encoders"
+(arXiv:2606.06994) (natural-language queries -> DBpedia property labels, zero lexical overlap; 3,063 train queries,
+245 test queries, 2,849 candidate properties).
 
 The paper does not give its file format; spherekit reads (our documented choice):
     pairs JSON lines   {"query": "where someone drew last breath", "property": "deathPlace", "split": "test"}

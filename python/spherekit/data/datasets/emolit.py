@@ -1,9 +1,10 @@
-"""Emolit (Rei & Mladenovic 2023; Zenodo record 7883954), used by 003_*.
+"""Emolit (Rei & Mladenovic 2023; Zenodo record 7883954), used by "Mapping the Circumplex of Affect"
+(arXiv:2601.06575).
 
 Published layout: a tab-separated file with a header row; an id column (tid or id), a text column,
 optional split / og_split / lang columns, and one column per emotion holding its score (the NLI /
-pseudo-labelling probability, or 0/1). Following 003_* (appendix C.1), `label` is the emotion with
-the highest score; `labels` are the emotions scoring >= threshold (0.5), best first.
+pseudo-labelling probability, or 0/1). Following "Mapping the Circumplex of Affect" (appendix C.1), `label` is the
+emotion with the highest score; `labels` are the emotions scoring >= threshold (0.5), best first.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Published layout: comma-separated with a header row
     conv_id,utterance_idx,context,prompt,speaker_idx,utterance,selfeval,tags
 fields are not quoted: commas inside text are written as "_comma_" (restored here); test rows may
 carry extra trailing fields (ignored). `context` is the conversation's emotion label (32 labels).
-003_* uses the speaker's first utterance of each conversation: first_utterance_only=True keeps
-utterance_idx == 1.
+"Mapping the Circumplex of Affect" (arXiv:2601.06575) uses the speaker's first utterance of each conversation:
+first_utterance_only=True keeps utterance_idx == 1.
 """
 
 from __future__ import annotations

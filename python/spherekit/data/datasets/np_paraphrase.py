@@ -1,4 +1,5 @@
-"""The modifier-labelled NP paraphrase suite of 000_* (4,000 pairs; five composition families).
+"""The modifier-labelled NP paraphrase suite of "Principles of Concept Representation in Sentence Encoders"
+(arXiv:2606.06994) (4,000 pairs; five composition families).
 
 The paper releases the suite but does not give its file format; spherekit reads JSON lines, one pair
 per line (this is our documented choice):

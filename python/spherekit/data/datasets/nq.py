@@ -1,4 +1,5 @@
-"""Natural Questions training triplets (004_* D.1: (anchor, positive, negative) triplets for MNRL).
+"""Natural Questions training triplets ("Training for Compositional Sensitivity Reduces Dense Retrieval
+Generalization" (arXiv:2604.16351) D.1: (anchor, positive, negative) triplets for MNRL).
 
 Accepted published layouts (by file extension; *.gz allowed):
     .jsonl   one JSON value per line: a list [anchor, positive, negative] (sentence-transformers'

@@ -1,4 +1,4 @@
-"""STS12-STS16 in SentEval's layout (data/downstream/STS/STS1x-en-test/, 001_* footnote 9).
+"""STS12-STS16 in SentEval's layout (data/downstream/STS/STS1x-en-test/, DefSent+ (arXiv:2405.16153) footnote 9).
 
 Each subset NAME is two files in the year's folder:
     STS.input.NAME.txt   one pair per line: sentence1 <TAB> sentence2 [<TAB> extra columns, ignored]

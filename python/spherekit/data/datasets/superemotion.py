@@ -1,10 +1,12 @@
-"""SuperEmotion (de Fortuny 2025; hub dataset cirimus/super-emotion), used by 003_*.
+"""SuperEmotion (de Fortuny 2025; hub dataset cirimus/super-emotion), used by "Mapping the Circumplex of Affect"
+(arXiv:2601.06575).
 
 Published layout: data/{train,validation,test}-00000-of-00001.parquet with columns
     text (str), labels (list[int]), labels_str (list[str]: the harmonised Shaver labels, e.g.
     "joy", "neutral"), labels_source (list[str], the source dataset's own labels; optional),
     source (str: the source corpus, e.g. "GoEmotions", "CrowdFlower")
-The same columns as JSON lines (*.jsonl) are read too. 003_* uses the GoEmotions and CrowdFlower
+The same columns as JSON lines (*.jsonl) are read too. "Mapping the Circumplex of Affect" uses the GoEmotions and
+CrowdFlower
 parts: pass sources=("GoEmotions", "CrowdFlower").
 """
 

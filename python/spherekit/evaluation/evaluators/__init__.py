@@ -1,12 +1,14 @@
 """SentenceEvaluator subclasses of spherekit (imported on demand: `from spherekit.evaluation.evaluators import X`).
 
     RetrievalEvaluator        queries vs a pool: R@k, MRR, nDCG@10, Acc@1 (NanoBEIR/BEIR, DBpedia, ...)
-    ConceptRetrievalEvaluator t2d / d2t R@k and MRR, pair ROC-AUC (000_*)
+    ConceptRetrievalEvaluator t2d / d2t R@k and MRR, pair ROC-AUC ("Principles of Concept Representation in
+    Sentence Encoders" (arXiv:2606.06994))
     GeometryEvaluator         anisotropy, effective rank
     LayerwiseEvaluator        per-layer MRR and anisotropy
     NPParaphraseEvaluator     NP paraphrase R@1 / R@10 by modifier family
-    ClusteringEvaluator       V-measure (spherical k-means), CD-r (003_*)
-    STSEvaluator              Spearman x100 (001_*)
+    ClusteringEvaluator       V-measure (spherical k-means), CD-r ("Mapping the Circumplex of Affect",
+                              arXiv:2601.06575)
+    STSEvaluator              Spearman x100 (DefSent+ (arXiv:2405.16153))
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Clustering of labelled texts (003_* section 4.2): V-measure of spherical k-means (k = number of
-labels, 10 initialisations, minimum inertia) and, given a label-distance matrix such as the circumplex
-distance, CD-r (eq. 10-11). Plots: PCA and MDS scatters of the embeddings coloured by label."""
+"""Clustering of labelled texts ("Mapping the Circumplex of Affect" (arXiv:2601.06575) section 4.2): V-measure of
+spherical k-means (k = number of labels, 10 initialisations, minimum inertia) and, given a label-distance matrix
+such as the circumplex distance, CD-r (eq. 10-11). Plots: PCA and MDS scatters of the embeddings coloured by
+label."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Concept retrieval (000_*): term-to-definition (t2d) and definition-to-term (d2t) R@k and MRR, and
-pair ROC-AUC, on the test part of a WordNet split.
+"""Concept retrieval ("Principles of Concept Representation in Sentence Encoders" (arXiv:2606.06994)):
+term-to-definition (t2d) and definition-to-term (d2t) R@k and MRR, and pair ROC-AUC, on the test part of a WordNet
+split.
 
 Pools: the distinct definitions (t2d) and the distinct terms (d2t) of the evaluated pairs. A term
 query's relevant items are every definition it is paired with (a polysemous term has several), and a

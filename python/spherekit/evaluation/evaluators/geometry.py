@@ -1,6 +1,7 @@
-"""Geometry diagnostics (000_* Appendix H): anisotropy (mean cosine over 10,000 seeded random pairs)
-and effective rank (exp of the entropy of the normalised singular values) of the model's embeddings
-of a text set; plots: the random-pair cosine histogram and a PCA scatter coloured by label."""
+"""Geometry diagnostics ("Principles of Concept Representation in Sentence Encoders" (arXiv:2606.06994) Appendix
+H): anisotropy (mean cosine over 10,000 seeded random pairs) and effective rank (exp of the entropy of the
+normalised singular values) of the model's embeddings of a text set; plots: the random-pair cosine histogram and a
+PCA scatter coloured by label."""
 
 from __future__ import annotations
 

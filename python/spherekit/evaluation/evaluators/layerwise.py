@@ -1,7 +1,8 @@
-"""Per-layer retrieval and geometry (000_* section 5.1, Figure 3): for every hidden layer l, the
-masked mean-pooled embeddings z^(l) (spherekit.evaluation.encode.encode_layers) of queries and pool;
-MRR of the relevant pool items and anisotropy of z^(l) over queries and pool together.
-Layer 0 is the embedding layer, layer L the final transformer layer (its mean pool is the B0 readout)."""
+"""Per-layer retrieval and geometry ("Principles of Concept Representation in Sentence Encoders" (arXiv:2606.06994)
+section 5.1, Figure 3): for every hidden layer l, the masked mean-pooled embeddings z^(l)
+(spherekit.evaluation.encode.encode_layers) of queries and pool; MRR of the relevant pool items and anisotropy of
+z^(l) over queries and pool together. Layer 0 is the embedding layer, layer L the final transformer layer (its mean
+pool is the B0 readout)."""
 
 from __future__ import annotations
 

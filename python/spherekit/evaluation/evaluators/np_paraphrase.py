@@ -1,6 +1,7 @@
-"""NP paraphrase retrieval by modifier family (000_* section 5.5, Table 5): each noun phrase queries
-the pool of all paraphrases (n = 4,000 in the paper); R@1 and R@10 of its own paraphrase, overall and
-per family (intersective, subsective, relational, modal, privative)."""
+"""NP paraphrase retrieval by modifier family ("Principles of Concept Representation in Sentence Encoders"
+(arXiv:2606.06994) section 5.5, Table 5): each noun phrase queries the pool of all paraphrases (n = 4,000 in the
+paper); R@1 and R@10 of its own paraphrase, overall and per family (intersective, subsective, relational, modal,
+privative)."""
 
 from __future__ import annotations
 

@@ -86,7 +86,9 @@ class RetrievalEvaluator(SpherekitEvaluator):
     @classmethod
     def from_data(cls, data, **kwargs):
         """From any loaded dataset with retrieval_inputs() -> (queries, corpus, relevant): BeirData
-        (spherekit.data.datasets.beir; nDCG@10 and Acc@1 as in 004_*) or DBpediaGap (R@10 and MRR as in 000_*)."""
+        (spherekit.data.datasets.beir; nDCG@10 and Acc@1 as in "Training for Compositional Sensitivity Reduces
+        Dense Retrieval Generalization", arXiv:2604.16351) or DBpediaGap (R@10 and MRR as in "Principles of Concept
+        Representation in Sentence Encoders", arXiv:2606.06994)."""
         queries, corpus, relevant = data.retrieval_inputs()
         kwargs.setdefault("label", getattr(data, "name", ""))
         return cls(queries, corpus, relevant, **kwargs)

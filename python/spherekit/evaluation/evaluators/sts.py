@@ -1,7 +1,7 @@
-"""Semantic textual similarity (001_*): Spearman's rho x 100 between cos(u, v) of the two sentences'
-embeddings and the human scores. For a benchmark with several subsets (STS12-16) it reports each
-subset, "all" (rho over the concatenation of the subsets, as SentEval's and SimCSE's "all") and
-"mean" (the plain mean of the subset values)."""
+"""Semantic textual similarity (DefSent+ (arXiv:2405.16153)): Spearman's rho x 100 between cos(u, v) of the two
+sentences' embeddings and the human scores. For a benchmark with several subsets (STS12-16) it reports each subset,
+"all" (rho over the concatenation of the subsets, as SentEval's and SimCSE's "all") and "mean" (the plain mean of
+the subset values)."""
 
 from __future__ import annotations
 
