@@ -1,8 +1,11 @@
 """Benchmarks shipped inside the package, so the installed ``spherekit bench ...`` command works.
 
-What every family shares: ``_harness`` (timing, isolation in worker processes, out-of-memory
-handling), ``memory`` (peak extra memory), ``results`` (the long-format CSV) and ``machine`` (machine
-and version facts, the default memory limit). One module per kernel family defines its providers,
-presets and goal checks (``contrastive``); ``plot`` turns a family's CSV into PNGs. The scripts in
-the repository's benches/ folder are thin wrappers around the same entry points.
+What every family shares: ``_harness`` (the preset base ``PresetBase``, timing, isolation in worker
+processes, out-of-memory handling, the shared command-line options), ``memory`` (peak extra memory),
+``results`` (the long-format CSV) and ``machine`` (machine and version facts, the default memory limit).
+One module per family (``contrastive``, ``ngpt``, ``simmap``, ``verifier_throughput``, ``reproduce``)
+defines its providers, presets and goal checks and exposes ``add_arguments(parser)``,
+``run_from_args(args)`` and ``main(argv)``; ``spherekit.cli.BENCH_FAMILIES`` maps each command name to its
+module. ``plot`` turns a family's CSV into PNGs. The scripts in the repository's benches/ folder are thin
+wrappers around the same entry points.
 """

@@ -40,7 +40,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import KW_ONLY, asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -50,6 +50,29 @@ from .memory import PeakMemory, malloc_probe_mode, rss_bytes
 MIB = 1 << 20
 _START = "@@SPHEREKIT-BENCH-START "
 _RESULT = "@@SPHEREKIT-BENCH-RESULT "
+
+
+@dataclass(frozen=True)
+class PresetBase:
+    """What every family's preset has: where it runs and how much it times (the fields of ``Settings``
+    that a preset fixes). A family subclasses it and adds its own grid (blocks of sizes, dtypes, ...):
+
+        @dataclass(frozen=True)
+        class Preset(PresetBase):
+            dtype: str
+            blocks: tuple[Block, ...]
+
+        Preset("cpu", "float32", (...), repeats=5, budget_s=20.0)
+
+    ``device`` is positional (first); the timing fields are keyword-only, so a subclass's own fields
+    follow ``device`` positionally."""
+
+    device: str
+    _: KW_ONLY
+    repeats: int = 10
+    warmup: int = 2
+    min_repeats: int = 3
+    budget_s: float = 60.0  # timed calls per measurement are cut to fit this
 
 
 @dataclass
@@ -248,7 +271,8 @@ def run_tasks(module_name: str, tasks: list[dict], settings: Settings, emit: Cal
 
 
 def _describe(task: dict) -> str:
-    return f"{task['provider']} B={task['B']} d={task['d']} k={task['k']} {task['mode']}"
+    sizes = " ".join(f"{k}={v}" for k, v in task.items() if k not in ("family", "provider", "mode", "dtype"))
+    return f"{task['provider']} {sizes} {task.get('mode', '')}".strip()
 
 
 def _worker_session(module_name: str, tasks: list[dict], settings: Settings, done, bar) -> int:
@@ -341,8 +365,7 @@ def prepare_run(presets: dict, preset: str, providers, known_providers, *, repea
                 budget_s: float | None, timeout_s: float, isolate: str, mem_limit_gib: float | None):
     """Validate a preset and a provider subset and build the run Settings: (spec, settings), or None when
     the preset needs a CUDA GPU and none is available (the caller prints nothing more and returns 2).
-    `repeats` overrides the preset's (and caps its min_repeats); specs are dataclasses with device,
-    repeats, warmup, min_repeats and budget_s."""
+    `repeats` overrides the preset's (and caps its min_repeats); presets are PresetBase subclasses."""
     from dataclasses import replace
 
     if preset not in presets:
@@ -365,3 +388,65 @@ def prepare_run(presets: dict, preset: str, providers, known_providers, *, repea
         mem_limit_bytes=int(mem_limit_gib * GIB) if mem_limit_gib else default_mem_limit(spec.device),
     )
     return spec, settings
+
+
+# ------------------------------------------------------------------------------------------------
+# the command line of a family: `spherekit bench <family> ...` and `python -m spherekit.bench.<module>`
+# ------------------------------------------------------------------------------------------------
+
+
+def comma_list(text: str) -> list[str]:
+    """'a,b,' -> ['a', 'b'] (the --providers / --recipes option type)."""
+    return [p for p in text.split(",") if p]
+
+
+def add_run_arguments(parser, presets: dict, default_preset: str, providers, *, out_help: str = "the CSV",
+                      isolate_choices=("provider", "task", "none")) -> None:
+    """The options every measuring family shares (its run() takes them as keywords): --preset, --out,
+    --repeats, --providers, --isolate, --mem-limit-gib, --budget-s, --timeout-s, --no-progress."""
+    parser.add_argument("--preset", default=default_preset, choices=sorted(presets))
+    parser.add_argument("--out", default="benches/results", help=f"folder of {out_help} (default: %(default)s)")
+    parser.add_argument("--repeats", type=int, help="timed calls per measurement (default: the preset's)")
+    parser.add_argument("--providers", type=comma_list, help=f"comma-separated subset of {','.join(providers)}")
+    parser.add_argument("--isolate", default=isolate_choices[0], choices=isolate_choices,
+                        help="fresh worker process per provider (default), per measurement, or none")
+    parser.add_argument("--mem-limit-gib", type=float,
+                        help="skip (predicted) or kill (measured RSS) above this; CPU default 20 GiB or 90%% of free")
+    parser.add_argument("--budget-s", type=float, help="time budget of the timed calls per measurement")
+    parser.add_argument("--timeout-s", type=float, default=1800.0, help="kill a measurement after this long")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run_options(args) -> dict:
+    """The keyword arguments of a family's run() from the options of add_run_arguments."""
+    return dict(preset=args.preset, out=args.out, repeats=args.repeats, providers=args.providers,
+                isolate=args.isolate, mem_limit_gib=args.mem_limit_gib, budget_s=args.budget_s,
+                timeout_s=args.timeout_s, progress=not args.no_progress)
+
+
+def family_parser(module):
+    """The argument parser of one family module: prog `spherekit bench <COMMAND>` (COMMAND defaults to the
+    module's FAMILY with '-' for '_'), its docstring as description, its add_arguments."""
+    import argparse
+
+    command = getattr(module, "COMMAND", module.FAMILY.replace("_", "-"))
+    parser = argparse.ArgumentParser(prog=f"spherekit bench {command}", description=module.__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    module.add_arguments(parser)
+    return parser
+
+
+def family_main(module, argv: list[str] | None = None) -> int:
+    """The `main(argv)` of a family module: parse argv with its add_arguments, then its run_from_args."""
+    args = family_parser(module).parse_args(sys.argv[1:] if argv is None else list(argv))
+    return module.run_from_args(args)
+
+
+def family_entry(module_name: str) -> Callable[..., int]:
+    """A family module's `main(argv=None) -> int` (family_main on that module): `main = family_entry(__name__)`."""
+
+    def main(argv: list[str] | None = None) -> int:
+        return family_main(sys.modules[module_name], argv)
+
+    main.__doc__ = f"`spherekit bench` entry of {module_name}: parse argv (default sys.argv[1:]), run it."
+    return main

@@ -33,6 +33,7 @@ with memory-based skips).
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import time
 from dataclasses import dataclass
@@ -65,14 +66,9 @@ class Block:
 
 
 @dataclass(frozen=True)
-class Preset:
-    device: str
+class Preset(H.PresetBase):
     dtype: str
     blocks: tuple[Block, ...]
-    repeats: int = 10
-    warmup: int = 2
-    min_repeats: int = 3
-    budget_s: float = 60.0
 
 
 _BIG = (1024, 4096, 16384, 65536)
@@ -401,3 +397,21 @@ def run(preset: str = "cpu-small", out: str | Path = "benches/results", repeats:
         for path in _plot.plot(FAMILY, out):
             print(f"plot: {path}")
     return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `spherekit bench contrastive` (run_from_args passes them to run)."""
+    H.add_run_arguments(parser, PRESETS, "cpu-small", PROVIDERS, out_help="the CSV and PNGs")
+    parser.add_argument("--peak-tflops", type=float, help="the GPU's dense bf16 peak, for the throughput goal")
+    parser.add_argument("--no-plot", action="store_true", help="do not write the PNGs")
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    return run(**H.run_options(args), peak_tflops=args.peak_tflops, plot=not args.no_plot)
+
+
+main = H.family_entry(__name__)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -27,6 +27,7 @@ fwd+bwd, for each spherekit GPU backend): >= 80% of the measured peak bandwidth,
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import time
 from dataclasses import dataclass
@@ -57,14 +58,9 @@ class Block:
 
 
 @dataclass(frozen=True)
-class Preset:
-    device: str
+class Preset(H.PresetBase):
     blocks: tuple[Block, ...]
     peak_elements: int  # elements per array of the peak copy/triad (fp32)
-    repeats: int = 10
-    warmup: int = 2
-    min_repeats: int = 3
-    budget_s: float = 60.0
 
 
 _OPS_CPU = ("eager", "compile", "spherekit-cpu")
@@ -346,3 +342,19 @@ def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int |
         print("  " + line)
     print(f"\n{len(rows)} rows appended to {csv_path} in {wall:.0f} s")
     return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `spherekit bench ngpt` (run_from_args passes them to run)."""
+    H.add_run_arguments(parser, PRESETS, "cpu", PROVIDERS)
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    return run(**H.run_options(args))
+
+
+main = H.family_entry(__name__)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

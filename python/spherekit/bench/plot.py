@@ -12,8 +12,11 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+from ._harness import family_entry
 from .results import read_rows
 
+FAMILY = "plot"
+PLOTTABLE = ("contrastive",)  # families whose rows are (provider, mode, B, d, k, dtype) over B
 MODES = ("fwd", "bwd", "fwd+bwd")
 
 
@@ -118,3 +121,19 @@ def plot(family: str = "contrastive", out: str | Path = "benches/results") -> li
         plt.close(fig)
         paths.append(path)
     return paths
+
+
+def add_arguments(parser) -> None:
+    """The options of `spherekit bench plot <family>`."""
+    parser.add_argument("what", choices=PLOTTABLE)
+    parser.add_argument("--out", default="benches/results")
+
+
+def run_from_args(args) -> int:
+    paths = plot(args.what, args.out)
+    for path in paths:
+        print(f"plot: {path}")
+    return 0 if paths else 1
+
+
+main = family_entry(__name__)

@@ -29,16 +29,31 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import nn
 
+from ._harness import PresetBase, comma_list, family_entry
+
+FAMILY = "reproduce"
 RECIPES = ("spherekit", "plain-st")
+
+
+@dataclass(frozen=True)
+class Preset(PresetBase):
+    """`warmup` training steps are left out of the step-time quantiles (repeats, budget_s unused: every
+    step is timed)."""
+
+    experiment_preset: str  # the reproduction's own preset (spherekit reproduce concept --preset)
+    steps: int
+
+
 PRESETS = {
-    "cpu-small": dict(experiment_preset="cpu-small", steps=30, warmup=5),
-    "gpu": dict(experiment_preset="paper", steps=60, warmup=10),
-    "tiny": dict(experiment_preset="tiny", steps=4, warmup=1),
+    "cpu-small": Preset("cpu", "cpu-small", 30, warmup=5),
+    "gpu": Preset("cuda", "paper", 60, warmup=10),
+    "tiny": Preset("cpu", "tiny", 4, warmup=1),
 }
 COLUMNS = ["timestamp", "run_id", "preset", "machine", "torch", "spherekit", "sentence_transformers", "experiment",
            "recipe", "backbone", "condition", "steps", "batch", "step_median_s", "step_p20_s", "step_p80_s",
@@ -207,8 +222,8 @@ def run(preset: str = "cpu-small", out: str = "benches/results", backbone: str |
         raise ValueError(f"unknown recipe(s) {bad}; valid recipes: {', '.join(RECIPES)}")
     p = PRESETS[preset]
     run_id, device = now(), ("cuda" if torch.cuda.is_available() else "cpu")
-    spec = {"experiment_preset": p["experiment_preset"], "steps": steps or p["steps"], "warmup": p["warmup"],
-            "backbone": backbone, "data_root": str(Path(data_root) / p["experiment_preset"])}
+    spec = {"experiment_preset": p.experiment_preset, "steps": steps or p.steps, "warmup": p.warmup,
+            "backbone": backbone, "data_root": str(Path(data_root) / p.experiment_preset)}
     results = {}
     for recipe in recipes:
         print(f"bench reproduce concept: {recipe} ...", file=sys.stderr, flush=True)
@@ -237,27 +252,35 @@ def run(preset: str = "cpu-small", out: str = "benches/results", backbone: str |
     return 0 if all(r["status"] == "ok" for r in results.values()) else 1
 
 
-def main(argv=None) -> int:
-    import argparse
+def add_arguments(parser) -> None:
+    """The options of `spherekit bench reproduce concept|circumplex` (one subcommand per reproduction)."""
+    from . import reproduce_circumplex
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["circumplex"]:  # the frozen-grid benchmark of the circumplex reproduction
-        from .reproduce_circumplex import main as circumplex_main
+    sub = parser.add_subparsers(dest="experiment", required=True)
+    concept = sub.add_parser("concept", help="the concept reproduction: spherekit vs plain sentence-transformers",
+                             description=__doc__, formatter_class=parser.formatter_class)
+    concept.add_argument("--preset", default="cpu-small", choices=sorted(PRESETS))
+    concept.add_argument("--out", default="benches/results")
+    concept.add_argument("--backbone", help="override the preset's backbone (a name or a local folder)")
+    concept.add_argument("--steps", type=int, help="training steps per recipe (default: the preset's)")
+    concept.add_argument("--recipes", type=comma_list, help=",".join(RECIPES))
+    concept.add_argument("--data-root", default="results/reproduce/concept",
+                         help="where the reproduction's cached data lives (shared with spherekit reproduce)")
+    concept.add_argument("--timeout-s", type=float, default=3600.0)
+    circumplex = sub.add_parser("circumplex", help="the circumplex frozen grid: cached states vs per-step backbone",
+                                description=reproduce_circumplex.__doc__, formatter_class=parser.formatter_class)
+    reproduce_circumplex.add_arguments(circumplex)
 
-        return circumplex_main(argv[1:])
-    parser = argparse.ArgumentParser(prog="spherekit bench reproduce", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("experiment", choices=("concept", "circumplex"))
-    parser.add_argument("--preset", default="cpu-small", choices=sorted(PRESETS))
-    parser.add_argument("--out", default="benches/results")
-    parser.add_argument("--backbone", help="override the preset's backbone (a name or a local folder)")
-    parser.add_argument("--steps", type=int, help="training steps per recipe (default: the preset's)")
-    parser.add_argument("--recipes", type=lambda s: [r for r in s.split(",") if r], help=",".join(RECIPES))
-    parser.add_argument("--data-root", default="results/reproduce/concept",
-                        help="where the reproduction's cached data lives (shared with spherekit reproduce)")
-    parser.add_argument("--timeout-s", type=float, default=3600.0)
-    args = parser.parse_args(argv)
+
+def run_from_args(args) -> int:
+    if args.experiment == "circumplex":
+        from . import reproduce_circumplex
+
+        return reproduce_circumplex.run_from_args(args)
     return run(args.preset, args.out, args.backbone, args.steps, args.recipes, args.data_root, args.timeout_s)
+
+
+main = family_entry(__name__)
 
 
 if __name__ == "__main__":

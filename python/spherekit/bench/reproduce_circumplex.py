@@ -20,10 +20,22 @@ from __future__ import annotations
 import statistics
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
+from ._harness import PresetBase, family_entry
+
+FAMILY = "reproduce_circumplex"
+COMMAND = "reproduce circumplex"
 RECIPES = {"cached": True, "per-step": False}
-PRESETS = {"cpu-small": "cpu-small", "gpu": "paper", "tiny": "tiny"}
+
+
+@dataclass(frozen=True)
+class Preset(PresetBase):
+    experiment_preset: str  # the reproduction's own preset (spherekit reproduce circumplex --preset)
+
+
+PRESETS = {"cpu-small": Preset("cpu", "cpu-small"), "gpu": Preset("cuda", "paper"), "tiny": Preset("cpu", "tiny")}
 COLUMNS = ["timestamp", "run_id", "preset", "machine", "torch", "spherekit", "recipe", "backbone", "runs", "epochs",
            "n_train", "epoch_median_s", "grid_train_s", "cache_build_s", "grid_peak_extra_mib", "v_max_diff",
            "cdr_max_diff", "metrics_identical", "status", "note"]
@@ -82,7 +94,8 @@ def run(preset: str = "cpu-small", out: str = "benches/results", backbone: str |
     for recipe, cached in RECIPES.items():
         print(f"bench reproduce circumplex: {recipe} ...", file=sys.stderr, flush=True)
         results[recipe] = spawn_worker("spherekit.bench.reproduce_circumplex",
-                                       {"experiment_preset": PRESETS[preset], "cached": cached, "backbone": backbone},
+                                       {"experiment_preset": PRESETS[preset].experiment_preset, "cached": cached,
+                                        "backbone": backbone},
                                        timeout_s)
     ours, plain = results["cached"], results["per-step"]
     diff_v, diff_cd = _max_diff(ours, plain, 0), _max_diff(ours, plain, 1)
@@ -112,17 +125,19 @@ def run(preset: str = "cpu-small", out: str = "benches/results", backbone: str |
     return 0 if all(r["status"] == "ok" for r in results.values()) else 1
 
 
-def main(argv=None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="spherekit bench reproduce circumplex", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser) -> None:
+    """The options of `spherekit bench reproduce circumplex`."""
     parser.add_argument("--preset", default="cpu-small", choices=sorted(PRESETS))
     parser.add_argument("--out", default="benches/results")
     parser.add_argument("--backbone", help="override the preset's backbone (a name or a local folder)")
     parser.add_argument("--timeout-s", type=float, default=7200.0)
-    args = parser.parse_args(argv)
+
+
+def run_from_args(args) -> int:
     return run(args.preset, args.out, args.backbone, args.timeout_s)
+
+
+main = family_entry(__name__)
 
 
 if __name__ == "__main__":

@@ -253,14 +253,9 @@ class Block:
 
 
 @dataclass(frozen=True)
-class Preset:
-    device: str
+class Preset(H.PresetBase):
     dtype: str
     blocks: tuple[Block, ...]
-    repeats: int = 10
-    warmup: int = 2
-    min_repeats: int = 3
-    budget_s: float = 30.0
 
 
 _CPU_RERANK = ("einsum", "bmm", "spherekit-reference", "spherekit-cpu", "spherekit-ragged-cpu")
@@ -450,30 +445,16 @@ def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int |
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of `spherekit bench simmap` (the CLI calls this, then run_from_args)."""
-    known = sorted({p for w in WORKLOADS.values() for p in w.providers})
-    parser.add_argument("--preset", default="cpu", choices=sorted(PRESETS))
-    parser.add_argument("--out", default="benches/results", help="folder of the CSV (default: %(default)s)")
-    parser.add_argument("--repeats", type=int, help="timed calls per measurement (default: the preset's)")
-    parser.add_argument("--providers", type=lambda s: [p for p in s.split(",") if p],
-                        help=f"comma-separated subset of {','.join(known)}")
-    parser.add_argument("--isolate", default="provider", choices=("provider", "task", "none"),
-                        help="fresh worker process per provider (default), per measurement, or none")
-    parser.add_argument("--mem-limit-gib", type=float,
-                        help="skip (predicted) or kill (measured RSS) above this; CPU default 20 GiB or 90%% of free")
-    parser.add_argument("--budget-s", type=float, help="time budget of the timed calls per measurement")
-    parser.add_argument("--timeout-s", type=float, default=1800.0, help="kill a measurement after this long")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    """The options of `spherekit bench simmap` (run_from_args passes them to run)."""
+    H.add_run_arguments(parser, PRESETS, "cpu", sorted({p for w in WORKLOADS.values() for p in w.providers}))
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    return run(preset=args.preset, out=args.out, repeats=args.repeats, providers=args.providers,
-               isolate=args.isolate, mem_limit_gib=args.mem_limit_gib, budget_s=args.budget_s,
-               timeout_s=args.timeout_s, progress=not args.no_progress)
+    return run(**H.run_options(args))
+
+
+main = H.family_entry(__name__)
 
 
 if __name__ == "__main__":
-    _parser = argparse.ArgumentParser(prog="python -m spherekit.bench.simmap", description=__doc__,
-                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(_parser)
-    raise SystemExit(run_from_args(_parser.parse_args()))
+    raise SystemExit(main())

@@ -65,8 +65,7 @@ F4_CONFIGS = {  # PatchTransformerVerifier arguments
 
 
 @dataclass(frozen=True)
-class Preset:
-    device: str
+class Preset(H.PresetBase):
     dtype: str
     encoder: str
     f4: str
@@ -75,16 +74,14 @@ class Preset:
     start_batch: int
     max_batch: int
     mem_limit_gib: float | None  # None: the harness default (CPU) / none (CUDA, real OOMs only)
-    repeats: int = 5
-    warmup: int = 2
-    budget_s: float = 30.0
 
 
 PRESETS = {
     "tiny": Preset("cpu", "float32", "tiny", "tiny", 8, 16, 2, 4, None, repeats=1, warmup=1, budget_s=5.0),
     "cpu-small": Preset("cpu", "float32", "minilm", "class", 16, 64, 4, 8, None, repeats=2, warmup=1, budget_s=60.0),
-    "gpu": Preset("cuda", "bfloat16", "minilm", "class", 32, 128, 8, 4096, 24.0, repeats=10, warmup=3),
-    "gpu-paper-f4": Preset("cuda", "bfloat16", "minilm", "experiment", 32, 128, 8, 4096, 24.0, repeats=10, warmup=3),
+    "gpu": Preset("cuda", "bfloat16", "minilm", "class", 32, 128, 8, 4096, 24.0, repeats=10, warmup=3, budget_s=30.0),
+    "gpu-paper-f4": Preset("cuda", "bfloat16", "minilm", "experiment", 32, 128, 8, 4096, 24.0, repeats=10, warmup=3,
+                           budget_s=30.0),
 }
 
 
@@ -232,7 +229,7 @@ def run(preset: str = "tiny", out: str | Path = "benches/results", providers: li
     limit = mem_limit_gib if mem_limit_gib is not None else spec.mem_limit_gib
     mem_limit = int(limit * GIB) if limit else default_mem_limit(spec.device)
     settings = H.Settings(device=spec.device, repeats=spec.repeats, warmup=spec.warmup,
-                          min_repeats=min(3, spec.repeats), budget_s=spec.budget_s, timeout_s=timeout_s,
+                          min_repeats=min(spec.min_repeats, spec.repeats), budget_s=spec.budget_s, timeout_s=timeout_s,
                           isolate=isolate, mem_limit_bytes=mem_limit)
     csv_path = Path(out) / f"{FAMILY}.csv"
     common = dict(run_id=now(), preset=preset, machine=machine_name(spec.device), **versions())
@@ -262,13 +259,11 @@ def run(preset: str = "tiny", out: str | Path = "benches/results", providers: li
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spherekit.bench.verifier_throughput", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `spherekit bench verifier-train` (run_from_args passes them to run)."""
     parser.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
     parser.add_argument("--out", default="benches/results", help="folder of the CSV (default: %(default)s)")
-    parser.add_argument("--providers", type=lambda s: [p for p in s.split(",") if p],
-                        help=f"comma-separated subset of {','.join(PROVIDERS)}")
+    parser.add_argument("--providers", type=H.comma_list, help=f"comma-separated subset of {','.join(PROVIDERS)}")
     parser.add_argument("--mem-limit-gib", type=float, help="memory limit of a step (default: the preset's)")
     parser.add_argument("--max-batch", type=int, help="largest batch tried (default: the preset's)")
     parser.add_argument("--start-batch", type=int, help="first batch tried (default: the preset's)")
@@ -276,10 +271,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--isolate", default="task", choices=("task", "none"),
                         help="a fresh worker process per batch (default) or in-process")
     parser.add_argument("--timeout-s", type=float, default=1800.0)
-    args = parser.parse_args(argv)
+
+
+def run_from_args(args: argparse.Namespace) -> int:
     run(args.preset, args.out, args.providers, args.mem_limit_gib, args.max_batch, args.start_batch, args.repeats,
         args.isolate, args.timeout_s)
     return 0
+
+
+main = H.family_entry(__name__)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,60 @@
+"""The table of benchmark families: every family registered in the CLI, each with add_arguments / run_from_args /
+main and presets on the one preset base, `spherekit bench <family> --help` for each."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import pytest
+
+import spherekit.bench
+from spherekit.bench._harness import PresetBase
+from spherekit.cli import BENCH_FAMILIES, bench_module, main
+
+
+def _family_modules():
+    """Modules of spherekit.bench that declare command-line options (a family or a bench command)."""
+    out = set()
+    for info in pkgutil.iter_modules(spherekit.bench.__path__):
+        module = importlib.import_module(f"spherekit.bench.{info.name}")
+        if hasattr(module, "add_arguments"):
+            out.add(module.__name__)
+    return out
+
+
+def test_every_family_module_is_in_the_table():
+    # reproduce_circumplex is the `circumplex` subcommand of `bench reproduce`
+    registered = {path for path, _ in BENCH_FAMILIES.values()} | {"spherekit.bench.reproduce_circumplex"}
+    assert _family_modules() == registered
+
+
+@pytest.mark.parametrize("name", sorted(BENCH_FAMILIES))
+def test_family_interface(name):
+    module = bench_module(name)
+    for attr in ("add_arguments", "run_from_args", "main", "FAMILY"):
+        assert hasattr(module, attr), (name, attr)
+    presets = getattr(module, "PRESETS", None)
+    if presets is not None:
+        assert presets and all(isinstance(p, PresetBase) for p in presets.values()), name
+
+
+@pytest.mark.parametrize("argv", [[name] for name in sorted(BENCH_FAMILIES)] + [["reproduce", "concept"],
+                                                                                  ["reproduce", "circumplex"]],
+                         ids=" ".join)
+def test_help_of_every_family(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", *argv, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: spherekit bench {' '.join(argv)}"), out[:200]
+
+
+def test_preset_base_fields_are_keyword_only_after_device():
+    from spherekit.bench.contrastive import PRESETS
+
+    tiny = PRESETS["tiny"]
+    assert (tiny.device, tiny.dtype, tiny.repeats, tiny.warmup, tiny.min_repeats, tiny.budget_s) == \
+        ("cpu", "float32", 1, 1, 1, 5.0)
+    with pytest.raises(TypeError):
+        PresetBase("cpu", 10)  # the timing fields are keyword-only
