@@ -8,6 +8,7 @@
     spherekit bench reproduce circumplex --preset cpu-small|gpu|tiny [--backbone B]
     spherekit bench simmap --preset tiny|cpu|gpu [--out benches/results] [--providers a,b]
     spherekit bench ngpt --preset tiny|cpu|cpu-full|gpu [--out benches/results] [--repeats N] [--providers a,b]
+    spherekit bench supervised --preset tiny|cpu [--sizes B ...] [--d D] [--out benches/results] [--providers a,b]
     spherekit data install wordnet|gcide|spacy|nrc|models|all
     spherekit data status
     spherekit reproduce list | report DIR | EXPERIMENT --preset P [--conditions ...] [--backbone B] [--data-dir D] [--out DIR] [--seed S] [--force]
@@ -25,6 +26,8 @@ BENCH_FAMILIES = {
     "contrastive": ("spherekit.bench.contrastive", "InfoNCE / MNRL providers side by side"),
     "ngpt": ("spherekit.bench.ngpt", "nGPT geodesic residual providers side by side, GB/s vs measured peak"),
     "simmap": ("spherekit.bench.simmap", "MaxSim (token-similarity map) providers side by side"),
+    "supervised": ("spherekit.bench.supervised",
+                   "SINCERE / SoftCSE / CircularCSE: the oracle vs spherekit's chunked CPU path"),
     "verifier-train": ("spherekit.bench.verifier_throughput",
                        "F4 verifier training throughput vs the paper's per-pair approach"),
     "reproduce": ("spherekit.bench.reproduce", "a reproduction's training and evaluation: spherekit's path vs a "

@@ -34,8 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import _harness as H
-from .machine import GIB, machine_name, now, versions
-from .results import COLUMNS, append_rows, number
+from .results import COLUMNS, number
 
 FAMILY = "ngpt"
 MODULE = "spherekit.bench.ngpt"
@@ -316,21 +315,12 @@ def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int |
         return 2
     spec, settings = prepared
     tasks = build_tasks(spec, providers)
-    csv_path = Path(out) / f"{FAMILY}.csv"
-    common = dict(run_id=now(), preset=preset, machine=machine_name(spec.device), **versions())
-    limit = f"{settings.mem_limit_bytes / GIB:.1f} GiB" if settings.mem_limit_bytes else "none (OOM caught)"
-    print(f"spherekit bench {FAMILY}: preset {preset}, {len(tasks)} measurements on {common['machine']}; "
-          f"mem limit {limit}; isolate={isolate}; rows -> {csv_path}")
-    rows: list[dict] = []
-
-    def emit(task, result):
-        row = {**common, **task, "median_ms": None, "p20_ms": None, "p80_ms": None, "peak_extra_mib": None,
-               "repeats": 0, "note": "", "bytes_moved": bytes_moved(task), "gb_per_s": None, **result,
-               "timestamp": now()}
-        rows.append(row)
+    def finish_row(row, rows):
         row["peak_gb_per_s"] = peak_bandwidth(rows)
-        append_rows(csv_path, [row], columns=CSV_COLUMNS)
 
+    csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, columns=CSV_COLUMNS,
+                                       defaults=lambda task: {"bytes_moved": bytes_moved(task), "gb_per_s": None},
+                                       finish_row=finish_row)
     t0 = time.perf_counter()
     H.run_tasks(MODULE, tasks, settings, emit, progress=progress)
     wall = time.perf_counter() - t0

@@ -38,8 +38,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import _harness as H
-from .machine import GIB, machine_name, now, versions
-from .results import append_rows, number, timing_cells
+from .results import number, timing_cells
 
 FAMILY = "simmap"
 MODULE = "spherekit.bench.simmap"
@@ -420,19 +419,7 @@ def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int |
     if not tasks:
         print("no measurements selected")
         return 2
-    csv_path = Path(out) / f"{FAMILY}.csv"
-    common = dict(run_id=now(), preset=preset, machine=machine_name(spec.device), **versions())
-    limit = f"{settings.mem_limit_bytes / GIB:.1f} GiB" if settings.mem_limit_bytes else "none (OOM caught)"
-    print(f"spherekit bench {FAMILY}: preset {preset}, {len(tasks)} measurements on {common['machine']}; "
-          f"mem limit {limit}; isolate={isolate}; rows -> {csv_path}")
-    rows = []
-
-    def emit(task, result):
-        row = {**common, **task, **{"median_ms": None, "p20_ms": None, "p80_ms": None, "peak_extra_mib": None,
-                                    "repeats": 0, "note": ""}, **result, "timestamp": now()}
-        append_rows(csv_path, [row], COLUMNS)
-        rows.append(row)
-
+    csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, columns=COLUMNS)
     t0 = time.perf_counter()
     H.run_tasks(MODULE, tasks, settings, emit, progress=progress)
     print()
