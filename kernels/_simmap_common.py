@@ -1,39 +1,16 @@
-"""Launcher helpers shared by the token-similarity kernels (maxsim.py, soft_align.py, sim_map.py):
-argument checks with clear errors, token masks as uint8, and 1 / |valid query tokens|.
+"""Launcher helpers shared by the token-similarity kernels (maxsim.py, soft_align.py, sim_map.py): the
+kernels' input constraints, token masks as uint8, and 1 / |valid query tokens|.
 
-Masks are bool (or int8/uint8; nonzero = valid) with the token axes of their embeddings; None means
-every token is valid. Kernels read them through a uint8 view (no copy for bool/uint8/int8).
+The public ops validate their arguments (spherekit.ops.checks); the launchers only assert what the kernels
+need, through the same checks on metadata: ranks, matching shapes, a kernel dtype (KERNEL_DTYPES) and masks
+of bool / uint8 / int8 (nonzero = valid; None = every token valid) read through a uint8 view (no copy).
 """
 
 from __future__ import annotations
 
 import torch
 
-FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-MASK_DTYPES = (torch.bool, torch.uint8, torch.int8)
-
-
-def check_tokens(name: str, x, ndim: int) -> None:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if x.dim() != ndim:
-        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(x.shape)}")
-    if x.dtype not in FLOAT_DTYPES:
-        raise TypeError(f"{name} must have dtype in {[str(d) for d in FLOAT_DTYPES]}, got {x.dtype}")
-
-
-def check_same(name: str, x: torch.Tensor, ref_name: str, ref: torch.Tensor) -> None:
-    """Same dtype and device as `ref`."""
-    if x.dtype != ref.dtype:
-        raise TypeError(f"{name} must have the dtype of {ref_name} ({ref.dtype}), got {x.dtype}")
-    if x.device != ref.device:
-        raise ValueError(f"{name} must be on the device of {ref_name} ({ref.device}), got {x.device}")
-
-
-def check_shape(name: str, x: torch.Tensor, shape: tuple) -> None:
-    if tuple(x.shape) != tuple(shape):
-        raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(x.shape)}")
-
+from ..ops.checks import KERNEL_DTYPES, KERNEL_MASK_DTYPES, check_mask, check_same, check_tokens
 
 def unit_last(x: torch.Tensor) -> torch.Tensor:
     """x with stride 1 over the embedding axis (vectorised loads); other strides are kept."""
@@ -44,13 +21,7 @@ def mask_arg(name: str, mask, shape: tuple, device: torch.device) -> tuple[torch
     """-> (uint8 view of the mask, or a 1-element dummy when mask is None; has_mask)."""
     if mask is None:
         return torch.ones(1, dtype=torch.uint8, device=device), False
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor or None, got {type(mask).__name__}")
-    if mask.dtype not in MASK_DTYPES:
-        raise TypeError(f"{name} must have dtype in {[str(d) for d in MASK_DTYPES]}, got {mask.dtype}")
-    check_shape(name, mask, shape)
-    if mask.device != device:
-        raise ValueError(f"{name} must be on device {device}, got {mask.device}")
+    mask = check_mask(name, mask, shape, device, dtypes=KERNEL_MASK_DTYPES)
     return mask.view(torch.uint8), True
 
 
@@ -69,8 +40,8 @@ def inv_valid_count(mask, B: int, M: int, device: torch.device) -> torch.Tensor:
 def check_paired(q, q_mask, d, d_mask):
     """Paired token batches q (B, m, h), d (B, n, h) of one dtype and device, with their masks:
     -> ((B, m, n, h), (q mask, has q mask), (d mask, has d mask)); the masks come from mask_arg."""
-    check_tokens("q", q, 3)
-    check_tokens("d", d, 3)
+    check_tokens("q", q, 3, dtypes=KERNEL_DTYPES, nonempty=False)
+    check_tokens("d", d, 3, dtypes=KERNEL_DTYPES, nonempty=False)
     check_same("d", d, "q", q)
     B, M, H = q.shape
     if d.shape[0] != B or d.shape[2] != H:

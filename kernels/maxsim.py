@@ -28,8 +28,8 @@ import triton
 import triton.language as tl
 
 from ._common import INTERPRET, dot_precision, dot_tile
-from ._simmap_common import (check_same, check_shape, check_tokens, inv_valid_count, mask_arg, mask_strides,
-                             unit_last)
+from ..ops.checks import KERNEL_DTYPES, check_same, check_shape, check_tokens
+from ._simmap_common import inv_valid_count, mask_arg, mask_strides, unit_last
 
 # pointer types for benches/triton_resources.py (None: the embedding dtype)
 PTR_TYPES = {"q_ptr": None, "d_ptr": None, "dq_ptr": None, "qm_ptr": "*u8", "dm_ptr": "*u8",
@@ -156,8 +156,8 @@ def _block_m(cfg: dict, M: int) -> int:
 
 
 def _check(q, q_mask, d4, d_mask4, shared):
-    check_tokens("q", q, 3)
-    check_tokens("d4", d4, 4)
+    check_tokens("q", q, 3, dtypes=KERNEL_DTYPES, nonempty=False)
+    check_tokens("d4", d4, 4, dtypes=KERNEL_DTYPES, nonempty=False)
     check_same("d4", d4, "q", q)
     Bq, M, H = q.shape
     Bd, K, N, Hd = d4.shape

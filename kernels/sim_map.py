@@ -36,7 +36,8 @@ import triton
 import triton.language as tl
 
 from ._common import INTERPRET, dot_precision, dot_tile, load_valid
-from ._simmap_common import check_paired, check_shape, mask_strides, unit_last
+from ..ops.checks import check_shape
+from ._simmap_common import check_paired, mask_strides, unit_last
 from .maxsim import row_max
 
 CHANNELS = ("sim", "rowmax", "colmax")

@@ -26,7 +26,8 @@ import triton
 import triton.language as tl
 
 from ._common import INTERPRET, dot_precision, dot_tile, load_valid
-from ._simmap_common import check_paired, check_shape, inv_valid_count, mask_strides, unit_last
+from ..ops.checks import check_shape
+from ._simmap_common import check_paired, inv_valid_count, mask_strides, unit_last
 
 PTR_TYPES = {"q_ptr": None, "d_ptr": None, "dq_ptr": None, "dd_ptr": None, "qm_ptr": "*u8", "dm_ptr": "*u8",
              "part_ptr": "*fp32", "lse_ptr": "*fp32", "s_ptr": "*fp32", "inv_ptr": "*fp32", "g_ptr": "*fp32",

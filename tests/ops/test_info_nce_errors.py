@@ -123,3 +123,13 @@ def test_infinite_temperature_is_rejected_on_every_backend(backend):
     q, c = _qc()
     with pytest.raises(ValueError, match="temperature must be finite, got inf"):
         info_nce(q.requires_grad_(), c, temperature=float("inf"), backend=backend)
+
+
+def test_label_bias_takes_float64_like_sincere():
+    """The dtype policy of spherekit.ops.checks: side tables (label_bias, label_angles) take float64 too."""
+    q, c = _qc()
+    kw = dict(query_labels=torch.arange(4) % 3, candidate_labels=torch.arange(5) % 3)
+    bias = torch.randn(3, 3)
+    for backend in ("cpu", "reference"):
+        torch.testing.assert_close(info_nce(q, c, label_bias=bias.double(), backend=backend, **kw),
+                                   info_nce(q, c, label_bias=bias, backend=backend, **kw))

@@ -15,8 +15,8 @@ from functools import partial
 import pytest
 import torch
 
-from spherekit.ops import _simmap_checks as S
 from spherekit.ops import maxsim
+from spherekit.ops import tokens as T
 from spherekit.ops.maxsim import to_layout
 from spherekit.reference import simmap as ref
 from tests._oracle import assert_close_to_oracle, grads_of, leaf
@@ -57,7 +57,7 @@ def _selected_score(q, q_mask, d, d_mask, argmax, *, pairwise, normalize, comput
 def _op_argmax(inputs, pairwise, normalize, dtype, backend):
     q, d = inputs["q"].to(dtype), inputs["d"].to(dtype)
     if normalize:
-        q, d = S.normalize_tokens(q), S.normalize_tokens(d)
+        q, d = T.normalize_tokens(q), T.normalize_tokens(d)
     d4, dm4, shared = to_layout(d, inputs["d_mask"], pairwise)
     return torch.ops.spherekit.maxsim_fwd(q.contiguous(), inputs["q_mask"], d4.contiguous(), dm4.contiguous(),
                                           shared, backend)[1]

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from spherekit import reference
-from spherekit.ops import _checks, circular_cse, info_nce, maxsim, sim_map, sincere, soft_align
+from spherekit.ops import checks, circular_cse, info_nce, maxsim, sim_map, sincere, soft_align
 from spherekit.reference import simmap as ref_simmap
 
 GEN_SEED = 16
@@ -64,9 +64,9 @@ def test_cpu_backend_takes_bf16(op):
 def test_the_rule_applies_to_the_interpreter_only(monkeypatch):
     x = torch.zeros(2, 2, dtype=torch.bfloat16)
     monkeypatch.setenv("TRITON_INTERPRET", "0")
-    _checks.check_triton_dtype("triton", queries=x)  # compiled Triton (a GPU) takes bf16
+    checks.check_triton_dtype("triton", queries=x)  # compiled Triton (a GPU) takes bf16
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    _checks.check_triton_dtype("cpu", queries=x)
-    _checks.check_triton_dtype("triton", queries=x.float(), hard_negatives=None)
+    checks.check_triton_dtype("cpu", queries=x)
+    checks.check_triton_dtype("triton", queries=x.float(), hard_negatives=None)
     with pytest.raises(TypeError, match="^queries: bfloat16"):
-        _checks.check_triton_dtype("triton", queries=x)
+        checks.check_triton_dtype("triton", queries=x)

@@ -1,4 +1,5 @@
-"""The verifier interface shared by F0..F4: input checks and the (query, K candidates) flattening.
+"""The verifier interface shared by F0..F4: input checks (through spherekit.ops.checks) and the (query, K
+candidates) flattening.
 
 A verifier scores paired token sequences: ``score(q_tokens, q_mask, d_tokens, d_mask) -> (B,)`` with
 q_tokens (B, m, h), d_tokens (B, n, h) and bool masks (B, m), (B, n) (True = valid token). Masks may
@@ -25,62 +26,18 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..ops._simmap_checks import normalize_tokens
-
-FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
-
-
-def _check_tokens(name: str, x, ndim: int) -> None:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if x.dim() != ndim:
-        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(x.shape)}")
-    if x.dtype not in FLOAT_DTYPES:
-        raise TypeError(f"{name} must be floating point, got dtype {x.dtype}")
-
-
-def as_mask(name: str, mask, shape: tuple[int, ...], device: torch.device) -> Tensor:
-    """A bool mask of `shape` on `device`; None means all valid; 0/1 integer or float masks are accepted."""
-    if mask is None:
-        return torch.ones(shape, dtype=torch.bool, device=device)
-    if not isinstance(mask, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor or None, got {type(mask).__name__}")
-    if tuple(mask.shape) != tuple(shape):
-        raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(mask.shape)}")
-    if mask.device != device:
-        raise ValueError(f"{name} must be on device {device}, got {mask.device}")
-    if mask.dtype == torch.bool:
-        return mask
-    if bool(((mask != 0) & (mask != 1)).any()):
-        raise ValueError(f"{name} must be bool or hold only 0/1 values (dtype {mask.dtype})")
-    return mask != 0
+from ..ops import checks
+from ..ops.tokens import normalize_tokens
 
 
 def check_pair(q: Tensor, q_mask, d: Tensor, d_mask, *, d_ndim: int = 3, same_batch: bool = True
                ) -> tuple[Tensor, Tensor]:
-    """Validate a paired (d_ndim=3), per-query-K (d_ndim=4) or all-pairs (same_batch=False) input;
-    returns the bool masks."""
-    _check_tokens("q_tokens", q, 3)
-    _check_tokens("d_tokens", d, d_ndim)
-    if same_batch and d.shape[0] != q.shape[0]:
-        raise ValueError(f"d_tokens.shape[0] must equal the number of queries q_tokens.shape[0] ({q.shape[0]}), "
-                         f"got shape {tuple(d.shape)}")
-    if d.shape[-1] != q.shape[-1]:
-        raise ValueError(f"d_tokens.shape[-1] must equal the token dimension of q_tokens ({q.shape[-1]}), "
-                         f"got shape {tuple(d.shape)}")
-    if d.device != q.device:
-        raise ValueError(f"d_tokens must be on the device of q_tokens ({q.device}), got {d.device}")
-    if d.dtype != q.dtype:
-        raise TypeError(f"d_tokens must have the dtype of q_tokens ({q.dtype}), got {d.dtype}")
-    masks = as_mask("q_mask", q_mask, tuple(q.shape[:2]), q.device), \
-        as_mask("d_mask", d_mask, tuple(d.shape[:-1]), q.device)
-    for name, mask in zip(("q_mask", "d_mask"), masks):
-        empty = ~mask.any(-1)
-        if bool(empty.any()):
-            where = tuple(int(i) for i in torch.nonzero(empty)[0])
-            raise ValueError(f"{name}: text {where[0] if len(where) == 1 else where} has no valid token "
-                             "(every text needs at least one)")
-    return masks
+    """Validate a paired (d_ndim=3), per-query-K (d_ndim=4) or all-pairs (same_batch=False) input with
+    spherekit.ops.checks.check_pair under the verifier conventions (arguments q_tokens / d_tokens, every
+    row a "text", 0/1 attention masks accepted); returns the bool masks."""
+    return checks.check_pair(q, q_mask, d, d_mask, d_ndim=d_ndim, same_batch=same_batch,
+                             names=("q_tokens", "d_tokens"), what=("text", "text"), zero_one=True, finite=False,
+                             nonempty=False)
 
 
 def repeat_queries(q: Tensor, q_mask: Tensor, k: int) -> tuple[Tensor, Tensor]:

@@ -47,7 +47,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .. import ops
-from ..ops._simmap_checks import normalize_tokens
+from ..ops.tokens import normalize_tokens
 from ._verifier_base import Verifier
 
 SIM_CHANNELS = ("sim", "rowmax", "colmax")

@@ -13,11 +13,10 @@ import torch
 from torch import Tensor
 
 from .. import _backend, reference
-from . import _checks as C
+from . import checks as C
 from . import _circular_cse_chunked
 
 SUPPORTED = ("triton", "cpu", "reference")
-ANGLE_DTYPES = C.FLOAT_DTYPES + (torch.float64,)
 
 
 def _impl(backend: str):
@@ -95,7 +94,7 @@ torch.library.register_autograd("spherekit::circular_cse_fused", _fused_backward
 
 
 def _validate(embeddings, labels, label_angles, margin):
-    C.check_tensor("embeddings", embeddings, ndim=2, dtypes=C.FLOAT_DTYPES)
+    C.check_tensor("embeddings", embeddings, ndim=2, dtypes=C.KERNEL_DTYPES)
     device = embeddings.device
     C.check_nonempty("embeddings", embeddings)
     batch = embeddings.shape[0]
@@ -104,7 +103,7 @@ def _validate(embeddings, labels, label_angles, margin):
                          f"{tuple(embeddings.shape)}")
     C.check_tensor("labels", labels, ndim=1, dtypes=(torch.int64,), device=device)
     C.check_dim("labels", labels, 0, batch, "the number of embeddings B")
-    C.check_tensor("label_angles", label_angles, ndim=1, dtypes=ANGLE_DTYPES, device=device)
+    C.check_tensor("label_angles", label_angles, ndim=1, dtypes=C.FLOAT_DTYPES, device=device)
     C.check_nonempty("label_angles", label_angles)
     if label_angles.requires_grad:
         raise ValueError("label_angles receives no gradient; pass label_angles.detach()")

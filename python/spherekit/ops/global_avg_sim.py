@@ -13,7 +13,8 @@ from torch import Tensor
 
 from .. import _backend
 from ..reference import simmap as ref
-from . import _simmap_checks as S
+from . import checks as C
+from . import tokens as T
 
 SUPPORTED = ("cpu", "reference")
 
@@ -31,14 +32,14 @@ def global_avg_sim(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor |
 
     Returns (B,) fp32 (fp64 for fp64 tokens); the sums run in that precision. Gradients flow to q and d.
     """
-    q_mask, d_mask = S.check_paired(q, q_mask, d, d_mask)
-    S.check_flag("normalize", normalize)
-    dt = S.score_dtype(q)
+    q_mask, d_mask = C.check_pair(q, q_mask, d, d_mask)
+    C.check_flag("normalize", normalize)
+    dt = T.score_dtype(q)
     chosen = _backend.resolve("global_avg_sim", backend, q.device, SUPPORTED)
     if chosen == "reference":
         return ref.global_avg_sim(q, q_mask, d, d_mask, normalize=normalize, compute_dtype=dt)
     if normalize:
-        q, d = S.normalize_tokens(q), S.normalize_tokens(d)
+        q, d = T.normalize_tokens(q), T.normalize_tokens(d)
     qm, dm = q_mask.to(dt), d_mask.to(dt)
     q_sum = torch.einsum("bih,bi->bh", q.to(dt), qm)
     d_sum = torch.einsum("bjh,bj->bh", d.to(dt), dm)

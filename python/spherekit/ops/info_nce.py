@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from .. import _backend, reference
-from . import _checks as C
+from . import checks as C
 from . import _info_nce_chunked
 
 IGNORE_INDEX = -100
@@ -140,7 +140,7 @@ torch.library.register_autograd("spherekit::info_nce_fused", _fused_backward, se
 
 def _validate(q, c, targets, h, query_labels, candidate_labels, label_bias, hard_negative_mode, reduction,
               bce_weight, bce_scale, bce_bias):
-    C.check_tensor("queries", q, ndim=2, dtypes=C.FLOAT_DTYPES)
+    C.check_tensor("queries", q, ndim=2, dtypes=C.KERNEL_DTYPES)
     device, dtype = q.device, q.dtype
     C.check_nonempty("queries", q)
     C.check_tensor("candidates", c, ndim=2, device=device)
@@ -240,7 +240,7 @@ def info_nce(
         targets: (B,) int64 index of each query's positive in candidates; None means arange(B) (needs
             N >= B). Rows with target -100 are ignored.
         hard_negatives: (B, k, d) per-query hard negatives, or None.
-        temperature: finite and >= 1e-4 (ops._checks.MIN_TEMPERATURE: logits are dot products / temperature
+        temperature: finite and >= 1e-4 (ops.checks.MIN_TEMPERATURE: logits are dot products / temperature
             and must stay in fp32 range); a float or a 0-dim tensor (with requires_grad it receives its gradient).
         hard_negative_mode: "bce" (BCE term only, seed 000 B1), "softmax" (hard negatives join the
             query's denominator, B1-unified) or "both".

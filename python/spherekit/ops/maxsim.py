@@ -15,8 +15,8 @@ from torch import Tensor
 from .. import _backend
 from ..reference import simmap as ref
 from . import _maxsim_cpu
-from . import _checks as C
-from . import _simmap_checks as S
+from . import checks as C
+from . import tokens as T
 
 SUPPORTED = ("triton", "cpu", "reference")
 
@@ -32,14 +32,14 @@ def _maxsim_fwd(q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, shared: 
                 ) -> tuple[Tensor, Tensor]:
     """-> scores (Bq, K) fp32 (fp64 for fp64 tokens), argmax (Bq, K, m) int32 (-1 at padding query tokens)."""
     scores, argmax = _impl(backend).maxsim_fwd(q, q_mask, d4, d_mask4, shared)
-    return scores.to(S.score_dtype(q)), argmax.to(torch.int32)
+    return scores.to(T.score_dtype(q)), argmax.to(torch.int32)
 
 
 @_maxsim_fwd.register_fake
 def _(q, q_mask, d4, d_mask4, shared, backend):
     Bq, m = q.shape[:2]
     K = d4.shape[1]
-    return q.new_empty(Bq, K, dtype=S.score_dtype(q)), q.new_empty(Bq, K, m, dtype=torch.int32)
+    return q.new_empty(Bq, K, dtype=T.score_dtype(q)), q.new_empty(Bq, K, m, dtype=torch.int32)
 
 
 @torch.library.custom_op("spherekit::maxsim_bwd", mutates_args=())
@@ -75,9 +75,9 @@ torch.library.register_autograd("spherekit::maxsim_fwd", _backward, setup_contex
 
 
 def _validate(q, q_mask, d, d_mask, pairwise):
-    S.check_tokens("q", q, (3,))
-    S.check_tokens("d", d, (3, 4), like=q)
-    S.check_flag("pairwise", pairwise)
+    C.check_tokens("q", q, (3,))
+    C.check_tokens("d", d, (3, 4), like=q)
+    C.check_flag("pairwise", pairwise)
     Bq = q.shape[0]
     if d.dim() == 4:
         if pairwise:
@@ -88,8 +88,8 @@ def _validate(q, q_mask, d, d_mask, pairwise):
                              f"got shape {tuple(d.shape)}")
     elif pairwise and d.shape[0] != Bq:
         raise ValueError(f"pairwise=True needs as many documents as queries: Bq={Bq}, Bd={d.shape[0]}")
-    q_mask = S.check_mask("q_mask", q_mask, q.shape[:2], q.device, "query")
-    d_mask = S.check_mask("d_mask", d_mask, d.shape[:-1], q.device, "document")
+    q_mask = C.check_mask("q_mask", q_mask, tuple(q.shape[:2]), q.device, what="query", like_name="q")
+    d_mask = C.check_mask("d_mask", d_mask, tuple(d.shape[:-1]), q.device, what="document", like_name="q")
     C.check_finite(q=q, d=d)
     return q_mask, d_mask
 
@@ -126,16 +126,16 @@ def maxsim(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, *
     argmax indices (Bq, K, m), never M: it reaches exactly one maximal document token per valid query token.
     """
     q_mask, d_mask = _validate(q, q_mask, d, d_mask, pairwise)
-    S.check_flag("normalize", normalize)
+    C.check_flag("normalize", normalize)
     chosen = _backend.resolve("maxsim", backend, q.device, SUPPORTED)
     C.check_triton_dtype(chosen, q=q)
     if chosen == "reference":
         return ref.maxsim(q, q_mask, d, d_mask, pairwise=pairwise, normalize=normalize,
-                          compute_dtype=S.score_dtype(q))
-    if chosen == "triton" and q.dtype == torch.float64:
-        raise TypeError("backend 'triton' takes float32 / float16 / bfloat16 tokens, got torch.float64")
+                          compute_dtype=T.score_dtype(q))
+    if q.dtype == torch.float64:
+        C.refuse_float64(chosen, "q", "tokens")
     if normalize:
-        q, d = S.normalize_tokens(q), S.normalize_tokens(d)
+        q, d = T.normalize_tokens(q), T.normalize_tokens(d)
     d4, d_mask4, shared = to_layout(d, d_mask, pairwise)
     scores, _ = torch.ops.spherekit.maxsim_fwd(q.contiguous(), q_mask.contiguous(), d4.contiguous(),
                                                d_mask4.contiguous(), shared, chosen)

@@ -15,8 +15,8 @@ from torch import Tensor
 from .. import _backend
 from ..reference import simmap as ref
 from . import _maxsim_cpu
-from . import _checks as C
-from . import _simmap_checks as S
+from . import checks as C
+from . import tokens as T
 
 SUPPORTED = ("cuda", "cpu", "reference")
 
@@ -33,17 +33,17 @@ def _maxsim_ragged(q: Tensor, q_mask: Tensor, docs: Tensor, offsets: Tensor, nor
 
 @_maxsim_ragged.register_fake
 def _(q, q_mask, docs, offsets, normalize, backend):
-    return q.new_empty(offsets.shape[0] - 1, dtype=S.score_dtype(q))
+    return q.new_empty(offsets.shape[0] - 1, dtype=T.score_dtype(q))
 
 
 def _cpu(q: Tensor, q_mask: Tensor, docs: Tensor, offsets: Tensor, normalize: bool) -> Tensor:
     """Chunks of whole documents, about _maxsim_cpu.CHUNK_ELEMENTS entries of S = dn qn^T (tokens, m) each;
     per document the max over its token segment (torch.segment_reduce), then the mean over valid query tokens."""
-    dt = S.score_dtype(q)
+    dt = T.score_dtype(q)
     m = q.shape[0]
     qn = q.to(dt)
     if normalize:
-        qn = F.normalize(qn, dim=-1, eps=S.NORM_EPS)
+        qn = F.normalize(qn, dim=-1, eps=T.NORM_EPS)
     qm = q_mask.to(dt)
     bounds = offsets.tolist()
     lengths = offsets.diff()
@@ -57,7 +57,7 @@ def _cpu(q: Tensor, q_mask: Tensor, docs: Tensor, offsets: Tensor, normalize: bo
             k1 += 1
         chunk = docs[bounds[k0]:bounds[k1]].to(dt)
         if normalize:
-            chunk = F.normalize(chunk, dim=-1, eps=S.NORM_EPS)
+            chunk = F.normalize(chunk, dim=-1, eps=T.NORM_EPS)
         sims = chunk @ qn.T  # (tokens, m)
         best = torch.segment_reduce(sims, "max", lengths=lengths[k0:k1], axis=0, unsafe=True)  # (docs, m)
         out[k0:k1] = (best @ qm) / qm.sum()
@@ -80,9 +80,9 @@ def _resolve(backend: str, device: torch.device) -> str:
 
 
 def _validate(q, q_mask, docs, offsets):
-    S.check_tokens("q", q, (2,))
-    S.check_tokens("docs", docs, (2,), like=q)
-    q_mask = S.check_mask("q_mask", None if q_mask is None else q_mask, (q.shape[0],), q.device, "query")
+    C.check_tokens("q", q, (2,))
+    C.check_tokens("docs", docs, (2,), like=q)
+    q_mask = C.check_mask("q_mask", q_mask, (q.shape[0],), q.device, what="query", like_name="q")
     if not isinstance(offsets, Tensor):
         raise TypeError(f"offsets must be a torch.Tensor, got {type(offsets).__name__}")
     if offsets.dtype != torch.int64 or offsets.dim() != 1:
@@ -125,13 +125,13 @@ def maxsim_ragged(q: Tensor, q_mask: Tensor | None, docs: Tensor, offsets: Tenso
     (use spherekit.ops.maxsim on padded tokens for training).
     """
     q_mask = _validate(q, q_mask, docs, offsets)
-    S.check_flag("normalize", normalize)
+    C.check_flag("normalize", normalize)
     chosen = _resolve(backend, q.device)
     q, docs = q.detach(), docs.detach()
     if chosen == "reference":
         with torch.no_grad():
-            return ref.maxsim_ragged(q, q_mask, docs, offsets, normalize=normalize, compute_dtype=S.score_dtype(q))
-    if chosen == "cuda" and q.dtype == torch.float64:
-        raise TypeError("backend 'cuda' takes float32 / float16 / bfloat16 tokens, got torch.float64")
+            return ref.maxsim_ragged(q, q_mask, docs, offsets, normalize=normalize, compute_dtype=T.score_dtype(q))
+    if q.dtype == torch.float64:
+        C.refuse_float64(chosen, "q", "tokens")
     return torch.ops.spherekit.maxsim_ragged(q.contiguous(), q_mask.contiguous(), docs.contiguous(),
                                              offsets.contiguous(), normalize, chosen)

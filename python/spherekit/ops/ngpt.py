@@ -30,12 +30,11 @@ from torch import Tensor
 
 from .. import _backend
 from ..reference import ngpt as _ref
-from . import _checks as C
+from . import checks as C
 from . import _ngpt_cuda, _ngpt_torch
 from ._ngpt_native import NativeNgpt, has_ngpt
 
 SUPPORTED = ("cuda", "triton", "cpu", "reference")
-DTYPES = (*C.FLOAT_DTYPES, torch.float64)
 
 
 def _stat_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -51,7 +50,7 @@ def _triton_max_d() -> int:
 def _resolve(op: str, backend: str, device: torch.device, d: int | None = None, float64_arg: str | None = None) -> str:
     """The concrete backend. auto on CUDA: cuda (when spherekit._cuda has the nGPT kernels), else triton, else
     cpu (which on CUDA tensors is the torch composition); rows wider than Triton's MAX_D skip triton.
-    float64_arg names a float64 input: auto then picks cpu, and cuda/triton (fp32 kernels) raise naming it."""
+    float64_arg names a float64 input: auto then picks cpu, and cuda/triton raise naming it (checks.refuse_float64)."""
     if _backend.requested(backend) == "auto" and device.type == "cuda":
         if float64_arg is not None:
             return "cpu"
@@ -60,9 +59,8 @@ def _resolve(op: str, backend: str, device: torch.device, d: int | None = None, 
         chosen = _backend.resolve(op, "auto", device, SUPPORTED)
         return "cpu" if chosen == "triton" and d is not None and d > _triton_max_d() else chosen
     chosen = _backend.resolve(op, backend, device, SUPPORTED)
-    if float64_arg is not None and chosen in ("cuda", "triton"):
-        raise TypeError(f"{float64_arg}: float64 is not supported by backend {chosen!r} (fp32 kernels); use "
-                        f"backend='cpu' or 'reference'")
+    if float64_arg is not None:
+        C.refuse_float64(chosen, float64_arg, "inputs")
     if chosen == "cuda" and not _ngpt_cuda.available():
         raise RuntimeError(f"{op}: backend 'cuda' cannot run here: spherekit._cuda has no nGPT kernels")
     return chosen
@@ -221,7 +219,7 @@ def _check_finite_weights(weights: Sequence[Tensor]) -> None:
 
 
 def _check_rows(name: str, x: Tensor) -> None:
-    C.check_tensor(name, x, dtypes=DTYPES)
+    C.check_tensor(name, x, dtypes=C.FLOAT_DTYPES)
     if x.dim() == 0:
         raise ValueError(f"{name} must have at least 1 dimension (..., d), got a 0-dim tensor")
     if x.shape[-1] == 0:
@@ -277,7 +275,7 @@ def l2_normalize(x: Tensor, dim: int = -1, *, eps: float = 1e-6, backend: str = 
         a tensor like x (same dtype); norms are fp32 internally (float64 for float64).
         Gradient: r (g - out <g, out>), r = 1/max(||x||, eps).
     """
-    C.check_tensor("x", x, dtypes=DTYPES)
+    C.check_tensor("x", x, dtypes=C.FLOAT_DTYPES)
     if x.dim() == 0:
         raise ValueError("x must have at least 1 dimension, got a 0-dim tensor")
     dim = _norm_dim("dim", dim, x.dim())
@@ -320,7 +318,7 @@ def renormalize_(weights: Sequence[Tensor], dims: Sequence[int], *, eps: float =
     device = weights[0].device if isinstance(weights[0], Tensor) else None
     norm_dims = []
     for i, (w, dim) in enumerate(zip(weights, dims)):
-        C.check_tensor(f"weights[{i}]", w, dtypes=DTYPES, device=device)
+        C.check_tensor(f"weights[{i}]", w, dtypes=C.FLOAT_DTYPES, device=device)
         if not w.is_contiguous():
             raise ValueError(f"weights[{i}] must be contiguous, got shape {tuple(w.shape)} strides {w.stride()}")
         if w.dim() == 0:

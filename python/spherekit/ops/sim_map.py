@@ -17,12 +17,11 @@ from torch import Tensor
 from .. import _backend
 from ..reference import simmap as ref
 from . import _sim_map_cpu
-from . import _checks as C
-from . import _simmap_checks as S
+from . import checks as C
+from . import tokens as T
 
 SUPPORTED = ("triton", "cpu", "reference")
 CHANNELS = ref.CHANNELS
-OUT_DTYPES = S.TOKEN_DTYPES
 
 
 def _out_shape(q: Tensor, d: Tensor, patch: int, n_channels: int) -> tuple[int, ...]:
@@ -115,9 +114,9 @@ def _check_options(patch, channels, clip, out_dtype) -> tuple[str, ...]:
             raise ValueError(f"channels: unknown channel {name!r}; choose from {CHANNELS}")
     if len(set(channels)) != len(channels):
         raise ValueError(f"channels must not repeat a name, got {tuple(channels)}")
-    S.check_flag("clip", clip)
-    if out_dtype is not None and out_dtype not in OUT_DTYPES:
-        raise TypeError(f"out_dtype must be None or one of {[str(t) for t in OUT_DTYPES]}, got {out_dtype}")
+    C.check_flag("clip", clip)
+    if out_dtype is not None and out_dtype not in C.FLOAT_DTYPES:
+        raise TypeError(f"out_dtype must be None or one of {[str(t) for t in C.FLOAT_DTYPES]}, got {out_dtype}")
     return tuple(channels)
 
 
@@ -156,20 +155,20 @@ def sim_map(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, 
             hold a valid entry (the paper masks the others out of attention).
     Gradients flow to q and d (the max channels send theirs to the maximal entry of the row / column).
     """
-    q_mask, d_mask = S.check_paired(q, q_mask, d, d_mask)
+    q_mask, d_mask = C.check_pair(q, q_mask, d, d_mask)
     names = _check_options(patch, channels, clip, out_dtype)
-    S.check_flag("normalize", normalize)
+    C.check_flag("normalize", normalize)
     out_dtype = q.dtype if out_dtype is None else out_dtype
     chosen = _backend.resolve("sim_map", backend, q.device, SUPPORTED)
     C.check_triton_dtype(chosen, q=q)
     if chosen == "reference":
         out = ref.sim_map(q, q_mask, d, d_mask, patch=patch, channels=names, clip=clip, normalize=normalize,
-                          compute_dtype=S.score_dtype(q)).to(out_dtype)
+                          compute_dtype=T.score_dtype(q)).to(out_dtype)
     else:
-        if chosen == "triton" and q.dtype == torch.float64:
-            raise TypeError("backend 'triton' takes float32 / float16 / bfloat16 tokens, got torch.float64")
+        if q.dtype == torch.float64:
+            C.refuse_float64(chosen, "q", "tokens")
         if normalize:
-            q, d = S.normalize_tokens(q), S.normalize_tokens(d)
+            q, d = T.normalize_tokens(q), T.normalize_tokens(d)
         out = torch.ops.spherekit.sim_map_fwd(q.contiguous(), q_mask.contiguous(), d.contiguous(),
                                               d_mask.contiguous(), patch or 0, ",".join(names), clip, out_dtype,
                                               chosen)[0]

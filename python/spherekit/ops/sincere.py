@@ -16,11 +16,10 @@ from torch import Tensor
 
 from .. import _backend, reference
 from ..reference.contrastive import sincere_bias_shift
-from . import _checks as C
+from . import checks as C
 from . import _sincere_chunked
 
 SUPPORTED = ("triton", "cpu", "reference")
-BIAS_DTYPES = C.FLOAT_DTYPES + (torch.float64,)
 
 
 def _impl(backend: str):
@@ -115,7 +114,7 @@ torch.library.register_autograd("spherekit::sincere_fused", _fused_backward, set
 
 
 def _validate(embeddings, labels, label_bias):
-    C.check_tensor("embeddings", embeddings, ndim=2, dtypes=C.FLOAT_DTYPES)
+    C.check_tensor("embeddings", embeddings, ndim=2, dtypes=C.KERNEL_DTYPES)
     device = embeddings.device
     C.check_nonempty("embeddings", embeddings)
     batch = embeddings.shape[0]
@@ -125,7 +124,7 @@ def _validate(embeddings, labels, label_bias):
     C.check_tensor("labels", labels, ndim=1, dtypes=(torch.int64,), device=device)
     C.check_dim("labels", labels, 0, batch, "the number of embeddings B")
     if label_bias is not None:
-        C.check_tensor("label_bias", label_bias, ndim=2, dtypes=BIAS_DTYPES, device=device)
+        C.check_tensor("label_bias", label_bias, ndim=2, dtypes=C.FLOAT_DTYPES, device=device)
         if label_bias.shape[0] != label_bias.shape[1] or label_bias.shape[0] == 0:
             raise ValueError(f"label_bias must be square and non-empty (E, E), got shape {tuple(label_bias.shape)}")
         if label_bias.requires_grad:
@@ -155,7 +154,7 @@ def sincere(
         labels: (B,) int64 class ids. Positives of anchor i: the other rows with its label; negatives:
             the rows with another label. At least one pair must share a label and not all labels may
             be equal.
-        temperature: finite and >= 1e-4 (ops._checks.MIN_TEMPERATURE: logits are dot products / temperature
+        temperature: finite and >= 1e-4 (ops.checks.MIN_TEMPERATURE: logits are dot products / temperature
             and must stay in fp32 range); a float or a 0-dim tensor (with requires_grad it receives its gradient).
         label_bias: (E, E) log-weights of negatives, label_bias[y_anchor, y_negative]; -inf means weight
             0 (e.g. SoftCSE's log(1 - cos(theta_a - theta_b))), NaN/+inf are errors; labels must lie in

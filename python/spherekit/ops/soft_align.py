@@ -13,8 +13,8 @@ from torch import Tensor
 
 from .. import _backend
 from ..reference import simmap as ref
-from . import _checks as C
-from . import _simmap_checks as S
+from . import checks as C
+from . import tokens as T
 from . import _soft_align_cpu
 
 SUPPORTED = ("triton", "cpu", "reference")
@@ -28,13 +28,13 @@ def _soft_align_fwd(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, lam: T
         out = _backend.triton_kernels("soft_align").soft_align_fwd(q, q_mask, d, d_mask, float(lam), float(tau))
     else:
         out = _soft_align_cpu.soft_align_fwd(q, q_mask, d, d_mask, lam, tau)
-    return tuple(x.to(S.score_dtype(q)) for x in out)
+    return tuple(x.to(T.score_dtype(q)) for x in out)
 
 
 @_soft_align_fwd.register_fake
 def _(q, q_mask, d, d_mask, lam, tau, backend):
     B, m = q.shape[:2]
-    dt = S.score_dtype(q)
+    dt = T.score_dtype(q)
     return q.new_empty(B, dtype=dt), q.new_empty(B, m, dtype=dt), q.new_empty(B, m, dtype=dt)
 
 
@@ -101,19 +101,19 @@ def soft_align(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | Non
 
     Returns (B,) fp32 (fp64 for fp64 tokens). Gradients flow to q, d, lam and tau.
     """
-    q_mask, d_mask = S.check_paired(q, q_mask, d, d_mask)
-    S.check_flag("normalize", normalize)
-    dt = S.score_dtype(q)
-    lam_t = S.as_scalar("lam", lam, q.device, dt, temperature=False)
-    tau_t = S.as_scalar("tau", tau, q.device, dt, temperature=True)
+    q_mask, d_mask = C.check_pair(q, q_mask, d, d_mask)
+    C.check_flag("normalize", normalize)
+    dt = T.score_dtype(q)
+    lam_t = C.as_scalar("lam", lam, q.device, dt, temperature=False)
+    tau_t = C.as_scalar("tau", tau, q.device, dt, temperature=True)
     chosen = _backend.resolve("soft_align", backend, q.device, SUPPORTED)
     C.check_triton_dtype(chosen, q=q)
     if chosen == "reference":
         return ref.soft_align(q, q_mask, d, d_mask, lam=lam_t, tau=tau_t, normalize=normalize, compute_dtype=dt)
-    if chosen == "triton" and q.dtype == torch.float64:
-        raise TypeError("backend 'triton' takes float32 / float16 / bfloat16 tokens, got torch.float64")
+    if q.dtype == torch.float64:
+        C.refuse_float64(chosen, "q", "tokens")
     if normalize:
-        q, d = S.normalize_tokens(q), S.normalize_tokens(d)
+        q, d = T.normalize_tokens(q), T.normalize_tokens(d)
     score, _, _ = torch.ops.spherekit.soft_align_fwd(q.contiguous(), q_mask.contiguous(), d.contiguous(),
                                                      d_mask.contiguous(), lam_t, tau_t, chosen)
     return score

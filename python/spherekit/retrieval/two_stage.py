@@ -20,8 +20,9 @@ from torch import Tensor
 
 from .. import ops
 from ..evaluation import metrics
-from ..nn._verifier_base import Verifier, as_mask
+from ..nn._verifier_base import Verifier
 from ..nn.verifiers import MaxSimVerifier
+from ..ops.checks import check_mask
 from .index import PooledIndex
 from .token_store import PaddedTokenStore, RaggedTokenStore
 
@@ -43,7 +44,7 @@ def _check_queries(q_tokens: Tensor, q_mask, n_queries: int, dim: int) -> Tensor
         raise ValueError(f"query_tokens has {q_tokens.shape[0]} queries, expected {n_queries} (one per query vector)")
     if q_tokens.shape[-1] != dim:
         raise ValueError(f"query_tokens has token dimension {q_tokens.shape[-1]}, the corpus store holds {dim}")
-    return as_mask("query_mask", q_mask, tuple(q_tokens.shape[:2]), q_tokens.device)
+    return check_mask("query_mask", q_mask, tuple(q_tokens.shape[:2]), q_tokens.device, zero_one=True)
 
 
 @torch.no_grad()
