@@ -27,7 +27,7 @@ def test_bench_contrastive_tiny_end_to_end(tmp_path, capsys):
     with open(tmp_path / "contrastive.csv", newline="") as f:
         reader = csv.DictReader(f)
         assert reader.fieldnames == COLUMNS
-        rows = list(reader)
+    rows = read_rows(tmp_path / "contrastive.csv")  # the params cell's B, N, d, k as keys of their own
     tasks = C.build_tasks(C.PRESETS["tiny"])
     assert len(rows) == len(tasks)
     assert {r["provider"] for r in rows} == {"reference", "st-mnrl", "st-cached-mnrl", "spherekit-cpu"}

@@ -8,16 +8,17 @@ import csv
 import pytest
 
 from spherekit.bench import ngpt as B
+from spherekit.bench.results import read_rows
 from spherekit.cli import main
 
 
 def test_bytes_moved():
-    task = dict(provider="spherekit-cpu", mode="fwd+bwd", B=16384, d=1024, dtype="float32")
+    task = dict(provider="spherekit-cpu", mode="fwd+bwd", rows=16384, d=1024, dtype="float32")
     assert B.bytes_moved(task) == 8 * 16384 * 1024 * 4 + 12 * 16384
     assert B.bytes_moved({**task, "mode": "fwd", "dtype": "bfloat16"}) == 3 * 16384 * 1024 * 2 + 12 * 16384
     assert B.bytes_moved({**task, "mode": "bwd"}) == 5 * 16384 * 1024 * 4 + 12 * 16384  # grad_out, h, f; grad_h, grad_f
-    assert B.bytes_moved(dict(provider="peak", mode="copy", B=1000, d=1, dtype="float32")) == 2 * 1000 * 4
-    assert B.bytes_moved(dict(provider="peak", mode="triad", B=1000, d=1, dtype="float32")) == 3 * 1000 * 4
+    assert B.bytes_moved(dict(provider="peak", mode="copy", elements=1000, dtype="float32")) == 2 * 1000 * 4
+    assert B.bytes_moved(dict(provider="peak", mode="triad", elements=1000, dtype="float32")) == 3 * 1000 * 4
 
 
 def test_build_tasks_peak_first_and_filtered():
@@ -28,7 +29,7 @@ def test_build_tasks_peak_first_and_filtered():
 
 
 def _row(provider, ms, mode="fwd+bwd", rows=16384, d=1024, dtype="float32", gbps=None):
-    return dict(provider=provider, median_ms=ms, mode=mode, B=rows, d=d, dtype=dtype, status="ok", gb_per_s=gbps)
+    return dict(provider=provider, median_ms=ms, mode=mode, rows=rows, d=d, dtype=dtype, status="ok", gb_per_s=gbps)
 
 
 def test_goal_checks_cpu():
@@ -60,14 +61,15 @@ def test_tiny_preset_end_to_end(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "goals:" in text and "spherekit-cpu" in text and "% peak" in text
     with open(tmp_path / "ngpt.csv") as fh:
-        rows = list(csv.DictReader(fh))
-    assert list(rows[0].keys()) == B.CSV_COLUMNS
+        assert next(csv.reader(fh)) == B.CSV_COLUMNS
+    rows = read_rows(tmp_path / "ngpt.csv")  # params (rows, d / elements) and metrics as keys of their own
     assert len(rows) == len(B.build_tasks(B.PRESETS["tiny"]))
     assert all(r["status"] == "ok" for r in rows), [r["note"] for r in rows if r["status"] != "ok"]
     peak = max(float(r["gb_per_s"]) for r in rows if r["provider"] == "peak")
     for r in rows:
         assert float(r["median_ms"]) > 0 and float(r["p20_ms"]) <= float(r["median_ms"]) <= float(r["p80_ms"])
-        assert int(r["bytes_moved"]) == B.bytes_moved(dict(r, B=int(r["B"]), d=int(r["d"])))
+        sizes = {k: int(r[k]) for k in ("rows", "d", "elements") if k in r}
+        assert int(r["bytes_moved"]) == B.bytes_moved(dict(r, **sizes))
         # the CSV rounds median_ms to 3 decimals (0.0005 ms): GB/s must lie within what that rounding allows
         median, moved = float(r["median_ms"]), int(r["bytes_moved"])
         lo, hi = moved / (median + 5e-4) / 1e6, moved / max(median - 5e-4, 1e-9) / 1e6

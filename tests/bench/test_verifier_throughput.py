@@ -1,13 +1,12 @@
 """The F4 training-throughput benchmark: both providers compute the same loss; the batch search stops at
 the first failure; rows land in the CSV with samples/s."""
 
-import csv
-
 import pytest
 import torch
 
 from spherekit.bench import verifier_throughput as V
 from spherekit.bench._paper_verifier import PaperStyleF4, paper_mnrl_loss
+from spherekit.bench.results import read_rows
 from spherekit.losses import verifier_mnrl_loss
 from spherekit.nn import PatchTransformerVerifier
 
@@ -36,10 +35,9 @@ def test_tiny_preset_runs_and_writes_rows(tmp_path, one_thread):
     rows = V.run("tiny", out=tmp_path, max_batch=2, isolate="none")
     assert [(r["provider"], r["B"], r["status"]) for r in rows] == [("paper", 2, "ok"), ("spherekit", 2, "ok")]
     assert all(V.samples_per_s(r) > 0 for r in rows)
-    with open(tmp_path / "verifier_train.csv") as f:
-        saved = list(csv.DictReader(f))
-    assert [(r["provider"], r["mode"], r["N"], r["k"]) for r in saved] == [("paper", "train-e2e", "3", "1"),
-                                                                          ("spherekit", "train-e2e", "3", "1")]
+    saved = read_rows(tmp_path / "verifier_train.csv")
+    assert [(r["provider"], r["mode"], r["candidates"], r["near_misses"]) for r in saved] == \
+        [("paper", "train-e2e", "3", "1"), ("spherekit", "train-e2e", "3", "1")]
     lines = V.summarize(rows)
     assert any(line.startswith("paper") and "largest batch     2" in line for line in lines)
     assert any(line.startswith("B=    2: spherekit") for line in lines)

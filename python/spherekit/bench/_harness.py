@@ -391,17 +391,18 @@ def prepare_run(presets: dict, preset: str, providers, known_providers, *, repea
 
 
 def start_run(family: str, preset: str, spec: PresetBase, settings: Settings, tasks: list[dict],
-              out: str | os.PathLike, *, columns: list[str] | None = None, defaults: dict | None = None,
+              out: str | os.PathLike, *, params, metrics=(), defaults: dict | None = None,
               finish_row: Callable[[dict, list[dict]], None] | None = None):
     """Print the run's header line and make its `emit(task, result)` for run_tasks, which builds the row
     (machine and version facts, the task, empty result columns, `defaults`, the result, a timestamp), lets
-    `finish_row(row, rows)` complete it, appends it to <out>/<family>.csv and to the returned list.
+    `finish_row(row, rows)` complete it, fills its params / metrics cells from the keys named `params` /
+    `metrics` (spherekit.bench.results), appends it to <out>/<family>.csv and to the returned list.
     Returns (csv path, rows, emit)."""
     from .machine import machine_name, now, versions
-    from .results import COLUMNS, append_rows
+    from .results import append_rows, set_fields
 
     csv_path = Path(out) / f"{family}.csv"
-    common = dict(run_id=now(), preset=preset, machine=machine_name(spec.device), **versions())
+    common = dict(run_id=now(), preset=preset, machine=machine_name(spec.device), device=spec.device, **versions())
     limit = f"{settings.mem_limit_bytes / GIB:.1f} GiB" if settings.mem_limit_bytes else "none (OOM caught)"
     print(f"spherekit bench {family}: preset {preset}, {len(tasks)} measurements on {common['machine']}; "
           f"mem limit {limit}; isolate={settings.isolate}; rows -> {csv_path}")
@@ -414,7 +415,7 @@ def start_run(family: str, preset: str, spec: PresetBase, settings: Settings, ta
         rows.append(row)
         if finish_row is not None:
             finish_row(row, rows)
-        append_rows(csv_path, [row], columns or COLUMNS)
+        append_rows(csv_path, [set_fields(row, params, metrics)])
 
     return csv_path, rows, emit
 

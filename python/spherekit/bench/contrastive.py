@@ -47,6 +47,7 @@ MODULE = "spherekit.bench.contrastive"
 TEMPERATURE = 0.05  # = 1 / sentence-transformers' default scale 20
 CACHED_MINI_BATCH = 32  # CachedMultipleNegativesRankingLoss's default mini_batch_size
 MODES = ("fwd", "bwd", "fwd+bwd")
+PARAMS = ("B", "N", "d", "k")  # the params cell: queries, candidates per query, width, hard negatives per query
 PROVIDERS = ("reference", "reference-compile", "st-mnrl", "st-cached-mnrl", "spherekit-cpu", "spherekit-triton")
 CPU_PROVIDERS = PROVIDERS[:-1]
 _ST = ("st-mnrl", "st-cached-mnrl")
@@ -366,7 +367,7 @@ def run(preset: str = "cpu-small", out: str | Path = "benches/results", repeats:
     if not tasks:
         print("no measurements selected")
         return 2
-    csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out)
+    csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, params=PARAMS)
     t0 = time.perf_counter()
     H.run_tasks(MODULE, tasks, settings, emit, progress=progress)
     wall = time.perf_counter() - t0

@@ -15,8 +15,8 @@ Modes: "fwd" (forward with inputs that require grad), "bwd" (the backward only; 
 before each call), "fwd+bwd". Time: median and 20/80% quantiles (see spherekit.bench._harness).
 Bandwidth (gb_per_s) = the bytes that must move / median time: fwd reads h, f and writes out (3 rows*d
 elements), bwd reads grad_out, h, f and writes grad_h, grad_f (5), fwd+bwd 8; peak rows: copy 2 and triad
-3 arrays. Each op row carries peak_gb_per_s = the best peak row of the run. CSV columns: B = rows (also N),
-k = 0; see the harness for the rest.
+3 arrays. Each op row carries peak_gb_per_s = the best peak row of the run. CSV (spherekit.bench.results.COLUMNS):
+params rows and d (peak rows: elements per array), metrics bytes_moved, gb_per_s and peak_gb_per_s.
 
 Presets: tiny (tests, seconds), cpu (the CPU goal at rows=16384, d=1024 fp32 plus one smaller shape; a few
 minutes here), cpu-full (d in 768/1024/4096 x rows 8k/16k/64k, fp32; long on 2 cores), gpu (the full grid
@@ -38,7 +38,9 @@ from .results import COLUMNS, number
 
 FAMILY = "ngpt"
 MODULE = "spherekit.bench.ngpt"
-CSV_COLUMNS = COLUMNS[:-2] + ["bytes_moved", "gb_per_s", "peak_gb_per_s", "status", "note"]
+CSV_COLUMNS = COLUMNS  # deprecated alias: every family writes spherekit.bench.results.COLUMNS
+PARAMS = ("elements", "rows", "d")  # the params cell: peak rows have elements (per array), op rows rows and d
+METRICS = ("bytes_moved", "gb_per_s", "peak_gb_per_s")
 MODES = ("fwd", "bwd", "fwd+bwd")
 PEAK_MODES = ("copy", "triad")
 PROVIDERS = ("peak", "eager", "compile", "spherekit-cpu", "spherekit-triton", "spherekit-cuda")
@@ -80,8 +82,8 @@ PRESETS = {
 
 def build_tasks(preset: Preset, providers: list[str] | None = None) -> list[dict]:
     """The peak measurements first (their result goes into every later row), then by provider, shape, mode."""
-    tasks = [dict(family=FAMILY, provider="peak", mode=m, B=preset.peak_elements, N=preset.peak_elements, d=1,
-                  k=0, dtype="float32") for m in PEAK_MODES]
+    tasks = [dict(family=FAMILY, provider="peak", mode=m, elements=preset.peak_elements, dtype="float32")
+             for m in PEAK_MODES]
     seen = set()
     for block in preset.blocks:
         for p, rows, d, dtype, mode in itertools.product(block.providers, block.rows, block.d, block.dtypes,
@@ -90,9 +92,9 @@ def build_tasks(preset: Preset, providers: list[str] | None = None) -> list[dict
             if (providers and p not in providers) or key in seen:
                 continue
             seen.add(key)
-            tasks.append(dict(family=FAMILY, provider=p, mode=mode, B=rows, N=rows, d=d, k=0, dtype=dtype))
+            tasks.append(dict(family=FAMILY, provider=p, mode=mode, rows=rows, d=d, dtype=dtype))
     order = {p: i for i, p in enumerate(PROVIDERS)}
-    return sorted(tasks, key=lambda t: (order[t["provider"]], t["dtype"], t["B"], t["d"],
+    return sorted(tasks, key=lambda t: (order[t["provider"]], t["dtype"], t.get("rows", 0), t.get("d", 0),
                                         (PEAK_MODES + MODES).index(t["mode"])))
 
 
@@ -116,16 +118,21 @@ def element_size(dtype: str) -> int:
     return 2 if dtype in ("bfloat16", "float16") else 4
 
 
+def elements(task: dict) -> int:
+    """Elements per array of a task: `elements` for a peak row, rows * d for an op row."""
+    return task["elements"] if task["provider"] == "peak" else task["rows"] * task["d"]
+
+
 def bytes_moved(task: dict) -> int:
     """Bytes that must move for one call (the roofline numerator)."""
-    n = task["B"] * task["d"]
-    extra = 0 if task["provider"] == "peak" else 12 * task["B"]  # the fp32 (rows, 3) norms
+    n = elements(task)
+    extra = 0 if task["provider"] == "peak" else 12 * task["rows"]  # the fp32 (rows, 3) norms
     return STREAMS[task["mode"]] * n * element_size(task["dtype"]) + extra
 
 
 def predict_bytes(task: dict) -> int:
     """Rough upper bound of the worker's memory for the measurement (the whole process), for skipping."""
-    n = task["B"] * task["d"]
+    n = elements(task)
     es = element_size(task["dtype"])
     if task["provider"] == "peak":
         return 3 * n * es + (512 << 20)
@@ -136,7 +143,7 @@ def predict_bytes(task: dict) -> int:
 def _peak(task: dict, settings: H.Settings) -> dict:
     import torch
 
-    n = task["B"]
+    n = task["elements"]
     a, b, c = (torch.ones(n, device=settings.device) for _ in range(3))
     if task["mode"] == "copy":
         return H.measure(lambda: a.copy_(b), settings)
@@ -148,7 +155,7 @@ def _inputs(task: dict, device: str):
 
     dtype = getattr(torch, task["dtype"])
     gen = torch.Generator().manual_seed(0)
-    rows, d = task["B"], task["d"]
+    rows, d = task["rows"], task["d"]
     h, f, g = (torch.randn(rows, d, generator=gen).to(device=device, dtype=dtype) for _ in range(3))
     alpha = (torch.randn(d, generator=gen) * ALPHA).to(device)
     return h.requires_grad_(), f.requires_grad_(), alpha.requires_grad_(), g
@@ -227,15 +234,16 @@ def peak_bandwidth(rows: list[dict]) -> float | None:
 def format_table(rows: list[dict]) -> str:
     order = {p: i for i, p in enumerate(PROVIDERS)}
     allmodes = PEAK_MODES + MODES
-    rows = sorted(rows, key=lambda r: (r["provider"] != "peak", r["dtype"], int(r["d"]), int(r["B"]),
-                                       allmodes.index(r["mode"]), order.get(r["provider"], 99)))
+    rows = sorted(rows, key=lambda r: (r["provider"] != "peak", r["dtype"], int(r.get("d", 0)),
+                                       int(r.get("rows", 0)), allmodes.index(r["mode"]), order.get(r["provider"], 99)))
     peak = peak_bandwidth(rows)
     head = (f"{'dtype':<8} {'d':>5} {'rows':>9} {'mode':<8} {'provider':<17} {'median ms':>10} {'p20-p80 ms':>17} "
             f"{'GB/s':>7} {'% peak':>7} {'peak MiB':>9}  status")
     lines = [head, "-" * len(head)]
     last = None
     for r in rows:
-        group = (r["dtype"], r["d"], r["B"], r["mode"])
+        shape = (r["d"], r["rows"]) if r["provider"] != "peak" else ("-", r["elements"])
+        group = (r["dtype"], *shape, r["mode"])
         if last is not None and group != last:
             lines.append("")
         last = group
@@ -247,14 +255,15 @@ def format_table(rows: list[dict]) -> str:
         pct = f"{100 * bw / peak:6.0f}%" if ok and peak else f"{'-':>7}"
         mem = f"{number(r, 'peak_extra_mib'):9.1f}" if ok else f"{'-':>9}"
         status = r["status"] if ok or not r.get("note") else f"{r['status']} ({r['note']})"
-        lines.append(f"{r['dtype']:<8} {r['d']:>5} {r['B']:>9} {r['mode']:<8} {r['provider']:<17} {med} {q:>17} "
+        lines.append(f"{r['dtype']:<8} {shape[0]:>5} {shape[1]:>9} {r['mode']:<8} {r['provider']:<17} {med} {q:>17} "
                      f"{bw_s} {pct} {mem}  {status}")
     return "\n".join(lines)
 
 
 def _find(rows, provider, n_rows, d, dtype, mode="fwd+bwd"):
     for r in rows:
-        if (r["provider"], int(r["B"]), int(r["d"]), r["dtype"], r["mode"]) == (provider, n_rows, d, dtype, mode) \
+        if (r["provider"], int(r.get("rows", 0)), int(r.get("d", 0)), r["dtype"], r["mode"]) == \
+                (provider, n_rows, d, dtype, mode) \
                 and r["status"] == "ok":
             return r
     return None
@@ -318,7 +327,7 @@ def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int |
     def finish_row(row, rows):
         row["peak_gb_per_s"] = peak_bandwidth(rows)
 
-    csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, columns=CSV_COLUMNS,
+    csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, params=PARAMS, metrics=METRICS,
                                        defaults=lambda task: {"bytes_moved": bytes_moved(task), "gb_per_s": None},
                                        finish_row=finish_row)
     t0 = time.perf_counter()

@@ -1,9 +1,31 @@
 """The benchmark CSV: long format, one row per measurement, appended to ``<out>/<family>.csv``.
 
-``COLUMNS`` are the columns, in order; ``STATUSES`` the values of the ``status`` column. Every append
-takes an exclusive lock on the folder and rewrites the whole file atomically (spherekit._atomic: a
-temporary file, then os.replace; mode 0o666 less the umask), so the file is never seen half-written; an
-existing file with another header is refused.
+One row layout for every family (``COLUMNS``, in order):
+
+    timestamp, run_id, preset, machine, device, torch, triton, spherekit, sentence_transformers
+        when, which run, which preset, on what (machine: CPU model and cores, the GPU's name first on CUDA;
+        device: cpu or cuda) and with which versions
+    family, provider, mode
+        the benchmark family, the implementation measured, what is timed (fwd, bwd, fwd+bwd, train-e2e, ...)
+    params
+        the family's own sizes by name, "name=value" separated by spaces, e.g. "B=1024 N=1024 d=384 k=0"
+        (contrastive), "rows=16384 d=1024" (ngpt), "workload=rerank B=1 k=1000 m=32 n=180 d=128" (simmap)
+    dtype, repeats, median_ms, p20_ms, p80_ms, peak_extra_mib
+        the timing and memory of the measurement (spherekit.bench._harness)
+    metrics
+        family-specific results in the same "name=value" form, e.g. "bytes_moved=... gb_per_s=..." (ngpt)
+    status, note
+        one of ``STATUSES``, and what else there is to say
+
+``read_rows`` returns each row with its params and metrics also as keys of their own (strings, like every
+CSV cell), so ``row["B"]`` works for a contrastive row. It reads the older per-family layouts too
+(``LEGACY_LAYOUTS``: B, N, d, k columns, or simmap's and ngpt's own); ``append_rows`` upgrades a file in such a
+layout to ``COLUMNS`` before appending (every cell kept as written, numbers identical), and
+``upgrade_file`` does it on its own.
+
+Every append takes an exclusive lock on the folder and rewrites the whole file atomically
+(spherekit._atomic: a temporary file, then os.replace; mode 0o666 less the umask), so the file is never seen
+half-written; an existing file with another header is refused.
 """
 
 from __future__ import annotations
@@ -18,11 +40,108 @@ from pathlib import Path
 from .._atomic import atomic_open
 
 COLUMNS = [
-    "timestamp", "run_id", "preset", "machine", "torch", "triton", "spherekit", "sentence_transformers",
-    "family", "provider", "mode", "B", "N", "d", "k", "dtype", "repeats",
-    "median_ms", "p20_ms", "p80_ms", "peak_extra_mib", "status", "note",
+    "timestamp", "run_id", "preset", "machine", "device", "torch", "triton", "spherekit", "sentence_transformers",
+    "family", "provider", "mode", "params", "dtype", "repeats",
+    "median_ms", "p20_ms", "p80_ms", "peak_extra_mib", "metrics", "status", "note",
 ]
 STATUSES = ("ok", "oom", "skipped", "timeout", "error")
+_V1 = ["timestamp", "run_id", "preset", "machine", "torch", "triton", "spherekit", "sentence_transformers",
+       "family", "provider", "mode", "B", "N", "d", "k", "dtype", "repeats",
+       "median_ms", "p20_ms", "p80_ms", "peak_extra_mib", "status", "note"]
+LEGACY_LAYOUTS = {  # the headers written before COLUMNS: contrastive / supervised / verifier_train, ngpt, simmap
+    "v1": _V1,
+    "v1-ngpt": _V1[:-2] + ["bytes_moved", "gb_per_s", "peak_gb_per_s", "status", "note"],
+    "v1-simmap": ["timestamp", "run_id", "preset", "machine", "torch", "triton", "spherekit", "family", "workload",
+                  "provider", "mode", "B", "k", "m", "n", "d", "dtype", "repeats", "median_ms", "p20_ms", "p80_ms",
+                  "peak_extra_mib", "status", "note"],
+}
+
+
+def format_fields(row: dict, keys) -> str:
+    """The keys of row that it has, as "name=value name=value" (the params / metrics cell)."""
+    return " ".join(f"{k}={_fmt(row[k])}" for k in keys if k in row)
+
+
+def parse_fields(text: str | None) -> dict[str, str]:
+    """A params / metrics cell back into {name: value string}."""
+    return dict(part.split("=", 1) for part in (text or "").split())
+
+
+def set_fields(row: dict, params, metrics=()) -> dict:
+    """Fill row's params and metrics cells from its keys `params` and `metrics` (in place; returns it)."""
+    clash = (set(params) | set(metrics)) & set(COLUMNS)
+    if clash:
+        raise ValueError(f"params / metrics names {sorted(clash)} are CSV columns")
+    row["params"], row["metrics"] = format_fields(row, params), format_fields(row, metrics)
+    return row
+
+
+def _legacy_params(row: dict, layout: str) -> tuple[list[str], list[str], dict]:
+    """(params names, metrics names, renamed values) of a row in a legacy layout."""
+    family = row.get("family", "")
+    if layout == "v1-simmap":
+        return ["workload", "B", "k", "m", "n", "d"], [], {}
+    if layout == "v1-ngpt":
+        metrics = ["bytes_moved", "gb_per_s", "peak_gb_per_s"]
+        if row["provider"] == "peak":  # B = N = elements per array, d = 1, k = 0
+            return ["elements"], metrics, {"elements": row["B"]}
+        return ["rows", "d"], metrics, {"rows": row["B"]}  # B = N = rows, k = 0
+    if family == "verifier_train":  # N = B + 1 candidates per query, d = encoder width, k = 1 near-miss
+        return ["B", "candidates", "width", "near_misses"], [], {"candidates": row["N"], "width": row["d"],
+                                                                 "near_misses": row["k"]}
+    if family == "supervised" and row["N"] == row["B"] and row["k"] == "0":  # N = B and k = 0 meant nothing
+        return ["B", "d"], [], {}
+    return ["B", "N", "d", "k"], [], {}
+
+
+def convert_legacy_row(row: dict, layout: str) -> dict:
+    """A row of a legacy layout in COLUMNS (every cell kept as the string it was)."""
+    params, metrics, renamed = _legacy_params(row, layout)
+    values = {**row, **renamed}
+    out = {c: row.get(c, "") for c in COLUMNS}
+    out["device"] = "cuda" if ";" in row.get("machine", "") else "cpu"  # machine_name puts the GPU first on CUDA
+    out["params"] = " ".join(f"{k}={values[k]}" for k in params)
+    out["metrics"] = " ".join(f"{k}={values[k]}" for k in metrics)
+    return out
+
+
+def _layout(header: list[str]) -> str | None:
+    if header == COLUMNS:
+        return "current"
+    return next((name for name, cols in LEGACY_LAYOUTS.items() if header == cols), None)
+
+
+def _raw_rows(text: str) -> tuple[list[str], list[dict]]:
+    reader = csv.DictReader(io.StringIO(text))
+    return list(reader.fieldnames or []), list(reader)
+
+
+def _current_text(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def upgrade_file(path: str | os.PathLike) -> bool:
+    """Rewrite a CSV of a legacy layout in COLUMNS (atomically, cells unchanged); False when it already was."""
+    path = Path(path)
+    with _folder_lock(path.parent):
+        return _upgrade_locked(path)
+
+
+def _upgrade_locked(path: Path) -> bool:
+    header, rows = _raw_rows(path.read_text())
+    layout = _layout(header)
+    if layout is None:
+        raise ValueError(f"{path}: header {header} is neither the current columns {COLUMNS} nor a known older "
+                         "layout; move the file aside to start a new one")
+    if layout == "current":
+        return False
+    with atomic_open(path, "w", newline="") as f:
+        f.write(_current_text([convert_legacy_row(r, layout) for r in rows]))
+    return True
 
 
 @contextlib.contextmanager
@@ -43,11 +162,16 @@ def _folder_lock(folder: Path):
 
 
 def append_rows(path: str | os.PathLike, rows: list[dict], columns: list[str] = COLUMNS) -> None:
-    """Append rows to a CSV atomically (lock, rewrite through spherekit._atomic); header when new."""
+    """Append rows to a CSV atomically (lock, rewrite through spherekit._atomic); header when new. A file of
+    COLUMNS in a legacy layout (LEGACY_LAYOUTS) is upgraded first."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _folder_lock(path.parent):
         existing = path.read_text() if path.exists() else ""
+        if existing and columns == COLUMNS and _layout(next(csv.reader(io.StringIO(existing)))) not in (None,
+                                                                                                     "current"):
+            _upgrade_locked(path)
+            existing = path.read_text()
         if existing:
             header = next(csv.reader(io.StringIO(existing)))
             if header != columns:
@@ -72,8 +196,20 @@ def _fmt(value):
 
 
 def read_rows(path: str | os.PathLike) -> list[dict]:
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    """The rows of a CSV as dicts of strings; rows of COLUMNS or of a legacy layout also get their params and
+    metrics as keys of their own (a legacy row is converted first: it reads as if upgraded)."""
+    header, rows = _raw_rows(Path(path).read_text())
+    layout = _layout(header)
+    if layout is None:  # another benchmark's own table (reproduce.csv, cached.csv, ...)
+        return rows
+    if layout != "current":
+        rows = [convert_legacy_row(r, layout) for r in rows]
+    return [expand(r) for r in rows]
+
+
+def expand(row: dict) -> dict:
+    """row with its params and metrics cells also as keys of their own."""
+    return {**parse_fields(row.get("params")), **parse_fields(row.get("metrics")), **row}
 
 
 def number(row: dict, key: str) -> float:

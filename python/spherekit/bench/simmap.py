@@ -20,8 +20,8 @@ Providers:
                          (rerank only; cpu, or cuda with spherekit._cuda)
 
 Presets: tiny (tests), cpu (the issue's CPU numbers: rerank k = 1,000 and 10,000, train; fp32), gpu (the same
-shapes and rerank k = 100,000 in bf16 on CUDA). Rows are appended atomically to <out>/simmap.csv (COLUMNS; B =
-queries, k = candidates per query, d = hidden size h). Time: median and 20/80% quantiles; memory: peak extra
+shapes and rerank k = 100,000 in bf16 on CUDA). Rows are appended atomically to <out>/simmap.csv (spherekit.bench.results.COLUMNS;
+params: workload, B = queries, k = candidates per query, m / n = query / document tokens, d = hidden size h). Time: median and 20/80% quantiles; memory: peak extra
 memory of one call (spherekit.bench.memory). See spherekit.bench._harness for how each row is measured.
 
 Goals (printed as PASS / FAIL / N/A): CPU, rerank k=10,000: spherekit-cpu peak memory >= 20x below einsum's and
@@ -38,15 +38,13 @@ from pathlib import Path
 from typing import Callable
 
 from . import _harness as H
+from .results import COLUMNS as RESULT_COLUMNS
 from .results import number, timing_cells
 
 FAMILY = "simmap"
 MODULE = "spherekit.bench.simmap"
-COLUMNS = [
-    "timestamp", "run_id", "preset", "machine", "torch", "triton", "spherekit", "family", "workload", "provider",
-    "mode", "B", "k", "m", "n", "d", "dtype", "repeats", "median_ms", "p20_ms", "p80_ms", "peak_extra_mib",
-    "status", "note",
-]
+COLUMNS = RESULT_COLUMNS  # deprecated alias: every family writes spherekit.bench.results.COLUMNS
+PARAMS = ("workload", "B", "k", "m", "n", "d")  # the params cell: queries, candidates per query, tokens, width
 CE_SCALE = 20.0
 
 
@@ -419,7 +417,7 @@ def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int |
     if not tasks:
         print("no measurements selected")
         return 2
-    csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, columns=COLUMNS)
+    csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, params=PARAMS)
     t0 = time.perf_counter()
     H.run_tasks(MODULE, tasks, settings, emit, progress=progress)
     print()

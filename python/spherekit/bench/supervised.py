@@ -30,6 +30,7 @@ MODULE = "spherekit.bench.supervised"
 N_LABELS = 12
 LOSSES = ("sincere", "softcse", "circular_cse")
 IMPLEMENTATIONS = ("reference", "spherekit-cpu")
+PARAMS = ("B", "d")  # the params cell: embeddings, width
 PROVIDERS = tuple(f"{loss}:{impl}" for loss, impl in itertools.product(LOSSES, IMPLEMENTATIONS))
 
 
@@ -48,7 +49,7 @@ PRESETS = {
 
 def build_tasks(preset: Preset, providers: list[str] | None = None) -> list[dict]:
     """Tasks of a preset, grouped by provider (one worker each), then by B."""
-    return [dict(family=FAMILY, provider=p, mode="fwd+bwd", B=B, N=B, d=preset.d, k=0, dtype=preset.dtype)
+    return [dict(family=FAMILY, provider=p, mode="fwd+bwd", B=B, d=preset.d, dtype=preset.dtype)
             for p in PROVIDERS if not providers or p in providers for B in preset.B]
 
 
@@ -141,7 +142,7 @@ def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int |
     spec, settings = prepared
     spec = replace(spec, B=tuple(sizes or spec.B), d=d or spec.d)
     tasks = build_tasks(spec, providers)
-    csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out)
+    csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, params=PARAMS)
     t0 = time.perf_counter()
     H.run_tasks(MODULE, tasks, settings, emit, progress=progress)
     print()

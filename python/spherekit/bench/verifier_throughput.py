@@ -30,8 +30,9 @@ Presets: tiny (tests, seconds), cpu-small (MiniLM-shaped encoder on CPU, B = 4 a
 paper's step takes most of a minute there), gpu (bf16 autocast,
 q_len 32, d_len 128, B up to 4096, limit 24 GiB = the paper's smallest GPU class), gpu-paper-f4 (as gpu with
 the F4 of the paper's experiment script: width 384, 1 layer, 1 head, FF 32).
-Rows go to <out>/verifier_train.csv (the harness's CSV columns: mode "train-e2e", N = B + 1 candidates per
-query, d = encoder width, k = 1 near-miss; samples/s, total peak and the config in the note).
+Rows go to <out>/verifier_train.csv (spherekit.bench.results.COLUMNS: mode "train-e2e"; params B, candidates =
+B + 1 per query, width = the encoder's, near_misses = 1, encoder, f4, q_len, d_len; samples/s, total peak and
+the config in the note).
 
     python -m spherekit.bench.verifier_throughput --preset gpu [--mem-limit-gib 24] [--max-batch 4096]
 """
@@ -45,11 +46,12 @@ from pathlib import Path
 
 from . import _harness as H
 from .machine import GIB, default_mem_limit, machine_name, now, versions
-from .results import append_rows
+from .results import append_rows, set_fields
 
 FAMILY = "verifier_train"
 MODULE = "spherekit.bench.verifier_throughput"
 PROVIDERS = ("paper", "spherekit")
+PARAMS = ("B", "candidates", "width", "near_misses", "encoder", "f4", "q_len", "d_len")  # the params cell
 SCALE = 10.0
 ENCODERS = {  # BertConfig fields
     "minilm": dict(vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
@@ -87,8 +89,8 @@ PRESETS = {
 
 def make_task(preset: Preset, provider: str, batch: int) -> dict:
     width = ENCODERS[preset.encoder]["hidden_size"]
-    return dict(family=FAMILY, provider=provider, mode="train-e2e", B=batch, N=batch + 1, d=width, k=1,
-                dtype=preset.dtype, encoder=preset.encoder, f4=preset.f4, q_len=preset.q_len, d_len=preset.d_len)
+    return dict(family=FAMILY, provider=provider, mode="train-e2e", B=batch, candidates=batch + 1, width=width,
+                near_misses=1, dtype=preset.dtype, encoder=preset.encoder, f4=preset.f4, q_len=preset.q_len, d_len=preset.d_len)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -232,7 +234,7 @@ def run(preset: str = "tiny", out: str | Path = "benches/results", providers: li
                           min_repeats=min(spec.min_repeats, spec.repeats), budget_s=spec.budget_s, timeout_s=timeout_s,
                           isolate=isolate, mem_limit_bytes=mem_limit)
     csv_path = Path(out) / f"{FAMILY}.csv"
-    common = dict(run_id=now(), preset=preset, machine=machine_name(spec.device), **versions())
+    common = dict(run_id=now(), preset=preset, machine=machine_name(spec.device), device=spec.device, **versions())
     shown = f"{settings.mem_limit_bytes / GIB:.1f} GiB" if settings.mem_limit_bytes else "none"
     print(f"spherekit bench {FAMILY}: preset {preset} on {common['machine']}; mem limit {shown}; rows -> {csv_path}")
     rows: list[dict] = []
@@ -240,7 +242,7 @@ def run(preset: str = "tiny", out: str | Path = "benches/results", providers: li
     def emit(task, result):
         row = {**common, **task, "median_ms": None, "p20_ms": None, "p80_ms": None, "peak_extra_mib": None,
                "repeats": 0, "note": "", **result, "timestamp": now()}
-        append_rows(csv_path, [row])
+        append_rows(csv_path, [set_fields(row, PARAMS)])
         rows.append(row)
         print(f"  {row['provider']:<10} B={row['B']:>5} {row['status']:<7} "
               f"{(row['median_ms'] or float('nan')):10.1f} ms  {row['note']}", flush=True)
