@@ -1,4 +1,5 @@
-"""Triton kernels for MaxSim (late interaction, 004 eq. 6) over unified candidate layouts.
+"""Triton kernels for MaxSim (late interaction, "Training for Compositional Sensitivity Reduces Dense Retrieval
+Generalization" (arXiv:2604.16351) eq. 6) over unified candidate layouts.
 
     score[a, k] = (1 / |valid q_a|) * sum_{valid i} max_{valid j} <q[a, i], d[a, k, j]>
 

@@ -1,4 +1,5 @@
-"""Triton kernels for the token-similarity map phi(M) that the F3 / F4 verifiers consume (004 eqs. 8-9).
+"""Triton kernels for the token-similarity map phi(M) that the F3 / F4 verifiers consume ("Training for
+Compositional Sensitivity Reduces Dense Retrieval Generalization" (arXiv:2604.16351) eqs. 8-9).
 
 Paired q (B, m, h), d (B, n, h), L2-normalised (M = q d^T is the cosine map), masks over the tokens:
     M'_ij = clamp(M_ij, -1, 1) if clip else M_ij

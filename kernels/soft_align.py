@@ -1,4 +1,5 @@
-"""Triton kernels for paired soft alignment with positional bias (004 eq. 7 and 10).
+"""Triton kernels for paired soft alignment with positional bias ("Training for Compositional Sensitivity Reduces
+Dense Retrieval Generalization" (arXiv:2604.16351) eq. 7 and 10).
 
 For one pair (q (m, h), d (n, h), L2-normalised, so M = q d^T is the cosine map), over valid j:
     z_ij = (M_ij - lam * |i - j|) / tau,   A_ij = softmax_j z_ij,   s_i = sum_j A_ij M_ij,

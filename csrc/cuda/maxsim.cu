@@ -1,5 +1,6 @@
-// Ragged MaxSim scoring for reranking (seed 004 eq. 6): one query (m, h) against N documents packed
-// without padding (docs (T, h), document k = rows offsets[k] .. offsets[k+1]).
+// Ragged MaxSim scoring for reranking ("Training for Compositional Sensitivity Reduces Dense Retrieval
+// Generalization", arXiv:2604.16351, eq. 6): one query (m, h) against N documents packed without padding
+// (docs (T, h), document k = rows offsets[k] .. offsets[k+1]).
 //
 //   score_k = (1/|Q|) sum_{i in Q} max_{offsets[k] <= t < offsets[k+1]} <qn_i, dn_t>
 //

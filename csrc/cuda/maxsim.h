@@ -1,5 +1,6 @@
-// Ragged MaxSim scoring (late interaction, seed 004 eq. 6) for reranking: one query against N documents
-// packed without padding. Plain C++ declarations, so bindings.cpp needs no CUDA headers.
+// Ragged MaxSim scoring (late interaction, "Training for Compositional Sensitivity Reduces Dense Retrieval
+// Generalization", arXiv:2604.16351, eq. 6) for reranking: one query against N documents packed without padding.
+// Plain C++ declarations, so bindings.cpp needs no CUDA headers.
 #pragma once
 
 #include <cstdint>

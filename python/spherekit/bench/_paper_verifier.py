@@ -1,5 +1,6 @@
-"""The paper's way of computing F4 and its MNRL loss (seed 004's released code, re-expressed): the
-baseline of the verifier throughput benchmark, and the equivalence oracle for PatchTransformerVerifier.
+"""The paper's way of computing F4 and its MNRL loss ("Training for Compositional Sensitivity Reduces Dense
+Retrieval Generalization" (arXiv:2604.16351)'s released code, re-expressed): the baseline of the verifier
+throughput benchmark, and the equivalence oracle for PatchTransformerVerifier.
 
 Per (query, candidate) pair: M = bmm(Norm(q), Norm(d)^T); channels [M, masked row max, masked column
 max], zero at invalid pairs; the (B, 3, m, n) map zero-padded to map_size x map_size; a Conv2d with

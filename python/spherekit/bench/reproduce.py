@@ -62,7 +62,8 @@ _RESULT = "@@SPHEREKIT-REPRODUCE-BENCH "
 
 
 class PlainConceptRecipe(nn.Module):
-    """Seed 000's objective the plain sentence-transformers way (the baseline of this benchmark):
+    """The objective of "Principles of Concept Representation in Sentence Encoders" (arXiv:2606.06994) the plain
+    sentence-transformers way (the baseline of this benchmark):
 
         L = MNRL(syn) + w_t2d MNRL(t2d anchor, positive) + w_d2d MNRL(d2d) + 0.5 BCE(t2d)
         BCE = mean over rows and the k+1 pairs (positive: label 1, each hard negative: label 0) of

@@ -1,4 +1,5 @@
-"""Benchmark of the token-similarity-map family (MaxSim, seed 004's F1): providers side by side in one run.
+"""Benchmark of the token-similarity-map family (MaxSim, "Training for Compositional Sensitivity Reduces Dense
+Retrieval Generalization" (arXiv:2604.16351)'s F1): providers side by side in one run.
 
 Workloads (a registry, WORKLOADS; more can be added with register_workload, e.g. an F4 end-to-end workload):
     rerank  one query of m=32 tokens against k documents of n=180 tokens (all valid), h=128: scores (1, k),

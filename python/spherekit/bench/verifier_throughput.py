@@ -1,6 +1,7 @@
 """F4 end-to-end training throughput (samples/s) and the largest batch that fits a memory limit:
-spherekit's verifier path against the paper's approach (seed 004, sec. 3.2; its code found batch 32
-the most that fit for F3/F4 on a 24-44 GB GPU, "OOM at 64+").
+spherekit's verifier path against the paper's approach ("Training for Compositional Sensitivity Reduces Dense
+Retrieval Generalization" (arXiv:2604.16351), sec. 3.2; its code found batch 32 the most that fit for F3/F4 on a
+24-44 GB GPU, "OOM at 64+").
 
 One training step (both providers): the encoder embeds B anchors, B positives and B near-misses with
 gradients on; F4 scores the MNRL grid of B x (B + 1) (query, candidate) pairs (in-batch negatives + one

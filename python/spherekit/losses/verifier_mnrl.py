@@ -12,9 +12,10 @@ with scale s = 1 / temperature (fixed, or learnable through log s). The paper's 
 grid with one verifier call per query plus one for the near-misses (H = 1), temperature 0.05 by
 default and 0.1 in its experiment script; the default here is scale 10 (temperature 0.1).
 
-Two training regimes (seed 004, sec. 3.2): frozen (token embeddings precomputed or computed under
-no_grad; only the verifier learns) and end-to-end (the encoder's token embeddings carry gradients).
-``VerifierMNRLLoss`` follows sentence-transformers' loss conventions for both.
+Two training regimes ("Training for Compositional Sensitivity Reduces Dense Retrieval Generalization"
+(arXiv:2604.16351), sec. 3.2): frozen (token embeddings precomputed or computed under no_grad; only the verifier
+learns) and end-to-end (the encoder's token embeddings carry gradients). ``VerifierMNRLLoss`` follows
+sentence-transformers' loss conventions for both.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Stage-2 verifiers F0..F4 over token similarity maps (seed 004, appendix C).
+"""Stage-2 verifiers F0..F4 over token similarity maps ("Training for Compositional Sensitivity Reduces Dense
+Retrieval Generalization" (arXiv:2604.16351), appendix C).
 
 With qn_i, dn_j the L2-normalised tokens of a query (m valid tokens) and a candidate (n valid tokens),
 M_ij = <qn_i, dn_j> (the token cosine map). Every verifier maps (q tokens, d tokens) to one score:
@@ -128,7 +129,7 @@ class MaxSimVerifier(Verifier):
 
 
 class SoftAlignVerifier(Verifier):
-    """F2: soft alignment with a positional bias (eq. 7, 10 of seed 004).
+    """F2: soft alignment with a positional bias (eq. 7, 10 of "Compositional Sensitivity").
 
     A_ij = softmax over valid j of (M_ij - lam |i - j|) / tau;  score = (1/m) sum_{valid i} sum_j A_ij M_ij.
 
@@ -288,7 +289,7 @@ VERIFIERS = {
 
 
 def build_verifier(kind: str, **kwargs) -> Verifier:
-    """``build_verifier("F4", width=384, num_layers=1)``: a verifier by its name in seed 004."""
+    """``build_verifier("F4", width=384, num_layers=1)``: a verifier by its name in "Compositional Sensitivity"."""
     if kind not in VERIFIERS:
         raise ValueError(f"kind must be one of {tuple(VERIFIERS)}, got {kind!r}")
     return VERIFIERS[kind](**kwargs)

@@ -1,5 +1,6 @@
-"""circular_cse: CircularCSE (003, eq. 9), regression of pairwise dot products to the cosine of the
-label-angle gaps, without materialising the B x B matrix. The math is in spherekit.reference.circular_cse.
+"""circular_cse: CircularCSE ("Mapping the Circumplex of Affect" (arXiv:2601.06575), eq. 9), regression of pairwise
+dot products to the cosine of the label-angle gaps, without materialising the B x B matrix. The math is in
+spherekit.reference.circular_cse.
 
 The public function validates arguments, turns label angles into per-row cos/sin (O(B)), then calls two
 torch.library custom ops (spherekit::circular_cse_fwd / spherekit::circular_cse_bwd) so torch.compile
@@ -122,7 +123,8 @@ def circular_cse(
     margin: float = 0.0,
     backend: str = "auto",
 ) -> Tensor:
-    r"""CircularCSE (003, eq. 9): pairwise dot products regress to cos of the label-angle gap.
+    r"""CircularCSE ("Mapping the Circumplex of Affect", eq. 9): pairwise dot products regress to cos of the
+    label-angle gap.
 
     Args:
         embeddings: (B, d) float32/float16/bfloat16, used as given (normalise first), B >= 2.

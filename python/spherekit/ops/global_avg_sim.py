@@ -1,4 +1,5 @@
-"""global_avg_sim: F0, the mean of the token map (seed 004 eq. 5), computed without M.
+"""global_avg_sim: F0, the mean of the token map ("Training for Compositional Sensitivity Reduces Dense Retrieval
+Generalization" (arXiv:2604.16351) eq. 5), computed without M.
 
     (1/(|Q| |D|)) sum_{i in Q} sum_{j in D} <qn_i, dn_j>  =  <sum_{i in Q} qn_i, sum_{j in D} dn_j> / (|Q| |D|)
 
@@ -21,8 +22,8 @@ SUPPORTED = ("cpu", "reference")
 
 def global_avg_sim(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, *, normalize: bool = True,
                    backend: str = "auto") -> Tensor:
-    r"""F0 of seed 004, paired (query b with document b): the mean of M_ij = <qn_i, dn_j> over the valid
-    (i, j), computed as <sum_{i in Q} qn_i, sum_{j in D} dn_j> / (|Q| |D|), never forming M.
+    r"""F0 of "Compositional Sensitivity", paired (query b with document b): the mean of M_ij = <qn_i, dn_j> over
+    the valid (i, j), computed as <sum_{i in Q} qn_i, sum_{j in D} dn_j> / (|Q| |D|), never forming M.
 
     Args:
         q: (B, m, h), d: (B, n, h) tokens, float32 / float16 / bfloat16 / float64.

@@ -242,8 +242,9 @@ def info_nce(
         hard_negatives: (B, k, d) per-query hard negatives, or None.
         temperature: finite and >= 1e-4 (ops.checks.MIN_TEMPERATURE: logits are dot products / temperature
             and must stay in fp32 range); a float or a 0-dim tensor (with requires_grad it receives its gradient).
-        hard_negative_mode: "bce" (BCE term only, seed 000 B1), "softmax" (hard negatives join the
-            query's denominator, B1-unified) or "both".
+        hard_negative_mode: "bce" (BCE term only: B1 of "Principles of Concept Representation in Sentence
+            Encoders", arXiv:2606.06994), "softmax" (hard negatives join the query's denominator, B1-unified) or
+            "both".
         bce_weight, bce_scale, bce_bias: BCE logit z = bce_scale * <q, h> + bce_bias; the positive pair
             has label 1, hard negatives label 0; the row's BCE is the mean over its k + 1 pairs.
         query_labels, candidate_labels: int64 ids; a candidate sharing the query's label, other than

@@ -1,6 +1,7 @@
-"""maxsim: F1 / late-interaction MaxSim (seed 004 eq. 6) over token embeddings with padding masks, without
-storing the token map M: the forward keeps per-token argmax indices, the backward gathers / scatters
-through them. The math is in spherekit.reference.simmap.maxsim.
+"""maxsim: F1 / late-interaction MaxSim ("Training for Compositional Sensitivity Reduces Dense Retrieval
+Generalization" (arXiv:2604.16351) eq. 6) over token embeddings with padding masks, without storing the token map
+M: the forward keeps per-token argmax indices, the backward gathers / scatters through them. The math is in
+spherekit.reference.simmap.maxsim.
 
 The public function validates, normalises the tokens (autograd through spherekit's Norm), brings the
 three candidate layouts to one (d4, d_mask4, shared) layout, then calls two torch.library custom ops
@@ -105,7 +106,7 @@ def to_layout(d: Tensor, d_mask: Tensor, pairwise: bool) -> tuple[Tensor, Tensor
 
 def maxsim(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, *, pairwise: bool = False,
            normalize: bool = True, backend: str = "auto") -> Tensor:
-    r"""MaxSim (late interaction, ColBERT; F1 of seed 004): for a query q and a document d,
+    r"""MaxSim (late interaction, ColBERT; F1 of "Compositional Sensitivity"): for a query q and a document d,
 
         score = (1/|Q|) sum_{i in Q} max_{j in D} <qn_i, dn_j>,   qn = Norm(q), dn = Norm(d) if normalize,
 

@@ -1,5 +1,6 @@
-"""nGPT ops (Loshchilov et al. 2025; paper 003 eq. 2): the geodesic residual update, fused L2
-normalisation with backward, and in-place multi-tensor weight renormalisation. Math: spherekit.reference.ngpt.
+"""nGPT ops (Loshchilov et al. 2025; "Mapping the Circumplex of Affect" (arXiv:2601.06575) eq. 2): the geodesic
+residual update, fused L2 normalisation with backward, and in-place multi-tensor weight renormalisation. Math:
+spherekit.reference.ngpt.
 
 Each op is a torch.library custom op (register_fake + register_autograd, so torch.compile traces through it)
 whose implementation is picked per backend:

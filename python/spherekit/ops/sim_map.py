@@ -1,7 +1,8 @@
 """sim_map: the token-similarity map phi(M) that the learned verifiers F3 (CNN) and F4 (Transformer over
-patches) of seed 004 consume, optionally with the row-max / column-max channels of the paper's code and
-cut into a patch sequence, written in one pass (no (B, m, n) intermediate beyond a chunk on cpu).
-The math is in spherekit.reference.simmap.sim_map.
+patches) of "Training for Compositional Sensitivity Reduces Dense Retrieval Generalization" (arXiv:2604.16351)
+consume, optionally with the row-max / column-max channels of the paper's code and cut into a patch sequence,
+written in one pass (no (B, m, n) intermediate beyond a chunk on cpu). The math is in
+spherekit.reference.simmap.sim_map.
 
 The public function validates, normalises the tokens (autograd through spherekit's Norm), then calls
 two torch.library custom ops (spherekit::sim_map_fwd / spherekit::sim_map_bwd); the backward recomputes
@@ -123,8 +124,8 @@ def _check_options(patch, channels, clip, out_dtype) -> tuple[str, ...]:
 def sim_map(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, *, patch: int | None = None,
             channels: tuple[str, ...] = ("sim",), clip: bool = True, normalize: bool = True,
             out_dtype: torch.dtype | None = None, backend: str = "auto") -> Tensor:
-    r"""The token-similarity map of seed 004 (eq. 4, with the phi / psi of eqs. 8-9), paired: pair b is
-    query b with document b.
+    r"""The token-similarity map of "Compositional Sensitivity" (eq. 4, with the phi / psi of eqs. 8-9), paired:
+    pair b is query b with document b.
 
         M_ij = <qn_i, dn_j>,   M' = clamp(M, -1, 1) if clip
         channels: "sim" = M'_ij;  "rowmax" = max_{j' in D} M'_ij' (broadcast along j);

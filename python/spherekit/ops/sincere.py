@@ -1,5 +1,6 @@
-"""sincere: SINCERE (003, eq. 5-6) and, with a label bias, SoftCSE (003, eq. 7-8), without
-materialising the B x B logit matrix. The math is in spherekit.reference.sincere.
+"""sincere: SINCERE ("Mapping the Circumplex of Affect" (arXiv:2601.06575), eq. 5-6) and, with a label bias,
+SoftCSE ("Mapping the Circumplex of Affect", eq. 7-8), without materialising the B x B logit matrix. The math is in
+spherekit.reference.sincere.
 
 The public function validates and normalises arguments, computes the SoftCSE per-anchor weight shift
 from label counts (O(B + E^2)), then calls two torch.library custom ops (spherekit::sincere_fwd /
@@ -147,7 +148,8 @@ def sincere(
     label_bias: Tensor | None = None,
     backend: str = "auto",
 ) -> Tensor:
-    r"""SINCERE supervised contrastive loss; with ``label_bias`` it is SoftCSE (003, eq. 5-8).
+    r"""SINCERE supervised contrastive loss; with ``label_bias`` it is SoftCSE ("Mapping the Circumplex of Affect",
+    eq. 5-8).
 
     Args:
         embeddings: (B, d) float32/float16/bfloat16, used as given (normalise first for cosine), B >= 2.

@@ -1,5 +1,6 @@
-"""soft_align: F2, soft alignment with a positional bias (seed 004 eqs. 7 and 10), paired, with learnable
-lam and tau. The math is in spherekit.reference.simmap.soft_align.
+"""soft_align: F2, soft alignment with a positional bias ("Training for Compositional Sensitivity Reduces Dense
+Retrieval Generalization" (arXiv:2604.16351) eqs. 7 and 10), paired, with learnable lam and tau. The math is in
+spherekit.reference.simmap.soft_align.
 
 The public function validates, normalises the tokens (autograd through spherekit's Norm), then calls two
 torch.library custom ops (spherekit::soft_align_fwd / spherekit::soft_align_bwd); the forward keeps only
@@ -80,7 +81,7 @@ torch.library.register_autograd("spherekit::soft_align_fwd", _backward, setup_co
 
 def soft_align(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, *, lam: float | Tensor = 0.1,
                tau: float | Tensor = 0.1, normalize: bool = True, backend: str = "auto") -> Tensor:
-    r"""Soft alignment with a positional bias (F2 of seed 004), paired: query b against document b.
+    r"""Soft alignment with a positional bias (F2 of "Compositional Sensitivity"), paired: query b against document b.
 
         M_ij  = <qn_i, dn_j>,   z_ij = (M_ij - lam |i - j|) / tau,   A_ij = softmax over valid j of z_ij
         score = (1/|Q|) sum_{i in Q} sum_{j in D} A_ij M_ij

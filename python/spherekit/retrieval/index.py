@@ -1,4 +1,5 @@
-"""Stage 1 of two-stage retrieval (seed 004, appendix C.1): exact inner-product search over pooled unit keys.
+"""Stage 1 of two-stage retrieval ("Training for Compositional Sensitivity Reduces Dense Retrieval Generalization"
+(arXiv:2604.16351), appendix C.1): exact inner-product search over pooled unit keys.
 
 ``PooledIndex`` wraps a faiss ``IndexFlatIP`` (exact search, so it is the paper's "ANN" with recall 1):
 vectors are L2-normalised on the way in (``normalize=True``), so inner product = cosine. On a machine

@@ -1,4 +1,5 @@
-"""Two-stage retrieval (seed 004, appendix C.1 and D.4): pooled-cosine top-K, then a verifier re-ranks.
+"""Two-stage retrieval ("Training for Compositional Sensitivity Reduces Dense Retrieval Generalization"
+(arXiv:2604.16351), appendix C.1 and D.4): pooled-cosine top-K, then a verifier re-ranks.
 
 Stage 1: ``PooledIndex.search(query_vectors, K)`` (K = 100 in the paper). Stage 2: every query's K
 candidates are scored by a verifier F(q, c) from their stored token embeddings, in chunks of at most
