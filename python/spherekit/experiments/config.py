@@ -46,6 +46,13 @@ def runtime(default, doc: str):
     return _field(default, doc, RUNTIME)
 
 
+def from_preset(config_cls, presets: dict[str, dict], name: str):
+    """config_cls(**presets[name]); an unknown name is an error listing the valid presets."""
+    if name not in presets:
+        raise ValueError(f"unknown preset {name!r}; valid presets: {', '.join(presets)}")
+    return config_cls(**presets[name])
+
+
 def with_overrides(cfg, overrides: dict[str, Any]):
     """A copy of the dataclass `cfg` with `overrides` applied; an unknown key is an error listing the fields."""
     names = {f.name for f in dataclasses.fields(cfg)}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import choice, paper, runtime
+from ..config import choice, from_preset, paper, runtime
 from ..training import TrainConfig
 
 HEADS = {"GPT": "gpt", "nGPT": "ngpt"}
@@ -186,9 +186,7 @@ PRESETS: dict[str, dict] = {
 
 
 def preset_config(name: str) -> CircumplexConfig:
-    if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}")
-    return CircumplexConfig(**PRESETS[name])
+    return from_preset(CircumplexConfig, PRESETS, name)
 
 
 def units_of(cfg: CircumplexConfig) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import choice, paper, runtime
+from ..config import choice, from_preset, paper, runtime
 from ..training import TrainConfig
 
 RULE_TYPES = ("antonym_flip", "negation", "pos_swap", "prefix_swap", "type_swap")
@@ -160,6 +160,4 @@ def split_condition(name: str) -> tuple[Condition, bool]:
 
 
 def preset_config(name: str) -> ConceptConfig:
-    if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}")
-    return ConceptConfig(**PRESETS[name])
+    return from_preset(ConceptConfig, PRESETS, name)

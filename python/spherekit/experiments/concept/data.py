@@ -321,19 +321,22 @@ def _load(folder: Path, data_dir) -> ConceptData:
     from ...data._store import CacheDamagedError, sha256_file
     from ...data.hard_negatives import HardNegative
 
-    def read(name: str):
-        path = folder / name
-        try:
-            if sha256_file(path) != sums[name]:
-                raise CacheDamagedError(path, "checksum mismatch")
-            return json.loads(path.read_text())
-        except (OSError, ValueError, KeyError) as exc:
-            raise CacheDamagedError(path, str(exc)) from exc
-
     try:
         sums = json.loads((folder / CHECKSUMS).read_text())
     except (OSError, ValueError) as exc:
         raise CacheDamagedError(folder / CHECKSUMS, str(exc)) from exc
+
+    def read(name: str):
+        path = folder / name
+        try:
+            intact = sha256_file(path) == sums[name]
+            value = json.loads(path.read_text()) if intact else None
+        except (OSError, ValueError, KeyError) as exc:
+            raise CacheDamagedError(path, str(exc)) from exc
+        if not intact:
+            raise CacheDamagedError(path, "checksum mismatch")
+        return value
+
     rows, stats, evals = read("rows.json"), read("stats.json"), read("eval.json")
     sh_rows = read("source_holdout_rows.json") if "source_holdout_rows.json" in sums else None
     try:

@@ -33,12 +33,12 @@ def at_threshold(scores, labels, threshold: float) -> dict:
 
 
 def _curve(s: np.ndarray, y: np.ndarray):
-    """(thresholds descending, precision, recall) at every distinct score."""
-    order = np.argsort(-s, kind="stable")
-    s, y = s[order], y[order]
-    last = np.r_[s[1:] != s[:-1], True]  # the last index of each run of tied scores
-    tp, n = np.cumsum(y)[last], (np.arange(len(s)) + 1)[last]
-    return s[last], tp / n, tp / y.sum()
+    """(thresholds ascending, precision, recall) at the distinct scores (scikit-learn's precision_recall_curve,
+    without its final threshold-less point)."""
+    from sklearn.metrics import precision_recall_curve
+
+    precision, recall, thresholds = precision_recall_curve(y, s)
+    return thresholds, precision[:-1], recall[:-1]
 
 
 def threshold_for_precision(scores, labels, target: float) -> dict | None:
@@ -47,11 +47,12 @@ def threshold_for_precision(scores, labels, target: float) -> dict | None:
     s, y = _check(scores, labels)
     thresholds, precision, _ = _curve(s, y)
     ok = np.nonzero(precision >= target - 1e-12)[0]
-    return None if ok.size == 0 else at_threshold(s, y, float(thresholds[ok[-1]]))
+    return None if ok.size == 0 else at_threshold(s, y, float(thresholds[ok[0]]))
 
 
 def best_f1(scores, labels) -> dict:
+    """The threshold of the highest F1 (the highest such threshold on ties)."""
     s, y = _check(scores, labels)
     thresholds, precision, recall = _curve(s, y)
     f1 = 2 * precision * recall / np.maximum(precision + recall, 1e-12)
-    return at_threshold(s, y, float(thresholds[int(np.argmax(f1))]))
+    return at_threshold(s, y, float(thresholds[len(f1) - 1 - int(np.argmax(f1[::-1]))]))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import choice, paper, runtime
+from ..config import choice, from_preset, paper, runtime
 from ..training import TrainConfig
 
 SECTIONS: dict[str, str] = {
@@ -127,6 +127,4 @@ PRESETS: dict[str, dict] = {
 
 
 def preset_config(name: str) -> TextbookConfig:
-    if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}")
-    return TextbookConfig(**PRESETS[name])
+    return from_preset(TextbookConfig, PRESETS, name)

@@ -22,19 +22,28 @@ import random
 
 def _top_up(negatives: list[int], positives: set[int], n_corpus: int, want: int, rng: random.Random) -> int:
     """Append random non-positive, not yet chosen ids until `want`; returns how many were added."""
-    pool = [i for i in range(n_corpus) if i not in positives and i not in negatives]
-    extra = rng.sample(pool, min(want - len(negatives), len(pool))) if len(negatives) < want else []
+    if len(negatives) >= want:
+        return 0
+    taken = set(negatives)
+    pool = [i for i in range(n_corpus) if i not in positives and i not in taken]
+    extra = rng.sample(pool, min(want - len(negatives), len(pool)))
     negatives.extend(extra)
     return len(extra)
 
 
-def random_negatives(model, data, cfg, rng: random.Random) -> tuple[list[list[int]], int]:
+def _negatives_from(candidates, data, cfg, rng: random.Random) -> tuple[list[list[int]], int]:
+    """Per query: its candidates (best first) minus its labelled positives, the first num_negatives, topped up
+    with random non-positives; and how many were topped up in all."""
     out, added = [], 0
-    for rel in data.relevant:
-        negs: list[int] = []
+    for cands, rel in zip(candidates, data.relevant):
+        negs = [i for i in cands if i not in rel][:cfg.num_negatives]
         added += _top_up(negs, rel, len(data.corpus), cfg.num_negatives, rng)
         out.append(negs)
     return out, added
+
+
+def random_negatives(model, data, cfg, rng: random.Random) -> tuple[list[list[int]], int]:
+    return _negatives_from([[] for _ in data.relevant], data, cfg, rng)
 
 
 def bm25_negatives(model, data, cfg, rng: random.Random) -> tuple[list[list[int]], int]:
@@ -46,12 +55,8 @@ def bm25_negatives(model, data, cfg, rng: random.Random) -> tuple[list[list[int]
     tokens = bm25s.tokenize(data.queries, stopwords="en", show_progress=False)
     k = min(cfg.top_k, len(data.corpus))
     ids, scores = retriever.retrieve(tokens, k=k, show_progress=False, n_threads=1)
-    out, added = [], 0
-    for row, srow, rel in zip(ids, scores, data.relevant):
-        negs = [int(i) for i, s in zip(row, srow) if s > 0 and int(i) not in rel][:cfg.num_negatives]
-        added += _top_up(negs, rel, len(data.corpus), cfg.num_negatives, rng)
-        out.append(negs)
-    return out, added
+    matched = [[int(i) for i, s in zip(row, srow) if s > 0] for row, srow in zip(ids, scores)]
+    return _negatives_from(matched, data, cfg, rng)
 
 
 def model_negatives(model, data, cfg, rng: random.Random) -> tuple[list[list[int]], int]:
@@ -76,12 +81,7 @@ def model_negatives(model, data, cfg, rng: random.Random) -> tuple[list[list[int
     for row in mined:
         texts = [t for t, label in zip(row["positive"], row["labels"]) if not label]  # best first
         found.setdefault(row["anchor"], [position[t] for t in texts])
-    out, added = [], 0
-    for q, rel in zip(data.queries, data.relevant):
-        negs = [i for i in found.get(q, []) if i not in rel][:cfg.num_negatives]
-        added += _top_up(negs, rel, len(data.corpus), cfg.num_negatives, rng)
-        out.append(negs)
-    return out, added
+    return _negatives_from([found.get(q, []) for q in data.queries], data, cfg, rng)
 
 
 MINERS = {"bm25": bm25_negatives, "model": model_negatives, "random": random_negatives}
