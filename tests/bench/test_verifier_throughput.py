@@ -5,18 +5,10 @@ import pytest
 import torch
 
 from spherekit.bench import verifier_throughput as V
-from spherekit.bench._paper_verifier import PaperStyleF4, paper_mnrl_loss
+from spherekit.reference.paper_verifier import PaperStyleF4, paper_mnrl_loss
 from spherekit.bench.results import read_rows
 from spherekit.losses import verifier_mnrl_loss
 from spherekit.nn import PatchTransformerVerifier
-
-
-@pytest.fixture
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_both_providers_compute_the_same_loss():

@@ -7,17 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from spherekit.losses import TokenTriplets, VerifierMNRLLoss, train_verifier, verifier_mnrl_loss
+from spherekit.experiments.verifier_training import TokenTriplets, train_verifier
+from spherekit.losses import VerifierMNRLLoss, verifier_mnrl_loss
 from spherekit.nn import GlobalAverageVerifier, MaxSimVerifier, PatchTransformerVerifier, SoftAlignVerifier
-
-
-@pytest.fixture
-def one_thread():
-    """The tiny BERT runs far faster single-threaded on a shared, busy CPU."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _maxsim_by_hand(q, d):

@@ -4,19 +4,10 @@ cannot separate a positive from its role-swapped near-miss; trained map verifier
 import pytest
 import torch
 
-from spherekit.losses import train_verifier
+from spherekit.experiments.verifier_training import train_verifier
 from spherekit.nn import (CNNVerifier, GlobalAverageVerifier, MaxSimVerifier, PatchTransformerVerifier,
                           SoftAlignVerifier)
 from tests.nn._nearmiss import make_task, pair_accuracy
-
-
-@pytest.fixture
-def one_thread():
-    """Tiny ops are far faster single-threaded on a shared, busy CPU."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

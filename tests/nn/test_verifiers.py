@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from spherekit import ops
-from spherekit.bench._paper_verifier import PaperStyleF4
+from spherekit.reference.paper_verifier import PaperStyleF4
 from spherekit.nn import (CNNVerifier, GlobalAverageVerifier, MaxSimVerifier, PatchTransformerVerifier,
                           SoftAlignVerifier, build_verifier)
 from spherekit.reference import simmap as ref

@@ -9,7 +9,7 @@ near-miss per query); cross-entropy with scale 10; backward; one AdamW step on e
 samples/s = B / median step time.
 
 Providers:
-    paper      spherekit.bench._paper_verifier: one verifier call per anchor (a Python loop over the batch),
+    paper      spherekit.reference.paper_verifier: one verifier call per anchor (a Python loop over the batch),
                per pair M = bmm(Norm q, Norm d^T), 3 channels, the map zero-padded to 128 x 128, a strided
                Conv2d embedding all 256 patches (attention masks the empty ones).
     spherekit  PatchTransformerVerifier + spherekit.losses.verifier_mnrl_loss: the grid as flattened pairs in
@@ -125,7 +125,7 @@ def build_step(task: dict, device: str):
 
     from ..losses.verifier_mnrl import verifier_mnrl_loss
     from ..nn.verifiers import PatchTransformerVerifier
-    from ._paper_verifier import PaperStyleF4, paper_mnrl_loss
+    from ..reference.paper_verifier import PaperStyleF4, paper_mnrl_loss
 
     torch.manual_seed(0)
     cfg = ENCODERS[task["encoder"]]

@@ -14,7 +14,6 @@ from .entry_bank import EntryBankLoss
 from .multiple_negatives_ranking import MultipleNegativesRankingLoss
 from .sincere import SincereLoss, SoftCSELoss
 from .verifier_mnrl import VerifierMNRLLoss, verifier_mnrl_loss
-from .verifier_training import TokenTriplets, TrainResult, train_verifier
 
 __all__ = [
     "CachedConceptEquivalenceLoss",
@@ -26,9 +25,22 @@ __all__ = [
     "MultipleNegativesRankingLoss",
     "SincereLoss",
     "SoftCSELoss",
-    "TokenTriplets",
-    "TrainResult",
     "VerifierMNRLLoss",
-    "train_verifier",
     "verifier_mnrl_loss",
 ]
+
+# The verifier trainer is part of the training layer (spherekit.experiments.verifier_training); these names
+# stay importable from here with a DeprecationWarning.
+_MOVED = {"TokenTriplets", "TrainResult", "train_verifier"}
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        import warnings
+
+        from ..experiments import verifier_training
+
+        warnings.warn(f"spherekit.losses.{name} moved to spherekit.experiments.verifier_training.{name}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(verifier_training, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -38,7 +38,7 @@ def _pairwise(model, verifier, anchors, positives, negatives, cfg) -> tuple[torc
 
 def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
     from ....data.nearmiss import FAMILIES, build_nearmiss
-    from ....losses.verifier_training import train_verifier
+    from ...verifier_training import train_verifier
     from ....retrieval import TwoStageRetriever
     from ..models import load
 

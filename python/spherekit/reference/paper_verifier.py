@@ -12,11 +12,14 @@ MLP head on [CLS], tanh. The MNRL loss scores the in-batch block with one verifi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..nn.verifiers import PatchTransformerVerifier
+if TYPE_CHECKING:  # reference/ imports only torch; the type is for the annotation
+    from ..nn.verifiers import PatchTransformerVerifier
 
 
 class PaperStyleF4(nn.Module):

@@ -1,0 +1,19 @@
+"""Names that moved out of spherekit.losses stay importable from it, with a DeprecationWarning."""
+
+import pytest
+
+import spherekit.losses
+from spherekit.experiments import verifier_training
+
+
+@pytest.mark.parametrize("name", ["TokenTriplets", "TrainResult", "train_verifier"])
+def test_verifier_trainer_names_warn_and_point_at_the_training_layer(name):
+    with pytest.warns(DeprecationWarning, match=f"spherekit.experiments.verifier_training.{name}"):
+        moved = getattr(spherekit.losses, name)
+    assert moved is getattr(verifier_training, name)
+    assert name not in spherekit.losses.__all__
+
+
+def test_unknown_name_is_still_an_attribute_error():
+    with pytest.raises(AttributeError, match="no_such_loss"):
+        spherekit.losses.no_such_loss  # noqa: B018
