@@ -1,0 +1,200 @@
+"""Conditions, configuration and presets of the DefSent+ reproduction.
+
+Liu, "DefSent+: Improving sentence embeddings of language models by projecting definition sentences into a
+quasi-isotropic or isotropic vector space of unlimited dictionary entries", arXiv:2405.16153 (2024).
+
+A condition is one step of progressive separate training (PST) on one dictionary:
+
+    base                 the starting encoder, untrained (the baseline row; its bank's geometry)
+    1st-<d>              1st Training on dictionary d (a, b or c) with the config's (pooling, bank) combination
+    2nd-<d>, 3rd-<d>     the next steps: bank rebuilt by the best seed of the previous step, weights restarted
+    2nd-<d>-ica, 3rd-<d>-ica   the same step with the ICA-transformed bank (appendix A)
+    1st-<d>-<pool>-<bank>      Table 8's grid: 1st Training with another (training pooling, bank) combination
+
+Every value the paper states is a `paper(...)` field (the doc says where); every other value is a `choice(...)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import choice, from_preset, paper, runtime
+
+STEPS = ("1st", "2nd", "3rd")
+DICTIONARIES = {"a": "GCIDE and WordNet merged (the paper's Oxford + WordNet)",
+                "b": "GCIDE alone (the paper's full Oxford)",
+                "c": "GCIDE entries that are single tokens of the backbone's vocabulary (the paper's DefSent setting)"}
+TRAIN_POOLINGS = ("cls", "mean")
+BANKS = ("amp", "ac")
+EVAL_POOLINGS = ("cls", "mean", "prompt")
+WHITENINGS = ("arbitrary-variance", "unit-variance")
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    step: int                 # 0 = base (untrained), 1..3 = PST step
+    dictionary: str | None
+    ica: bool = False
+    combination: tuple | None = None   # (pooling, bank) of Table 8's grid; None: the config's
+
+    @property
+    def previous(self) -> str | None:
+        """The condition whose best encoder builds this one's bank (None: the original backbone)."""
+        return None if self.step <= 1 else f"{STEPS[self.step - 2]}-{self.dictionary}"
+
+
+def _conditions() -> dict[str, Condition]:
+    out = {"base": Condition("base", 0, None)}
+    for d in DICTIONARIES:
+        for k, step in enumerate(STEPS, 1):
+            out[f"{step}-{d}"] = Condition(f"{step}-{d}", k, d)
+            if k > 1:
+                out[f"{step}-{d}-ica"] = Condition(f"{step}-{d}-ica", k, d, ica=True)
+        for pool in TRAIN_POOLINGS:
+            for bank in BANKS:
+                name = f"1st-{d}-{pool}-{bank}"
+                out[name] = Condition(name, 1, d, combination=(pool, bank))
+    return out
+
+
+CONDITION_SPECS = _conditions()
+
+
+def _describe(c: Condition) -> str:
+    if c.step == 0:
+        return "the starting encoder, untrained: the baseline of every proxy and the geometry of its bank"
+    what = f"{STEPS[c.step - 1]} Training of PST on dictionary {c.dictionary}"
+    if c.combination:
+        what += f" with (pooling, bank) = ({c.combination[0]}, {c.combination[1]}) (Table 8 grid)"
+    if c.previous:
+        what += f", bank built by the best encoder of {c.previous}"
+    return what + (", ICA-transformed bank" if c.ica else "")
+
+
+CONDITIONS = {name: _describe(c) for name, c in CONDITION_SPECS.items()}
+
+
+def condition(name: str) -> Condition:
+    if name not in CONDITION_SPECS:
+        raise ValueError(f"unknown condition {name!r}; valid conditions: {', '.join(CONDITION_SPECS)}")
+    return CONDITION_SPECS[name]
+
+
+def with_prerequisites(names) -> tuple[str, ...]:
+    """`names` plus the conditions whose encoders build their banks, ordered so that every step follows the one
+    it depends on (base first, then 1st, 2nd, 3rd)."""
+    wanted = set()
+    for name in names:
+        c = condition(name)
+        while c is not None:
+            wanted.add(c.name)
+            c = CONDITION_SPECS[c.previous] if c.previous else None
+    order = list(CONDITION_SPECS)
+    return tuple(sorted(wanted, key=lambda n: (CONDITION_SPECS[n].step, order.index(n))))
+
+
+@dataclass(frozen=True)
+class DefSentConfig:
+    # what runs
+    backbones: tuple = paper(("bert-base-uncased",), "sec. 4.1: BERT-base-uncased (also BERT-large, RoBERTa-base/"
+                                                     "large; pass --backbone)")
+    conditions: tuple = runtime(("base", "1st-c", "1st-b", "1st-a", "2nd-a", "3rd-a", "3rd-a-ica"),
+                                "which conditions (units) run; prerequisites are added")
+    seed: int = choice(0, "first seed; seed i of a step is seed + i (the paper gives no seed values)")
+    seeds: int = paper(10, "sec. 4: 'training for each encoder with 10 runs of different random seeds'")
+    data_dir: str | None = choice(None, "the paper's own data: <dir>/{a,b,c}.tsv (entry<TAB>def1<|list_more_def|>"
+                                        "def2) or {a,b,c}.jsonl[.gz] (kaikki), SentEval's STS under <dir>")
+    # method
+    training_pooling: str = paper("cls", "Table 8: (CLS, AMP) is BERT-base's optimum on dictionary a")
+    bank_kind: str = paper("amp", "Table 8: (CLS, AMP) is BERT-base's optimum; eq. 2 (AC: [CLS] state, AMP: masked "
+                                  "mean with special tokens)")
+    lrs: tuple = paper((5e-5, 4e-5, 3e-5), "Table 5, BERT-base: 1st 5e-5, 2nd 4e-5, 3rd 3e-5 (a step's LR is never "
+                                           "larger than the previous step's)")
+    batch_size_a: int = paper(32, "appendix A: batch 32 for dictionary a")
+    batch_size_bc: int = paper(16, "appendix A: batch 16 for dictionaries b and c")
+    max_seq_length: int = paper(150, "released code: max_seq_length=150 (Table 1's longest definition is 141)")
+    adam_eps: float = paper(1e-6, "released code: AdamW(eps=1e-6), weight decay 0, no warmup, linear decay, clip 1")
+    max_grad_norm: float = paper(1.0, "released code: clip_grad_norm_(..., 1.0)")
+    selection: str = choice("dev", "the best seed of a step (whose encoder builds the next bank) is chosen on the dev "
+                                   "half of the WordNet-similarity proxy; the paper chose on the STS test sets")
+    # ICA (appendix A)
+    ica_whiten: str = paper("arbitrary-variance", "appendix A: output 'about 1% of the original scale', times 100: "
+                                                  "FastICA's old default whitening (the released script uses "
+                                                  "'unit-variance', about 400x larger)")
+    ica_prescale: bool = paper(False, "appendix A names only FastICA (the released script adds a StandardScaler)")
+    ica_max_iter: int = paper(1000, "appendix A: max_iter 1000 ('10000 or 200 is not effective')")
+    ica_tol: float = paper(1e-4, "scikit-learn's default tol (appendix A: 'almost every setting is default')")
+    ica_random_state: int = paper(42, "appendix A: random_state 42")
+    ica_scale: float = paper(100.0, "appendix A: 'multiply the matrix by 100'")
+    ica_fit_rows: int = choice(0, "rows FastICA is fitted on (0: every entry, as the paper); then applied to all")
+    prompt: str = paper('This sentence : "{sentence}" means {mask} .',
+                        "sec. 3.2 Prompt pooling; exact string of the released code (mask = the model's mask token)")
+    # data (offline analogues of the paper's dictionaries; Table 1)
+    max_entries: int = choice(0, "entries kept per dictionary (0: all, as the paper); a random subset otherwise")
+    max_definitions_per_entry: int = choice(0, "definitions kept per entry (0: all)")
+    train_definitions: int = choice(0, "(entry, definition) pairs per epoch (0: all, as the paper; else a random "
+                                       "subsample per seed, every entry stays in the bank)")
+    mask_headword: bool = choice(False, "definitions as printed (the paper masks nothing)")
+    # offline evaluation proxies (none in the paper)
+    n_heldout_terms: int = choice(400, "WordNet-and-GCIDE terms held out of every dictionary for cross-dictionary "
+                                       "definition retrieval (WordNet gloss -> GCIDE definitions)")
+    n_sim_anchors: int = choice(200, "WordNet noun/verb synsets whose neighbourhoods (hypernym, siblings, hyponyms) "
+                                     "form the graded-similarity set; their glosses are held out of training")
+    n_sim_pairs: int = choice(2000, "synset pairs per part of speech, half dev (seed selection), half test")
+    n_reverse: int = choice(500, "held-out definitions (one per entry with several) for reverse-dictionary acc@k")
+    n_probe: int = choice(1000, "sentences per transfer probe (WordNet example sentences)")
+    probe_folds: int = paper(10, "sec. 5: SentEval's default configuration, 10-fold cross-validation")
+    eval_seed: int = choice(0, "seed of the held-out splits and of the proxies' sampling")
+    # runtime
+    encode_batch_size: int = runtime(64, "batch size of bank building and evaluation encoding")
+    logging_steps: int = runtime(10, "loss logging interval")
+
+    def __post_init__(self):
+        for name in self.conditions:
+            condition(name)
+        checks = [("training_pooling", self.training_pooling, TRAIN_POOLINGS), ("bank_kind", self.bank_kind, BANKS),
+                  ("ica_whiten", self.ica_whiten, WHITENINGS), ("selection", self.selection, ("dev",))]
+        for field, value, valid in checks:
+            if value not in valid:
+                raise ValueError(f"{field} must be one of {valid}, got {value!r}")
+        if self.seeds < 1 or len(self.lrs) != len(STEPS) or any(lr <= 0 for lr in self.lrs):
+            raise ValueError(f"need seeds >= 1 and three positive lrs (one per PST step), got {self.seeds}, {self.lrs}")
+        if any(b > a for a, b in zip(self.lrs, self.lrs[1:])):
+            raise ValueError(f"lrs {self.lrs}: a step's LR may not exceed the previous step's (paper, Table 5)")
+        if "{sentence}" not in self.prompt or "{mask}" not in self.prompt:
+            raise ValueError(f"prompt must contain {{sentence}} and {{mask}}, got {self.prompt!r}")
+
+    def batch_size(self, dictionary: str) -> int:
+        return self.batch_size_a if dictionary == "a" else self.batch_size_bc
+
+    def combination(self, cond: Condition) -> tuple[str, str]:
+        return cond.combination or (self.training_pooling, self.bank_kind)
+
+
+MINILM = ("all-MiniLM-L6-v2",)
+PRESETS: dict[str, dict] = {
+    # minutes on 2 cores: the sentence-trained MiniLM (like the paper's SimCSE/SNCSE starts, Table 3), dictionary
+    # c subsampled, one step, two seeds
+    "cpu-small": dict(backbones=MINILM, conditions=("base", "1st-c"), seeds=2, training_pooling="mean",
+                      lrs=(2e-5, 2e-5, 1e-5), max_entries=1500, max_definitions_per_entry=2, train_definitions=640,
+                      n_heldout_terms=150, n_sim_anchors=60, n_sim_pairs=600, n_reverse=200, n_probe=400),
+    # hours on 2 cores: dictionary a with every entry in the bank, definitions subsampled per epoch; Table 2's
+    # dictionary sizes, Table 8's grid, three PST steps with the ICA variant; three seeds
+    "cpu": dict(backbones=MINILM, conditions=("base", "1st-c", "1st-b", "1st-a", "1st-a-cls-amp", "1st-a-mean-ac",
+                                              "1st-a-cls-ac", "2nd-a", "3rd-a", "3rd-a-ica"),
+                seeds=3, training_pooling="mean", lrs=(2e-5, 2e-5, 1e-5), max_definitions_per_entry=3,
+                train_definitions=8000, n_heldout_terms=400, n_sim_anchors=150, n_sim_pairs=1500, n_reverse=500,
+                n_probe=1000),
+    # the paper's sizes (GPU, the paper's data through --data-dir): BERT-base, full dictionaries, ten seeds
+    "paper": dict(),
+    # seconds: the tests' preset (pass --backbone with a small local model)
+    "tiny": dict(conditions=("base", "1st-c", "2nd-c", "2nd-c-ica"), seeds=2, lrs=(1e-3, 1e-3, 1e-3),
+                 max_entries=60, max_definitions_per_entry=2, train_definitions=24, batch_size_bc=8,
+                 max_seq_length=24, n_heldout_terms=10, n_sim_anchors=6, n_sim_pairs=40, n_reverse=10,
+                 n_probe=40, probe_folds=2, ica_max_iter=200, encode_batch_size=16, logging_steps=1),
+}
+
+
+def preset_config(name: str) -> DefSentConfig:
+    return from_preset(DefSentConfig, PRESETS, name)
