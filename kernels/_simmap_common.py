@@ -37,16 +37,18 @@ def inv_valid_count(mask, B: int, M: int, device: torch.device) -> torch.Tensor:
     return torch.where(count > 0, 1.0 / count.clamp_min(1.0), torch.zeros_like(count))
 
 
-def check_paired(q, q_mask, d, d_mask):
+def check_paired(q, q_mask, d, d_mask, *, all_pairs: bool = False):
     """Paired token batches q (B, m, h), d (B, n, h) of one dtype and device, with their masks:
-    -> ((B, m, n, h), (q mask, has q mask), (d mask, has d mask)); the masks come from mask_arg."""
+    -> ((B, m, n, h), (q mask, has q mask), (d mask, has d mask)); the masks come from mask_arg.
+    all_pairs=True: d may hold any number Bd >= 1 of sequences (every query meets every document)."""
     check_tokens("q", q, 3, dtypes=KERNEL_DTYPES, nonempty=False)
     check_tokens("d", d, 3, dtypes=KERNEL_DTYPES, nonempty=False)
     check_same("d", d, "q", q)
     B, M, H = q.shape
-    if d.shape[0] != B or d.shape[2] != H:
-        raise ValueError(f"d must have shape ({B}, n, {H}) to pair with q {tuple(q.shape)}, got {tuple(d.shape)}")
-    N = d.shape[1]
-    if min(B, M, N, H) < 1:
+    if (d.shape[0] != B and not all_pairs) or d.shape[2] != H:
+        raise ValueError(f"d must have shape ({'Bd' if all_pairs else B}, n, {H}) to pair with q {tuple(q.shape)}, "
+                         f"got {tuple(d.shape)}")
+    Bd, N = d.shape[:2]
+    if min(B, Bd, M, N, H) < 1:
         raise ValueError(f"empty input: q shape {tuple(q.shape)}, d shape {tuple(d.shape)}")
-    return (B, M, N, H), mask_arg("q_mask", q_mask, (B, M), q.device), mask_arg("d_mask", d_mask, (B, N), q.device)
+    return (B, M, N, H), mask_arg("q_mask", q_mask, (B, M), q.device), mask_arg("d_mask", d_mask, (Bd, N), q.device)

@@ -28,6 +28,14 @@ builds dM tile by tile (recomputing the M tile only when clip is on, for the cla
 by the other side's tokens; it runs twice, for grad_q and (swapped) for grad_d: no atomics.
 The clamp gate follows torch.clamp (gradient passes where -1 <= M <= 1); the max channels send their
 gradient to the argmax of the unclipped row / column (first index on ties).
+
+All pairs (all_pairs=True): q (Bq, m, h) against every d (Bd, n, h); pair p = a * Bd + b (query a, document b)
+is one program row of every pair-indexed kernel, which reads query a and document b where they lie: no token
+sequence is copied per pair. The output and the statistics are per pair ((Bq Bd, ...)); the backward GEMM
+kernel runs over the sequences of one side (grad_q: a query a, grad_d: a document b) and loops over its Bd
+(Bq) partners inside the program, so every gradient row is written once (no atomics):
+    grad_q_a = sum_b dM_ab d_b,   grad_d_b = sum_a dM_ab^T q_a.
+Paired (the default) is the same code with one partner, the sequence's own index.
 """
 
 from __future__ import annotations
@@ -39,7 +47,6 @@ import triton.language as tl
 from ._common import INTERPRET, dot_precision, dot_tile, load_valid
 from ..ops.checks import check_shape
 from ._simmap_common import check_paired, mask_strides, unit_last
-from .maxsim import row_max
 
 CHANNELS = ("sim", "rowmax", "colmax")
 PTR_TYPES = {"q_ptr": None, "d_ptr": None, "x_ptr": None, "y_ptr": None, "out_ptr": None, "g_ptr": None,
@@ -59,6 +66,52 @@ def _layout_offsets(o_m, o_n, P: tl.constexpr, stride_pr, stride_r, stride_pc, s
 
 
 @triton.jit
+def _pair_sides(p, BD, ALL_PAIRS: tl.constexpr, SWAP: tl.constexpr):
+    """(x sequence, y sequence) of pair p: paired (p, p); all pairs p = a * BD + b -> (a, b), or (b, a) when
+    SWAP (x is the document side)."""
+    if ALL_PAIRS:
+        if SWAP:
+            return p % BD, p // BD
+        return p // BD, p % BD
+    return p, p
+
+
+@triton.jit
+def _sim_map_rowstat_kernel(
+    max_ptr, arg_ptr,
+    x_ptr, stride_xb, stride_xr, stride_xd,
+    xm_ptr, stride_xmb, stride_xmr,
+    y_ptr, stride_yb, stride_ys, stride_yd,
+    ym_ptr, stride_ymb, stride_yms,
+    R, S, H, BD,
+    ALL_PAIRS: tl.constexpr, SWAP: tl.constexpr, HAS_XMASK: tl.constexpr, HAS_YMASK: tl.constexpr,
+    PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
+):
+    """Program (pair p, row block): max_{valid j} <x_i, y_j> and its first argmax for the valid rows i of the
+    pair's x sequence (0 / -1 at padding rows or when y has no valid token), fp32 / int32 at p * R + i."""
+    p = tl.program_id(0).to(tl.int64)
+    bx, by = _pair_sides(p, BD, ALL_PAIRS, SWAP)
+    o_m = tl.program_id(1).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    m_m, valid_m = load_valid(xm_ptr, stride_xmb, stride_xmr, bx, o_m, R, HAS_XMASK)
+    best = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
+    arg = tl.full((BLOCK_M,), -1, dtype=tl.int32)
+    for n0 in range(0, S, BLOCK_N):
+        o_n = n0 + tl.arange(0, BLOCK_N)
+        m_n, valid_n = load_valid(ym_ptr, stride_ymb, stride_yms, by, o_n, S, HAS_YMASK)
+        x = dot_tile(x_ptr + bx * stride_xb, stride_xr, stride_xd, o_m, m_m, y_ptr + by * stride_yb, stride_ys,
+                     stride_yd, o_n, m_n, H, BLOCK_M, BLOCK_N, BLOCK_H, PRECISION)
+        x = tl.where(valid_n[None, :], x, float("-inf"))
+        t_max = tl.max(x, axis=1)
+        t_arg = tl.min(tl.where(x == t_max[:, None], o_n[None, :].to(tl.int32), 2147483647), axis=1)
+        better = t_max > best  # strictly: an earlier tile keeps a tie (first index)
+        arg = tl.where(better, t_arg, arg)
+        best = tl.where(better, t_max, best)
+    keep = valid_m & (arg >= 0)
+    tl.store(max_ptr + p * R + o_m, tl.where(keep, best, 0.0), mask=m_m)
+    tl.store(arg_ptr + p * R + o_m, tl.where(keep, arg, -1), mask=m_m)
+
+
+@triton.jit
 def _sim_map_fwd_kernel(
     out_ptr, stride_ob, stride_opr, stride_or, stride_opc, stride_oc,
     q_ptr, stride_qb, stride_qm, stride_qd,
@@ -66,23 +119,24 @@ def _sim_map_fwd_kernel(
     d_ptr, stride_db, stride_dn, stride_dd,
     dm_ptr, stride_dmb, stride_dmn,
     rmax_ptr, cmax_ptr,
-    M, N, MP, NP, H,
+    M, N, MP, NP, H, BD,
     P: tl.constexpr, CH_SIM: tl.constexpr, CH_ROW: tl.constexpr, CH_COL: tl.constexpr, CLIP: tl.constexpr,
     HAS_QMASK: tl.constexpr, HAS_DMASK: tl.constexpr, PRECISION: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr, ALL_PAIRS: tl.constexpr = False,
 ):
     """Program (pair b, row tile over the padded extent MP, column tile over NP): every channel of the
     tile (0 at padding) written at its map / patch address. Channel c sits at offset c (unit stride)."""
     b = tl.program_id(0).to(tl.int64)
+    bq, bd = _pair_sides(b, BD, ALL_PAIRS, False)
     o_m = tl.program_id(1).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     o_n = tl.program_id(2).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
-    m_m, valid_m = load_valid(qm_ptr, stride_qmb, stride_qmm, b, o_m, M, HAS_QMASK)
-    m_n, valid_n = load_valid(dm_ptr, stride_dmb, stride_dmn, b, o_n, N, HAS_DMASK)
+    m_m, valid_m = load_valid(qm_ptr, stride_qmb, stride_qmm, bq, o_m, M, HAS_QMASK)
+    m_n, valid_n = load_valid(dm_ptr, stride_dmb, stride_dmn, bd, o_n, N, HAS_DMASK)
     valid = valid_m[:, None] & valid_n[None, :]
     p_out = out_ptr + b * stride_ob + _layout_offsets(o_m, o_n, P, stride_opr, stride_or, stride_opc, stride_oc)
     m_out = (o_m < MP)[:, None] & (o_n < NP)[None, :]
     if CH_SIM >= 0:
-        x = dot_tile(q_ptr + b * stride_qb, stride_qm, stride_qd, o_m, m_m, d_ptr + b * stride_db, stride_dn,
+        x = dot_tile(q_ptr + bq * stride_qb, stride_qm, stride_qd, o_m, m_m, d_ptr + bd * stride_db, stride_dn,
                      stride_dd, o_n, m_n, H, BLOCK_M, BLOCK_N, BLOCK_H, PRECISION)
         if CLIP:
             x = tl.minimum(tl.maximum(x, -1.0), 1.0)
@@ -106,20 +160,21 @@ def _sim_map_chansum_kernel(
     xm_ptr, stride_xmb, stride_xmr,
     ym_ptr, stride_ymb, stride_yms,
     max_ptr,
-    R, S, CH,
+    R, S, CH, BD,
     P: tl.constexpr, CLIP: tl.constexpr, HAS_XMASK: tl.constexpr, HAS_YMASK: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ALL_PAIRS: tl.constexpr = False, SWAP: tl.constexpr = False,
 ):
     """Program (pair b, row block): sum[b, i] = [|max_i| <= 1 if CLIP] sum_{valid j} G[b, i, j, CH] over the
-    valid rows i (0 elsewhere). Called with rows/columns swapped for the column sums."""
+    valid rows i (0 elsewhere). Called with rows/columns swapped (SWAP) for the column sums."""
     b = tl.program_id(0).to(tl.int64)
+    bx, by = _pair_sides(b, BD, ALL_PAIRS, SWAP)
     o_m = tl.program_id(1).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    m_m, valid_m = load_valid(xm_ptr, stride_xmb, stride_xmr, b, o_m, R, HAS_XMASK)
+    m_m, valid_m = load_valid(xm_ptr, stride_xmb, stride_xmr, bx, o_m, R, HAS_XMASK)
     p_g = g_ptr + b * stride_gb + CH * stride_gch
     acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for n0 in range(0, S, BLOCK_N):
         o_n = n0 + tl.arange(0, BLOCK_N)
-        m_n, valid_n = load_valid(ym_ptr, stride_ymb, stride_yms, b, o_n, S, HAS_YMASK)
+        m_n, valid_n = load_valid(ym_ptr, stride_ymb, stride_yms, by, o_n, S, HAS_YMASK)
         valid = valid_m[:, None] & valid_n[None, :]
         b_g = tl.load(p_g + _layout_offsets(o_m, o_n, P, stride_gpr, stride_gr, stride_gpc, stride_gc), mask=valid,
                       other=0.0).to(tl.float32)
@@ -139,47 +194,60 @@ def _sim_map_bwd_kernel(
     y_ptr, stride_yb, stride_ys, stride_yd,
     ym_ptr, stride_ymb, stride_yms,
     rsum_ptr, rarg_ptr, csum_ptr, carg_ptr,
-    R, S, H,
+    R, S, H, BD, NPART,
     P: tl.constexpr, CH_SIM: tl.constexpr, HAS_ROW: tl.constexpr, HAS_COL: tl.constexpr, CLIP: tl.constexpr,
-    HAS_XMASK: tl.constexpr, HAS_YMASK: tl.constexpr, PRECISION: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_HV: tl.constexpr,
+    HAS_XMASK: tl.constexpr, HAS_YMASK: tl.constexpr, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_HV: tl.constexpr, ALL_PAIRS: tl.constexpr = False,
+    SWAP: tl.constexpr = False,
 ):
-    """Program (pair b, row block of x, h slice): dx = dM y over all column tiles, dM as in the module
-    docstring with rows = x tokens (R), columns = y tokens (S); r / rarg per row, c / carg per column."""
-    b = tl.program_id(0).to(tl.int64)
+    """Program (x sequence bx, row block of x, h slice): dx = sum over its NPART partners y of dM y, over all
+    column tiles, dM as in the module docstring with rows = x tokens (R), columns = y tokens (S); r / rarg per
+    row, c / carg per column of each pair. Paired: one partner, bx itself. All pairs: partner k is document k
+    (pair bx * BD + k) or, SWAP (x = the documents), query k (pair k * BD + bx)."""
+    bx = tl.program_id(0).to(tl.int64)
     o_m = tl.program_id(1).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     o_v = tl.program_id(2).to(tl.int64) * BLOCK_HV + tl.arange(0, BLOCK_HV)
     m_v = o_v < H
-    m_m, valid_m = load_valid(xm_ptr, stride_xmb, stride_xmr, b, o_m, R, HAS_XMASK)
-    p_g = g_ptr + b * stride_gb + CH_SIM * stride_gch
-    p_x = x_ptr + b * stride_xb
-    p_y = y_ptr + b * stride_yb
-    if HAS_ROW:
-        b_rsum = tl.load(rsum_ptr + b * R + o_m, mask=m_m, other=0.0)
-        b_rarg = tl.load(rarg_ptr + b * R + o_m, mask=m_m, other=-1)
+    m_m, valid_m = load_valid(xm_ptr, stride_xmb, stride_xmr, bx, o_m, R, HAS_XMASK)
+    p_x = x_ptr + bx * stride_xb
     acc = tl.zeros((BLOCK_M, BLOCK_HV), dtype=tl.float32)
-    for n0 in range(0, S, BLOCK_N):
-        o_n = n0 + tl.arange(0, BLOCK_N)
-        m_n, valid_n = load_valid(ym_ptr, stride_ymb, stride_yms, b, o_n, S, HAS_YMASK)
-        dm = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        if CH_SIM >= 0:
-            valid = valid_m[:, None] & valid_n[None, :]
-            dm = tl.load(p_g + _layout_offsets(o_m, o_n, P, stride_gpr, stride_gr, stride_gpc, stride_gc),
-                         mask=valid, other=0.0).to(tl.float32)
-            if CLIP:
-                x = dot_tile(p_x, stride_xr, stride_xd, o_m, m_m, p_y, stride_ys, stride_yd, o_n, m_n, H,
-                             BLOCK_M, BLOCK_N, BLOCK_H, PRECISION)
-                dm = tl.where(tl.abs(x) <= 1.0, dm, 0.0)
+    for k in range(0, NPART):
+        if ALL_PAIRS:
+            by = tl.full((), k, tl.int64)
+            if SWAP:
+                b = by * BD + bx
+            else:
+                b = bx * BD + by
+        else:
+            by = bx
+            b = bx
+        p_g = g_ptr + b * stride_gb + CH_SIM * stride_gch
+        p_y = y_ptr + by * stride_yb
         if HAS_ROW:
-            dm += tl.where(o_n[None, :] == b_rarg[:, None], b_rsum[:, None], 0.0)
-        if HAS_COL:
-            b_csum = tl.load(csum_ptr + b * S + o_n, mask=m_n, other=0.0)
-            b_carg = tl.load(carg_ptr + b * S + o_n, mask=m_n, other=-1)
-            dm += tl.where(o_m[:, None] == b_carg[None, :], b_csum[None, :], 0.0)
-        b_y = tl.load(p_y + o_n[:, None] * stride_ys + o_v[None, :] * stride_yd, mask=m_n[:, None] & m_v[None, :],
-                      other=0.0)
-        acc = tl.dot(dm.to(b_y.dtype), b_y, acc, input_precision=PRECISION)
-    tl.store(dx_ptr + b * stride_dxb + o_m[:, None] * stride_dxr + o_v[None, :] * stride_dxd, acc,
+            b_rsum = tl.load(rsum_ptr + b * R + o_m, mask=m_m, other=0.0)
+            b_rarg = tl.load(rarg_ptr + b * R + o_m, mask=m_m, other=-1)
+        for n0 in range(0, S, BLOCK_N):
+            o_n = n0 + tl.arange(0, BLOCK_N)
+            m_n, valid_n = load_valid(ym_ptr, stride_ymb, stride_yms, by, o_n, S, HAS_YMASK)
+            dm = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            if CH_SIM >= 0:
+                valid = valid_m[:, None] & valid_n[None, :]
+                dm = tl.load(p_g + _layout_offsets(o_m, o_n, P, stride_gpr, stride_gr, stride_gpc, stride_gc),
+                             mask=valid, other=0.0).to(tl.float32)
+                if CLIP:
+                    x = dot_tile(p_x, stride_xr, stride_xd, o_m, m_m, p_y, stride_ys, stride_yd, o_n, m_n, H,
+                                 BLOCK_M, BLOCK_N, BLOCK_H, PRECISION)
+                    dm = tl.where(tl.abs(x) <= 1.0, dm, 0.0)
+            if HAS_ROW:
+                dm += tl.where(o_n[None, :] == b_rarg[:, None], b_rsum[:, None], 0.0)
+            if HAS_COL:
+                b_csum = tl.load(csum_ptr + b * S + o_n, mask=m_n, other=0.0)
+                b_carg = tl.load(carg_ptr + b * S + o_n, mask=m_n, other=-1)
+                dm += tl.where(o_m[:, None] == b_carg[None, :], b_csum[None, :], 0.0)
+            b_y = tl.load(p_y + o_n[:, None] * stride_ys + o_v[None, :] * stride_yd,
+                          mask=m_n[:, None] & m_v[None, :], other=0.0)
+            acc = tl.dot(dm.to(b_y.dtype), b_y, acc, input_precision=PRECISION)
+    tl.store(dx_ptr + bx * stride_dxb + o_m[:, None] * stride_dxr + o_v[None, :] * stride_dxd, acc,
              mask=m_m[:, None] & m_v[None, :])
 
 
@@ -225,98 +293,121 @@ def _grad_strides(grad, N, C, patch):
     return gn * s1, patch * C * s2, s1, C * s2, s2
 
 
-def _prepare(q, q_mask, d, d_mask):
-    sizes, qmask, dmask = check_paired(q, q_mask, d, d_mask)
+def _prepare(q, q_mask, d, d_mask, all_pairs):
+    sizes, qmask, dmask = check_paired(q, q_mask, d, d_mask, all_pairs=bool(all_pairs))
     return sizes, unit_last(q), unit_last(d), qmask, dmask
 
 
-def sim_map_fwd(q, q_mask, d, d_mask, patch, channels, clip: bool, out_dtype):
-    """-> (out, rowmax, rowarg, colmax, colarg). out: the map (B, m, n, C) or the patches
-    (B, ceil(m/p) ceil(n/p), p p C) in out_dtype (see the module docstring). For the backward:
-    rowmax (B, m) fp32 / rowarg (B, m) int32 when "rowmax" is asked (else empty (0,) tensors), colmax /
-    colarg (B, n) likewise for "colmax" (unclipped maxima over valid tokens; 0 / -1 at padding rows)."""
-    (B, M, N, H), q, d, (qm, has_qm), (dm, has_dm) = _prepare(q, q_mask, d, d_mask)
+def sim_map_fwd(q, q_mask, d, d_mask, patch, channels, clip: bool, out_dtype, *, all_pairs: bool = False):
+    """-> (out, rowmax, rowarg, colmax, colarg). out: the map (P, m, n, C) or the patches
+    (P, ceil(m/p) ceil(n/p), p p C) in out_dtype (see the module docstring), P = B paired or Bq Bd for
+    all_pairs (pair a * Bd + b). For the backward, per pair: rowmax (P, m) fp32 / rowarg (P, m) int32 when
+    "rowmax" is asked (else empty (0,) tensors), colmax / colarg (P, n) likewise for "colmax" (unclipped maxima
+    over valid tokens; 0 / -1 at padding rows)."""
+    (B, M, N, H), q, d, (qm, has_qm), (dm, has_dm) = _prepare(q, q_mask, d, d_mask, all_pairs)
+    BD = d.shape[0]
+    pairs = B * BD if all_pairs else B
     slots = _channel_slots(channels)
     if not isinstance(out_dtype, torch.dtype) or not out_dtype.is_floating_point or out_dtype == torch.float64:
         raise TypeError(f"out_dtype must be torch.float32, float16 or bfloat16, got {out_dtype}")
-    shape, (MP, NP), P, (spr, sr, spc, sc, _) = _layout(B, M, N, len(channels), patch)
+    shape, (MP, NP), P, (spr, sr, spc, sc, _) = _layout(pairs, M, N, len(channels), patch)
     empty_f = torch.empty(0, dtype=torch.float32, device=q.device)
     empty_i = torch.empty(0, dtype=torch.int32, device=q.device)
-    rowmax, rowarg = row_max(q, q_mask, d, d_mask) if slots["rowmax"] >= 0 else (empty_f, empty_i)
-    colmax, colarg = row_max(d, d_mask, q, q_mask) if slots["colmax"] >= 0 else (empty_f, empty_i)
-    out = torch.empty(shape, dtype=out_dtype, device=q.device)
     cfg = _config(H, q.dtype)
-    grid = (B, triton.cdiv(MP, cfg["BLOCK_M"]), triton.cdiv(NP, cfg["BLOCK_N"]))
+    qa = (qm, *mask_strides(qm, has_qm, 2), has_qm)
+    da = (dm, *mask_strides(dm, has_dm, 2), has_dm)
+    rowmax, rowarg = _stats(q, qa, d, da, M, N, H, pairs, BD, all_pairs, False, cfg) if slots["rowmax"] >= 0 \
+        else (empty_f, empty_i)
+    colmax, colarg = _stats(d, da, q, qa, N, M, H, pairs, BD, all_pairs, True, cfg) if slots["colmax"] >= 0 \
+        else (empty_f, empty_i)
+    out = torch.empty(shape, dtype=out_dtype, device=q.device)
+    grid = (pairs, triton.cdiv(MP, cfg["BLOCK_M"]), triton.cdiv(NP, cfg["BLOCK_N"]))
     _sim_map_fwd_kernel[grid](
         out, out.stride(0), spr, sr, spc, sc,
         q, *q.stride(), qm, *mask_strides(qm, has_qm, 2), d, *d.stride(), dm, *mask_strides(dm, has_dm, 2),
         rowmax.contiguous() if rowmax.numel() else empty_f, colmax.contiguous() if colmax.numel() else empty_f,
-        M, N, MP, NP, H,
+        M, N, MP, NP, H, BD,
         P=P, CH_SIM=slots["sim"], CH_ROW=slots["rowmax"], CH_COL=slots["colmax"], CLIP=bool(clip),
-        HAS_QMASK=has_qm, HAS_DMASK=has_dm, PRECISION=dot_precision(q.dtype),
+        ALL_PAIRS=bool(all_pairs), HAS_QMASK=has_qm, HAS_DMASK=has_dm, PRECISION=dot_precision(q.dtype),
         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], BLOCK_H=cfg["BLOCK_H"],
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
     )
     return out, rowmax, rowarg, colmax, colarg
 
 
+def _stats(x, xa, y, ya, R, S, H, pairs, BD, all_pairs, swap, cfg):
+    """(max (pairs, R) fp32, argmax (pairs, R) int32): every pair's x rows against its y sequence; xa / ya are
+    (mask, mask strides..., has mask)."""
+    maxima = torch.empty((pairs, R), dtype=torch.float32, device=x.device)
+    arg = torch.empty((pairs, R), dtype=torch.int32, device=x.device)
+    _sim_map_rowstat_kernel[(pairs, triton.cdiv(R, cfg["BLOCK_M"]))](
+        maxima, arg, x, *x.stride(), *xa[:3], y, *y.stride(), *ya[:3], R, S, H, BD, ALL_PAIRS=bool(all_pairs),
+        SWAP=swap, HAS_XMASK=xa[3], HAS_YMASK=ya[3], PRECISION=dot_precision(x.dtype), BLOCK_M=cfg["BLOCK_M"],
+        BLOCK_N=cfg["BLOCK_N"], BLOCK_H=cfg["BLOCK_H"], num_warps=cfg["num_warps"])
+    return maxima, arg
+
+
 def sim_map_bwd(grad_out, q, q_mask, d, d_mask, patch, channels, clip: bool, rowmax=None, rowarg=None, colmax=None,
-                colarg=None, need_dq: bool = True, need_dd: bool = True):
-    """-> (grad_q like q or None, grad_d like d or None) from the gradient of sim_map_fwd's output (any strides,
-    any float dtype). rowmax/rowarg and colmax/colarg: the statistics sim_map_fwd returned; None recomputes
-    them (one extra streaming pass over M per max channel)."""
-    (B, M, N, H), q, d, (qm, has_qm), (dm, has_dm) = _prepare(q, q_mask, d, d_mask)
+                colarg=None, need_dq: bool = True, need_dd: bool = True, all_pairs: bool = False):
+    """-> (grad_q like q or None, grad_d like d or None) from the gradient of sim_map_fwd's output (P, ...)
+    (any strides, any float dtype). rowmax/rowarg and colmax/colarg: the statistics sim_map_fwd returned; None
+    recomputes them (one extra streaming pass over M per max channel)."""
+    (B, M, N, H), q, d, (qm, has_qm), (dm, has_dm) = _prepare(q, q_mask, d, d_mask, all_pairs)
+    BD = d.shape[0]
+    pairs = B * BD if all_pairs else B
     slots = _channel_slots(channels)
+    cfg = _config(H, q.dtype)
+    qa = (qm, *mask_strides(qm, has_qm, 2), has_qm)
+    da = (dm, *mask_strides(dm, has_dm, 2), has_dm)
     if slots["rowmax"] >= 0 and (rowmax is None or rowarg is None):
-        rowmax, rowarg = row_max(q, q_mask, d, d_mask)
+        rowmax, rowarg = _stats(q, qa, d, da, M, N, H, pairs, BD, all_pairs, False, cfg)
     if slots["colmax"] >= 0 and (colmax is None or colarg is None):
-        colmax, colarg = row_max(d, d_mask, q, q_mask)
+        colmax, colarg = _stats(d, da, q, qa, N, M, H, pairs, BD, all_pairs, True, cfg)
     C = len(channels)
-    shape, _, P, _ = _layout(B, M, N, C, patch)
+    shape, _, P, _ = _layout(pairs, M, N, C, patch)
     if not isinstance(grad_out, torch.Tensor) or not grad_out.is_floating_point():
         raise TypeError(f"grad_out must be a floating-point torch.Tensor, got {type(grad_out).__name__}")
     check_shape("grad_out", grad_out, shape)
     gs = (grad_out.stride(0), *_grad_strides(grad_out, N, C, patch))
     gs_t = (gs[0], gs[3], gs[4], gs[1], gs[2], gs[5])  # rows <-> columns
     has_row, has_col = slots["rowmax"] >= 0, slots["colmax"] >= 0
-    for name, t, want, dt in (("rowmax", rowmax, (B, M), torch.float32), ("rowarg", rowarg, (B, M), torch.int32),
-                              ("colmax", colmax, (B, N), torch.float32), ("colarg", colarg, (B, N), torch.int32)):
+    for name, t, want, dt in (("rowmax", rowmax, (pairs, M), torch.float32),
+                              ("rowarg", rowarg, (pairs, M), torch.int32),
+                              ("colmax", colmax, (pairs, N), torch.float32),
+                              ("colarg", colarg, (pairs, N), torch.int32)):
         if (has_row if name.startswith("row") else has_col):
             check_shape(name, t, want)
             if t.dtype != dt:
                 raise TypeError(f"{name} must have dtype {dt}, got {t.dtype}")
-    cfg = _config(H, q.dtype)
-    qa = (qm, *mask_strides(qm, has_qm, 2))
-    da = (dm, *mask_strides(dm, has_dm, 2))
     dummy_f = torch.empty(1, dtype=torch.float32, device=q.device)
     dummy_i = torch.empty(1, dtype=torch.int32, device=q.device)
+    ap = bool(all_pairs)
 
-    def chansum(ch, xa, ya, R, S, maxima, strides, has_x, has_y):
-        out = torch.empty((B, R), dtype=torch.float32, device=q.device)
-        _sim_map_chansum_kernel[(B, triton.cdiv(R, cfg["BLOCK_M"]))](
-            out, grad_out, *strides, *xa, *ya, maxima.contiguous(), R, S, ch, P=P, CLIP=bool(clip),
-            HAS_XMASK=has_x, HAS_YMASK=has_y, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
-            num_warps=cfg["num_warps"])
+    def chansum(ch, xa, ya, R, S, maxima, strides, swap):
+        out = torch.empty((pairs, R), dtype=torch.float32, device=q.device)
+        _sim_map_chansum_kernel[(pairs, triton.cdiv(R, cfg["BLOCK_M"]))](
+            out, grad_out, *strides, *xa[:3], *ya[:3], maxima.contiguous(), R, S, ch, BD, P=P, CLIP=bool(clip),
+            ALL_PAIRS=ap, SWAP=swap, HAS_XMASK=xa[3], HAS_YMASK=ya[3], BLOCK_M=cfg["BLOCK_M"],
+            BLOCK_N=cfg["BLOCK_N"], num_warps=cfg["num_warps"])
         return out
 
-    rsum = chansum(slots["rowmax"], qa, da, M, N, rowmax, gs, has_qm, has_dm) if has_row else dummy_f
-    csum = chansum(slots["colmax"], da, qa, N, M, colmax, gs_t, has_dm, has_qm) if has_col else dummy_f
+    rsum = chansum(slots["rowmax"], qa, da, M, N, rowmax, gs, False) if has_row else dummy_f
+    csum = chansum(slots["colmax"], da, qa, N, M, colmax, gs_t, True) if has_col else dummy_f
     rarg = rowarg.contiguous() if has_row else dummy_i
     carg = colarg.contiguous() if has_col else dummy_i
 
-    def grad_of(x, xa, y, ya, R, S, strides, row_stats, col_stats, has_x, has_y, has_r, has_c):
+    def grad_of(x, xa, y, ya, R, S, strides, row_stats, col_stats, has_r, has_c, swap):
         dx = torch.empty_like(x)
-        grid = (B, triton.cdiv(R, cfg["BLOCK_M"]), triton.cdiv(H, cfg["BLOCK_HV"]))
+        grid = (x.shape[0], triton.cdiv(R, cfg["BLOCK_M"]), triton.cdiv(H, cfg["BLOCK_HV"]))
         _sim_map_bwd_kernel[grid](
-            dx, *dx.stride(), grad_out, *strides, x, *x.stride(), *xa, y, *y.stride(), *ya, *row_stats, *col_stats,
-            R, S, H, P=P, CH_SIM=slots["sim"], HAS_ROW=has_r, HAS_COL=has_c, CLIP=bool(clip), HAS_XMASK=has_x,
-            HAS_YMASK=has_y, PRECISION=dot_precision(q.dtype), BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
+            dx, *dx.stride(), grad_out, *strides, x, *x.stride(), *xa[:3], y, *y.stride(), *ya[:3], *row_stats,
+            *col_stats, R, S, H, BD, y.shape[0] if ap else 1, P=P, CH_SIM=slots["sim"], HAS_ROW=has_r,
+            HAS_COL=has_c, CLIP=bool(clip), ALL_PAIRS=ap, SWAP=swap, HAS_XMASK=xa[3], HAS_YMASK=ya[3],
+            PRECISION=dot_precision(q.dtype), BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
             BLOCK_H=cfg["BLOCK_H"], BLOCK_HV=cfg["BLOCK_HV"], num_warps=cfg["num_warps"],
             num_stages=cfg["num_stages"])
         return dx
 
-    gq = grad_of(q, qa, d, da, M, N, gs, (rsum, rarg), (csum, carg), has_qm, has_dm, has_row, has_col) \
-        if need_dq else None
-    gd = grad_of(d, da, q, qa, N, M, gs_t, (csum, carg), (rsum, rarg), has_dm, has_qm, has_col, has_row) \
-        if need_dd else None
+    gq = grad_of(q, qa, d, da, M, N, gs, (rsum, rarg), (csum, carg), has_row, has_col, False) if need_dq else None
+    gd = grad_of(d, da, q, qa, N, M, gs_t, (csum, carg), (rsum, rarg), has_col, has_row, True) if need_dd else None
     return gq, gd

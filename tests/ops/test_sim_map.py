@@ -171,9 +171,11 @@ def test_torch_compile_traces_through_the_custom_op():
 def test_opcheck():
     x = _case((2, 5, 7, 8), seed=15)
     q, d = x["q"].float().requires_grad_(), x["d"].float().requires_grad_()
-    args = (q, x["q_mask"], d, x["d_mask"], 3, "sim,rowmax,colmax", True, torch.float32, "cpu")
-    torch.library.opcheck(torch.ops.spherekit.sim_map_fwd.default, args)
-    out, *stats = torch.ops.spherekit.sim_map_fwd(*args)
-    bwd = (torch.rand_like(out), q.detach(), x["q_mask"], d.detach(), x["d_mask"], *stats, 3, "sim,rowmax,colmax",
-           True, True, True, "cpu")
-    torch.library.opcheck(torch.ops.spherekit.sim_map_bwd.default, bwd, test_utils=("test_schema", "test_faketensor"))
+    for all_pairs in (False, True):
+        args = (q, x["q_mask"], d, x["d_mask"], 3, "sim,rowmax,colmax", True, torch.float32, all_pairs, "cpu")
+        torch.library.opcheck(torch.ops.spherekit.sim_map_fwd.default, args)
+        out, *stats = torch.ops.spherekit.sim_map_fwd(*args)
+        bwd = (torch.rand_like(out), q.detach(), x["q_mask"], d.detach(), x["d_mask"], *stats, 3,
+               "sim,rowmax,colmax", True, True, True, all_pairs, "cpu")
+        torch.library.opcheck(torch.ops.spherekit.sim_map_bwd.default, bwd,
+                              test_utils=("test_schema", "test_faketensor"))

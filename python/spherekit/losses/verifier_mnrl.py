@@ -1,8 +1,9 @@
 """MNRL (InfoNCE) over verifier scores: in-batch negatives plus each query's own near-miss negatives.
 
 For a batch of B queries q_i with positives p_i and H near-misses n_{i,1..H} per query, the verifier F
-scores the grid of B x (B + H) (query, candidate) pairs (``Verifier.score_grid``, no Python loop over
-the batch):
+scores the grid of B x (B + H) (query, candidate) pairs (``score_grid``, no Python loop over the batch;
+the map verifiers F3 / F4 get the in-batch block from the all-pairs layout of sim_map, written from the
+B + B token sequences without copying any of them once per pair):
 
     S_ij      = F(q_i, p_j)          j = 0..B-1   (the positive at j = i, in-batch negatives elsewhere)
     S_i,B+k   = F(q_i, n_{i,k})      k = 0..H-1   (the query's own near-misses)
@@ -27,9 +28,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..nn._verifier_base import Verifier, pad_tokens
+from ..nn._verifier_base import Verifier, check_pair, pad_tokens
+from ._verifier_grid import MAP_VERIFIERS, map_verifier_grid
 
-__all__ = ["VerifierMNRLLoss", "verifier_mnrl_loss"]
+__all__ = ["VerifierMNRLLoss", "score_grid", "verifier_mnrl_loss"]
 
 
 def _check_scale(scale) -> None:
@@ -58,10 +60,24 @@ def verifier_mnrl_loss(verifier: Verifier, q_tokens: Tensor, q_mask: Tensor | No
         the mean loss (0-dim fp32), and the scores when asked.
     """
     _check_scale(scale)
-    scores = verifier.score_grid(q_tokens, q_mask, pos_tokens, pos_mask, neg_tokens, neg_mask)
+    scores = score_grid(verifier, q_tokens, q_mask, pos_tokens, pos_mask, neg_tokens, neg_mask)
     target = torch.arange(scores.shape[0], device=scores.device)
     loss = F.cross_entropy(scores.float() * scale, target)
     return (loss, scores) if return_scores else loss
+
+
+def score_grid(verifier: Verifier, q_tokens: Tensor, q_mask: Tensor | None, pos_tokens: Tensor,
+               pos_mask: Tensor | None, neg_tokens: Tensor | None = None, neg_mask: Tensor | None = None) -> Tensor:
+    """The (B, B + H) MNRL grid: F3 / F4 from the all-pairs layout of sim_map (no token sequence copied per
+    pair; spherekit.losses._verifier_grid), every other verifier through its own Verifier.score_grid."""
+    if not isinstance(verifier, MAP_VERIFIERS):
+        return verifier.score_grid(q_tokens, q_mask, pos_tokens, pos_mask, neg_tokens, neg_mask)
+    q_mask, pos_mask = check_pair(q_tokens, q_mask, pos_tokens, pos_mask)
+    if neg_tokens is None and neg_mask is not None:
+        raise ValueError("neg_mask was given without neg_tokens")
+    if neg_tokens is not None:
+        _, neg_mask = check_pair(q_tokens, q_mask, neg_tokens, neg_mask, d_ndim=4)
+    return map_verifier_grid(verifier, q_tokens, q_mask, pos_tokens, pos_mask, neg_tokens, neg_mask)
 
 
 def stack_columns(tokens: list[Tensor], masks: list[Tensor]) -> tuple[Tensor, Tensor]:

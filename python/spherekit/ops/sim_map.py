@@ -25,39 +25,43 @@ SUPPORTED = ("triton", "cpu", "reference")
 CHANNELS = ref.CHANNELS
 
 
-def _out_shape(q: Tensor, d: Tensor, patch: int, n_channels: int) -> tuple[int, ...]:
-    B, m = q.shape[:2]
-    n = d.shape[1]
+def _out_shape(q: Tensor, d: Tensor, patch: int, n_channels: int, all_pairs: bool) -> tuple[int, ...]:
+    lead = (q.shape[0], d.shape[0]) if all_pairs else (q.shape[0],)
+    m, n = q.shape[1], d.shape[1]
     if patch == 0:
-        return B, m, n, n_channels
+        return (*lead, m, n, n_channels)
     gm, gn = _sim_map_cpu.grid(m, n, patch)
-    return B, gm * gn, patch * patch * n_channels
+    return (*lead, gm * gn, patch * patch * n_channels)
 
 
 @torch.library.custom_op("spherekit::sim_map_fwd", mutates_args=())
 def _sim_map_fwd(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, patch: int, channels: str, clip: bool,
-                 out_dtype: torch.dtype, backend: str) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+                 out_dtype: torch.dtype, all_pairs: bool, backend: str) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """-> (out, rowmax, rowarg, colmax, colarg). patch = 0: out is the (B, m, n, C) map, patch = p the patches
-    (B, ceil(m/p) ceil(n/p), p p C); channels comma-joined. The statistics are what the triton backward reuses:
-    rowmax / rowarg (B, m) fp32 / int32 when "rowmax" is asked, colmax / colarg (B, n) for "colmax", else
-    empty (the cpu backend returns them empty and recomputes)."""
+    (B, ceil(m/p) ceil(n/p), p p C), with (Bq, Bd) leading instead of B for all_pairs; channels comma-joined.
+    The statistics are what the triton backward reuses, per pair (P = B, or Bq Bd for all_pairs): rowmax /
+    rowarg (P, m) fp32 / int32 when "rowmax" is asked, colmax / colarg (P, n) for "colmax", else empty (the cpu
+    backend returns them empty and recomputes)."""
     names, p = tuple(channels.split(",")), (patch or None)
     if backend == "triton":
-        out, *stats = _backend.triton_kernels("sim_map").sim_map_fwd(q, q_mask, d, d_mask, p, names, clip, out_dtype)
+        out, *stats = _backend.triton_kernels("sim_map").sim_map_fwd(q, q_mask, d, d_mask, p, names, clip, out_dtype,
+                                                                     all_pairs=all_pairs)
     else:
-        out = _sim_map_cpu.sim_map_fwd(q, q_mask, d, d_mask, p, names, clip, out_dtype)
+        out = _sim_map_cpu.sim_map_fwd(q, q_mask, d, d_mask, p, names, clip, out_dtype, all_pairs)
         stats = [q.new_empty(0, dtype=dt) for dt in (torch.float32, torch.int32) * 2]
+    out = out.view(_out_shape(q, d, patch, len(names), all_pairs))
     # fresh empties: the launcher may hand back one shared empty tensor, and custom-op outputs must not alias
     return (out.to(out_dtype), *(x if x.numel() else q.new_empty(0, dtype=x.dtype) for x in stats))
 
 
 @_sim_map_fwd.register_fake
-def _(q, q_mask, d, d_mask, patch, channels, clip, out_dtype, backend):
+def _(q, q_mask, d, d_mask, patch, channels, clip, out_dtype, all_pairs, backend):
     names = channels.split(",")
-    out = q.new_empty(_out_shape(q, d, patch, len(names)), dtype=out_dtype)
+    out = q.new_empty(_out_shape(q, d, patch, len(names), all_pairs), dtype=out_dtype)
+    pairs = q.shape[0] * d.shape[0] if all_pairs else q.shape[0]
     stats = []
     for name, length in (("rowmax", q.shape[1]), ("colmax", d.shape[1])):
-        shape = (q.shape[0], length) if backend == "triton" and name in names else (0,)
+        shape = (pairs, length) if backend == "triton" and name in names else (0,)
         stats += [q.new_empty(shape, dtype=torch.float32), q.new_empty(shape, dtype=torch.int32)]
     return (out, *stats)
 
@@ -65,27 +69,32 @@ def _(q, q_mask, d, d_mask, patch, channels, clip, out_dtype, backend):
 @torch.library.custom_op("spherekit::sim_map_bwd", mutates_args=())
 def _sim_map_bwd(grad_out: Tensor, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, rowmax: Tensor,
                  rowarg: Tensor, colmax: Tensor, colarg: Tensor, patch: int, channels: str, clip: bool, need_dq: bool,
-                 need_dd: bool, backend: str) -> tuple[Tensor, Tensor]:
+                 need_dd: bool, all_pairs: bool, backend: str) -> tuple[Tensor, Tensor]:
     names, p = tuple(channels.split(",")), (patch or None)
+    if all_pairs:  # the backends read the (Bq, Bd, ...) gradient as (Bq Bd, ...) pairs
+        grad_out = grad_out.reshape(-1, *grad_out.shape[2:])
     if backend == "triton":
         stats = [None if x.numel() == 0 else x for x in (rowmax, rowarg, colmax, colarg)]
         gq, gd = _backend.triton_kernels("sim_map").sim_map_bwd(grad_out, q, q_mask, d, d_mask, p, names, clip,
-                                                               *stats, need_dq=need_dq, need_dd=need_dd)
+                                                               *stats, need_dq=need_dq, need_dd=need_dd,
+                                                               all_pairs=all_pairs)
     else:
-        gq, gd = _sim_map_cpu.sim_map_bwd(grad_out, q, q_mask, d, d_mask, p, names, clip, need_dq, need_dd)
+        gq, gd = _sim_map_cpu.sim_map_bwd(grad_out, q, q_mask, d, d_mask, p, names, clip, need_dq, need_dd,
+                                          all_pairs)
     return (gq.to(q.dtype) if need_dq else q.new_empty(0), gd.to(d.dtype) if need_dd else q.new_empty(0))
 
 
 @_sim_map_bwd.register_fake
 def _(grad_out, q, q_mask, d, d_mask, rowmax, rowarg, colmax, colarg, patch, channels, clip, need_dq, need_dd,
-      backend):
+      all_pairs, backend):
     return (torch.empty_like(q) if need_dq else q.new_empty(0), torch.empty_like(d) if need_dd else q.new_empty(0))
 
 
 def _setup_context(ctx, inputs, output):
-    q, q_mask, d, d_mask, patch, channels, clip, out_dtype, backend = inputs
+    q, q_mask, d, d_mask, patch, channels, clip, out_dtype, all_pairs, backend = inputs
     ctx.save_for_backward(q, q_mask, d, d_mask, *output[1:])
     ctx.options = (patch, channels, clip)
+    ctx.all_pairs = all_pairs
     ctx.backend = backend
 
 
@@ -93,8 +102,8 @@ def _backward(ctx, grad_out, *_grad_stats):
     q, q_mask, d, d_mask, *stats = ctx.saved_tensors
     need_dq, need_dd = ctx.needs_input_grad[0], ctx.needs_input_grad[2]
     gq, gd = torch.ops.spherekit.sim_map_bwd(grad_out.contiguous(), q, q_mask, d, d_mask, *stats, *ctx.options,
-                                             need_dq, need_dd, ctx.backend)
-    return (gq if need_dq else None, None, gd if need_dd else None) + (None,) * 6
+                                             need_dq, need_dd, ctx.all_pairs, ctx.backend)
+    return (gq if need_dq else None, None, gd if need_dd else None) + (None,) * 7
 
 
 torch.library.register_autograd("spherekit::sim_map_fwd", _backward, setup_context=_setup_context)
@@ -122,10 +131,10 @@ def _check_options(patch, channels, clip, out_dtype) -> tuple[str, ...]:
 
 
 def sim_map(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, *, patch: int | None = None,
-            channels: tuple[str, ...] = ("sim",), clip: bool = True, normalize: bool = True,
+            channels: tuple[str, ...] = ("sim",), clip: bool = True, normalize: bool = True, all_pairs: bool = False,
             out_dtype: torch.dtype | None = None, backend: str = "auto") -> Tensor:
-    r"""The token-similarity map of "Compositional Sensitivity" (eq. 4, with the phi / psi of eqs. 8-9), paired:
-    pair b is query b with document b.
+    r"""The token-similarity map of "Compositional Sensitivity" (eq. 4, with the phi / psi of eqs. 8-9), paired
+    (pair b is query b with document b) or, with all_pairs=True, for every (query a, document b) pair.
 
         M_ij = <qn_i, dn_j>,   M' = clamp(M, -1, 1) if clip
         channels: "sim" = M'_ij;  "rowmax" = max_{j' in D} M'_ij' (broadcast along j);
@@ -135,6 +144,9 @@ def sim_map(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, 
     Args:
         q: (B, m, h), d: (B, n, h) tokens, float32 / float16 / bfloat16 (float64 on the cpu/reference backends).
         q_mask: (B, m), d_mask: (B, n) bool, True = valid token (None: all valid).
+        all_pairs: q (Bq, m, h) against every d (Bd, n, h): every result below gets (Bq, Bd) in place of B, pair
+            (a, b) holding the map of query a with document b (the B x B grid of a verifier MNRL loss). The grid is
+            written from the Bq + Bd token sequences: no sequence is copied once per pair.
         patch: None -> the map; p >= 1 -> the patch sequence for a Transformer (see below).
         channels: names from ("sim", "rowmax", "colmax"), in the order wanted (a single str is one channel).
         clip: clamp M to [-1, 1] (the paper's phi, "elementwise normalization/clipping"). With normalize=True M
@@ -156,7 +168,8 @@ def sim_map(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, 
             hold a valid entry (the paper masks the others out of attention).
     Gradients flow to q and d (the max channels send theirs to the maximal entry of the row / column).
     """
-    q_mask, d_mask = C.check_pair(q, q_mask, d, d_mask)
+    C.check_flag("all_pairs", all_pairs)
+    q_mask, d_mask = C.check_pair(q, q_mask, d, d_mask, same_batch=not all_pairs)
     names = _check_options(patch, channels, clip, out_dtype)
     C.check_flag("normalize", normalize)
     out_dtype = q.dtype if out_dtype is None else out_dtype
@@ -164,7 +177,7 @@ def sim_map(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, 
     C.check_triton_dtype(chosen, q=q)
     if chosen == "reference":
         out = ref.sim_map(q, q_mask, d, d_mask, patch=patch, channels=names, clip=clip, normalize=normalize,
-                          compute_dtype=T.score_dtype(q)).to(out_dtype)
+                          all_pairs=all_pairs, compute_dtype=T.score_dtype(q)).to(out_dtype)
     else:
         if q.dtype == torch.float64:
             C.refuse_float64(chosen, "q", "tokens")
@@ -172,26 +185,29 @@ def sim_map(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, 
             q, d = T.normalize_tokens(q), T.normalize_tokens(d)
         out = torch.ops.spherekit.sim_map_fwd(q.contiguous(), q_mask.contiguous(), d.contiguous(),
                                               d_mask.contiguous(), patch or 0, ",".join(names), clip, out_dtype,
-                                              chosen)[0]
+                                              all_pairs, chosen)[0]
     return out.squeeze(-1) if patch is None and len(names) == 1 else out
 
 
-def sim_map_patch_mask(q_mask: Tensor, d_mask: Tensor, patch: int) -> Tensor:
-    """(B, ceil(m/p) * ceil(n/p)) bool, True where patch (gi, gj) of sim_map(..., patch=p) holds at least one
-    valid (i, j) entry; pass ~mask as a Transformer's src_key_padding_mask, as the paper's code does."""
+def sim_map_patch_mask(q_mask: Tensor, d_mask: Tensor, patch: int, *, all_pairs: bool = False) -> Tensor:
+    """(B, ceil(m/p) * ceil(n/p)) bool ((Bq, Bd, ...) with all_pairs), True where patch (gi, gj) of
+    sim_map(..., patch=p) holds at least one valid (i, j) entry; pass ~mask as a Transformer's
+    src_key_padding_mask, as the paper's code does."""
     if patch is None:
         raise TypeError("patch must be an int >= 1, got None")
     _check_options(patch, ("sim",), True, None)
+    C.check_flag("all_pairs", all_pairs)
     for name, mask in (("q_mask", q_mask), ("d_mask", d_mask)):
         if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.dim() != 2:
             raise TypeError(f"{name} must be a 2-D bool tensor (B, len), got "
                             f"{getattr(mask, 'dtype', type(mask).__name__)} {tuple(getattr(mask, 'shape', ()))}")
-    if q_mask.shape[0] != d_mask.shape[0]:
+    if not all_pairs and q_mask.shape[0] != d_mask.shape[0]:
         raise ValueError(f"q_mask and d_mask must have the same batch size, got {q_mask.shape[0]} and "
                          f"{d_mask.shape[0]}")
-    B, m = q_mask.shape
-    n = d_mask.shape[1]
+    (bq, m), (bd, n) = q_mask.shape, d_mask.shape
     gm, gn = _sim_map_cpu.grid(m, n, patch)
-    rows = torch.nn.functional.pad(q_mask, (0, gm * patch - m)).view(B, gm, patch).any(-1)
-    cols = torch.nn.functional.pad(d_mask, (0, gn * patch - n)).view(B, gn, patch).any(-1)
-    return (rows[:, :, None] & cols[:, None, :]).reshape(B, gm * gn)
+    rows = torch.nn.functional.pad(q_mask, (0, gm * patch - m)).view(bq, gm, patch).any(-1)
+    cols = torch.nn.functional.pad(d_mask, (0, gn * patch - n)).view(bd, gn, patch).any(-1)
+    if all_pairs:
+        return (rows[:, None, :, None] & cols[None, :, None, :]).reshape(bq, bd, gm * gn)
+    return (rows[:, :, None] & cols[:, None, :]).reshape(bq, gm * gn)

@@ -123,7 +123,7 @@ def patchify(x: Tensor, patch: int) -> Tensor:
 
 
 def sim_map(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, patch: int | None = None,
-            channels: tuple[str, ...] = ("sim",), clip: bool = True, normalize: bool = True,
+            channels: tuple[str, ...] = ("sim",), clip: bool = True, normalize: bool = True, all_pairs: bool = False,
             compute_dtype: torch.dtype = torch.float32) -> Tensor:
     r"""The map phi(M) that F3 / F4 consume ("Compositional Sensitivity" eqs. 8-9), paired q (B, m, h), d (B, n, h):
 
@@ -136,22 +136,34 @@ def sim_map(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, patch: int 
     -> (B, m, n, C) with the channels in the order given, or with patch=p the patch sequence
     patchify(map, p) of shape (B, ceil(m/p) * ceil(n/p), p * p * C).
 
+    all_pairs=True: q (Bq, m, h) against every d (Bd, n, h), the map of pair (a, b) being that of query a with
+    document b -> (Bq, Bd, m, n, C) or (Bq, Bd, P, p * p * C) (the in-batch grid of a verifier MNRL loss).
+
     Gradient: through the sim channel d/dM'_ij = grad_ij on valid entries; the max channels send the
     summed gradient of their row / column to its maximal entry; the clamp passes the gradient where
     -1 <= M_ij <= 1 and stops it elsewhere (torch.clamp). Autograd computes it here.
     """
     qn, dn = _prep(q, normalize, compute_dtype), _prep(d, normalize, compute_dtype)
-    sims = torch.einsum("bih,bjh->bij", qn, dn)
+    if all_pairs:
+        bq, bd = q.shape[0], d.shape[0]
+        sims = torch.einsum("aih,bjh->abij", qn, dn).flatten(0, 1)
+        valid = (q_mask[:, None, :, None] & d_mask[None, :, None, :]).flatten(0, 1)
+    else:
+        sims = torch.einsum("bih,bjh->bij", qn, dn)
+        valid = q_mask[:, :, None] & d_mask[:, None, :]
     if clip:
         sims = sims.clamp(-1.0, 1.0)
-    valid = q_mask[:, :, None] & d_mask[:, None, :]
     out = _channel_maps(sims, valid, tuple(channels))
-    return out if patch is None else patchify(out, patch)
+    out = out if patch is None else patchify(out, patch)
+    return out.unflatten(0, (bq, bd)) if all_pairs else out
 
 
-def sim_map_patch_mask(q_mask: Tensor, d_mask: Tensor, patch: int) -> Tensor:
-    """(B, ceil(m/p) * ceil(n/p)) bool: True where a patch holds at least one valid (i, j) entry
-    (the paper code masks the other patches out of the Transformer's attention)."""
+def sim_map_patch_mask(q_mask: Tensor, d_mask: Tensor, patch: int, all_pairs: bool = False) -> Tensor:
+    """(B, ceil(m/p) * ceil(n/p)) bool (all_pairs: (Bq, Bd, ...)): True where a patch holds at least one valid
+    (i, j) entry (the paper code masks the other patches out of the Transformer's attention)."""
+    if all_pairs:
+        valid = (q_mask[:, None, :, None] & d_mask[None, :, None, :]).flatten(0, 1)[..., None].float()
+        return (patchify(valid, patch).amax(-1) > 0).unflatten(0, (q_mask.shape[0], d_mask.shape[0]))
     valid = (q_mask[:, :, None] & d_mask[:, None, :])[..., None].float()
     return patchify(valid, patch).amax(-1) > 0
 

@@ -1,0 +1,74 @@
+"""The verifier-MNRL score grid of the map verifiers F3 (CNN) and F4 (patch Transformer) from the all-pairs layout
+of spherekit.ops.sim_map: the (B, B) in-batch block is ONE sim_map(all_pairs=True) call over the B query and B
+positive token sequences, never B^2 copies of them (the flattened path of Verifier.score_grid copies every query
+and positive once per pair: B^2 (m + n) h values); each near-miss column k is one paired call.
+
+    S_ij     = F(q_i, p_j)       from phi(M) of the all-pairs layout, pair (i, j)
+    S_i,B+k  = F(q_i, n_i,k)     from the paired layout of column k
+
+F3's BatchNorm normalises over every map of the call, so its B^2 + B H maps go through the CNN together (as the
+flattened path does); F4 scores each block on its own (its scores depend on one map only). The networks are the
+verifier's own modules (conv / mlp, embed / pos_embed / encoder / head): the scores equal Verifier.score_grid's
+(tests/losses/test_verifier_mnrl_all_pairs.py).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .. import ops
+from ..nn.verifiers import SIM_CHANNELS, CNNVerifier, PatchTransformerVerifier, _check_map_size
+
+MAP_VERIFIERS = (CNNVerifier, PatchTransformerVerifier)
+
+
+def _out(verifier, raw: Tensor) -> Tensor:
+    return torch.tanh(raw) if verifier.output == "tanh" else raw
+
+
+def _cnn_input(verifier: CNNVerifier, phi: Tensor) -> Tensor:
+    """(N, m, n, 3) maps -> (N, 3, S, S), zero-padded to the verifier's map_size S."""
+    x = phi.permute(0, 3, 1, 2).float()
+    return F.pad(x, (0, verifier.map_size - x.shape[3], 0, verifier.map_size - x.shape[2]))
+
+
+def _transformer(verifier: PatchTransformerVerifier, patches: Tensor, pos: Tensor, valid: Tensor) -> Tensor:
+    """(N, P, p p 3) patches with positional rows pos (P,) and validity (N, P) -> (N,) scores."""
+    x = verifier.embed(patches.to(verifier.embed.weight.dtype)) + verifier.pos_embed[pos]
+    cls = (verifier.cls_token + verifier.pos_embed[:1]).expand(x.shape[0], -1, -1)
+    x = verifier.dropout(verifier.norm(torch.cat([cls, x], dim=1)))
+    ignore = torch.cat([valid.new_zeros(valid.shape[0], 1), ~valid], dim=1)
+    return _out(verifier, verifier.head(verifier.encoder(x, src_key_padding_mask=ignore)[:, 0]).squeeze(-1))
+
+
+def _f4_all_pairs(verifier: PatchTransformerVerifier, q, q_mask, d, d_mask) -> Tensor:
+    b_q, b_d = q.shape[0], d.shape[0]
+    patches = ops.sim_map(q, q_mask, d, d_mask, patch=verifier.patch, channels=SIM_CHANNELS, all_pairs=True,
+                          backend=verifier.backend)
+    valid = ops.sim_map_patch_mask(q_mask, d_mask, verifier.patch, all_pairs=True)
+    pos, _ = verifier.patch_layout(q_mask[:1], d_mask[:1])
+    return _transformer(verifier, patches.flatten(0, 1), pos, valid.flatten(0, 1)).view(b_q, b_d)
+
+
+def map_verifier_grid(verifier, q: Tensor, q_mask: Tensor, pos: Tensor, pos_mask: Tensor, neg: Tensor | None,
+                      neg_mask: Tensor | None) -> Tensor:
+    """(B, B + H) scores of an F3 / F4 verifier (validated bool masks; neg (B, H, n', h) or None)."""
+    b = q.shape[0]
+    h_cols = 0 if neg is None else neg.shape[1]
+    for n in [pos.shape[1]] + ([neg.shape[2]] if h_cols else []):
+        _check_map_size(q.shape[1], n, verifier.map_size)
+    if isinstance(verifier, PatchTransformerVerifier):
+        cols = [_f4_all_pairs(verifier, q, q_mask, pos, pos_mask)]
+        cols += [verifier._score(q, q_mask, neg[:, k], neg_mask[:, k])[:, None] for k in range(h_cols)]
+        return torch.cat(cols, dim=1)
+    grid = ops.sim_map(q, q_mask, pos, pos_mask, channels=SIM_CHANNELS, all_pairs=True, backend=verifier.backend)
+    maps = [_cnn_input(verifier, grid.flatten(0, 1))]
+    maps += [_cnn_input(verifier, ops.sim_map(q, q_mask, neg[:, k], neg_mask[:, k], channels=SIM_CHANNELS,
+                                              backend=verifier.backend)) for k in range(h_cols)]
+    raw = verifier.mlp(verifier.conv(torch.cat(maps))).squeeze(-1)
+    scores = _out(verifier, raw)
+    in_batch = scores[:b * b].view(b, b)
+    near = scores[b * b:].view(h_cols, b).T
+    return torch.cat([in_batch, near], dim=1)

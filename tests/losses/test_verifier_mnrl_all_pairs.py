@@ -1,0 +1,101 @@
+"""The verifier-MNRL grid of F3 / F4 from the all-pairs layout of sim_map (spherekit.losses._verifier_grid) equals
+the flattened path of Verifier.score_grid (every query and positive copied once per pair): scores, the loss and
+the gradients of the tokens and of every verifier parameter; F3 in training mode (BatchNorm statistics over the
+whole grid, near-misses included) and eval mode; F4 with H = 0, 1, 2 near-miss columns and ragged masks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from spherekit.losses import verifier_mnrl_loss
+from spherekit.losses.verifier_mnrl import score_grid
+from spherekit.nn import CNNVerifier, PatchTransformerVerifier
+
+
+def _batch(B, m, n, h, H, seed):
+    g = torch.Generator().manual_seed(seed)
+    q, p = torch.randn(B, m, h, generator=g), torch.randn(B, n, h, generator=g)
+    qm, pm = torch.rand(B, m, generator=g) > 0.3, torch.rand(B, n, generator=g) > 0.3
+    qm[:, 0] = pm[:, 0] = True
+    if H == 0:
+        return q, qm, p, pm, None, None
+    neg, nm = torch.randn(B, H, n + 2, h, generator=g), torch.rand(B, H, n + 2, generator=g) > 0.3
+    nm[..., 0] = True
+    return q, qm, p, pm, neg, nm
+
+
+def _verifier(kind, seed):
+    torch.manual_seed(seed)
+    if kind == "F3":
+        return CNNVerifier(channels=4, num_layers=2, mlp_hidden=8, dropout=0.0, map_size=16, backend="cpu")
+    return PatchTransformerVerifier(patch=4, width=16, num_layers=1, num_heads=2, ff_dim=8, dropout=0.0,
+                                    map_size=16, backend="cpu")
+
+
+def _leaves(batch):
+    return [None if t is None or not t.is_floating_point() else t.clone().requires_grad_() for t in batch]
+
+
+@pytest.mark.parametrize("kind,train", [("F3", True), ("F3", False), ("F4", True)])
+@pytest.mark.parametrize("H", [0, 1, 2])
+def test_all_pairs_grid_equals_the_flattened_grid(kind, train, H, one_thread):
+    batch = _batch(4, 7, 9, 12, H, seed=H + 10)
+    masks = (batch[1], batch[3], batch[5])
+    results = []
+    for path in ("all-pairs", "flattened"):
+        verifier = _verifier(kind, seed=3).train(train)
+        q, _, p, _, neg, _ = leaves = _leaves(batch)
+        args = (q, masks[0], p, masks[1], neg, masks[2])
+        scores = score_grid(verifier, *args) if path == "all-pairs" else verifier.score_grid(*args)
+        loss = torch.nn.functional.cross_entropy(scores * 10.0, torch.arange(4))
+        tensors = [t for t in (q, p, neg) if t is not None] + list(verifier.parameters())
+        results.append((scores, loss, torch.autograd.grad(loss, tensors)))
+    (s1, l1, g1), (s2, l2, g2) = results
+    assert s1.shape == (4, 4 + H)
+    torch.testing.assert_close(s1, s2, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(l1, l2, atol=1e-5, rtol=1e-5)
+    # a conv bias right before BatchNorm (training mode) has gradient 0 in exact arithmetic: only rounding noise is
+    # left in it, on both paths; it is checked to be noise, every other gradient to match
+    scale = max(float(b.abs().max()) for b in g2)
+    zero = _zero_gradient_params(_verifier(kind, seed=3)) if train else set()
+    for i, (a, b) in enumerate(zip(g1, g2)):
+        if i - (len(g1) - len(list(_verifier(kind, seed=3).parameters()))) in zero:
+            assert float(a.abs().max()) <= 1e-3 * scale and float(b.abs().max()) <= 1e-3 * scale
+        else:
+            torch.testing.assert_close(a, b, atol=1e-5 * scale, rtol=1e-4)
+
+
+def _zero_gradient_params(verifier) -> set[int]:
+    """Indices (in verifier.parameters()) of the biases of convolutions followed by BatchNorm."""
+    names = [n for n, _ in verifier.named_parameters()]
+    layers = list(getattr(verifier, "conv", []))
+    out = set()
+    for i, layer in enumerate(layers[:-1]):
+        if isinstance(layer, torch.nn.Conv2d) and isinstance(layers[i + 1], torch.nn.BatchNorm2d):
+            out.add(names.index(f"conv.{i}.bias"))
+    return out
+
+def test_the_loss_uses_the_all_pairs_layout(monkeypatch, one_thread):
+    """verifier_mnrl_loss reaches sim_map with all_pairs=True for the in-batch block of F4 (and never the
+    flattened Verifier.score_grid)."""
+    from spherekit import ops
+
+    calls = []
+    real = ops.sim_map
+    monkeypatch.setattr(ops, "sim_map", lambda *a, **k: calls.append(k.get("all_pairs", False)) or real(*a, **k))
+    verifier = _verifier("F4", seed=1)
+    monkeypatch.setattr(type(verifier), "score_grid", lambda *a, **k: pytest.fail("flattened path used"))
+    q, qm, p, pm, neg, nm = _batch(3, 5, 6, 12, 1, seed=2)
+    loss = verifier_mnrl_loss(verifier, q, qm, p, pm, neg, nm)
+    assert torch.isfinite(loss) and calls == [True, False]
+
+
+def test_map_size_is_checked_on_every_column():
+    verifier = _verifier("F4", seed=0)
+    q, qm, p, pm, _, _ = _batch(2, 5, 6, 12, 0, seed=0)
+    neg, nm = torch.randn(2, 1, 17, 12), torch.ones(2, 1, 17, dtype=torch.bool)
+    with pytest.raises(ValueError, match="exceed map_size=16"):
+        score_grid(verifier, q, qm, p, pm, neg, nm)
+    with pytest.raises(ValueError, match="neg_mask was given without neg_tokens"):
+        score_grid(verifier, q, qm, p, pm, None, nm)
