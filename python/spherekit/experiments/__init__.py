@@ -16,6 +16,7 @@ REGISTRY: dict[str, str] = {
     "concept": "spherekit.experiments.concept",
     "circumplex": "spherekit.experiments.circumplex",
     "textbook": "spherekit.experiments.textbook",
+    "defsent": "spherekit.experiments.defsent",
 }
 
 

@@ -6,3 +6,8 @@ entry embeddings, poolings), ica (FastICA of a bank), train (one PST step), held
 sets), evaluate (proxies, SentEval STS), geometry (Figures 1-7 numbers), paper (printed numbers), experiment
 (what the runner calls), report and plots (the card).
 """
+
+from .config import CONDITIONS, PRESETS, DefSentConfig
+from .experiment import EXPERIMENT, DefSentExperiment
+
+__all__ = ["CONDITIONS", "EXPERIMENT", "PRESETS", "DefSentConfig", "DefSentExperiment"]

@@ -45,10 +45,22 @@ def _pool(hidden: Tensor, batch, pooling: str, mask_id: int | None) -> Tensor:
     return hidden[is_mask]
 
 
-def prompt_texts(texts, tokenizer, template: str) -> list[str]:
+def prompt_texts(texts, tokenizer, template: str, max_length: int) -> list[str]:
+    """The prompts of `texts`; a sentence too long for max_length is cut (by tokens) so that the template and
+    its mask token stay whole."""
     if tokenizer.mask_token is None:
         raise ValueError("prompt pooling needs a tokenizer with a mask token")
-    return [template.format(sentence=t, mask=tokenizer.mask_token) for t in texts]
+    overhead = len(tokenizer(template.format(sentence="", mask=tokenizer.mask_token))["input_ids"])
+    budget = max_length - overhead
+    if budget < 1:
+        raise ValueError(f"max_length {max_length} leaves no room for a sentence in the prompt {template!r}")
+    out = []
+    for t in texts:
+        tokens = tokenizer.tokenize(t)
+        if len(tokens) > budget:
+            t = tokenizer.convert_tokens_to_string(tokens[:budget])
+        out.append(template.format(sentence=t, mask=tokenizer.mask_token))
+    return out
 
 
 @torch.no_grad()
@@ -65,7 +77,7 @@ def encode_pooled(model, texts, pooling: str, *, batch_size: int = 64, max_lengt
     if not texts:
         raise ValueError("texts is empty")
     if pooling == "prompt":
-        texts = prompt_texts(texts, tok, template)
+        texts = prompt_texts(texts, tok, template, max_length)
     was_training = hf.training
     hf.eval()
     device = next(hf.parameters()).device

@@ -191,7 +191,7 @@ PRESETS: dict[str, dict] = {
     # seconds: the tests' preset (pass --backbone with a small local model)
     "tiny": dict(conditions=("base", "1st-c", "2nd-c", "2nd-c-ica"), seeds=2, lrs=(1e-3, 1e-3, 1e-3),
                  max_entries=60, max_definitions_per_entry=2, train_definitions=24, batch_size_bc=8,
-                 max_seq_length=24, n_heldout_terms=10, n_sim_anchors=6, n_sim_pairs=40, n_reverse=10,
+                 max_seq_length=32, n_heldout_terms=10, n_sim_anchors=16, n_sim_pairs=60, n_reverse=10,
                  n_probe=40, probe_folds=2, ica_max_iter=200, encode_batch_size=16, logging_steps=1),
 }
 

@@ -1,0 +1,141 @@
+"""Evaluation of a DefSent+ encoder: the offline proxies (spherekit.experiments.defsent.heldout) and, when the
+paper's data is there, SentEval's STS, each under the three evaluation poolings (CLS, Mean, Prompt; sec. 3.2).
+
+    sim_<pos>, sim_avg        Spearman x 100 of cos(gloss_i, gloss_j) against WordNet's path similarity (test
+                              anchors); dev_sim_avg the same on the dev anchors (chooses seed and pooling)
+    crossdict_mrr, _r1, _r10  WordNet gloss -> GCIDE definitions of the same term: MRR and recall@k (x 100)
+    probe_<task>, probe_avg   logistic-regression probe accuracy (%), k-fold cross-validation (SentEval's default
+                              protocol: 10 folds, linear classifier on frozen embeddings; scikit-learn's
+                              LogisticRegression instead of SentEval's torch one)
+    sts_<set>, sts_avg        Spearman x 100 of cosine per STS year on its concatenated subsets, STS-B, SICK-R
+    rd_acc@1/10/100           reverse dictionary (training path only): held-out definitions ranked over the bank
+
+Keys are "<metric>/<pooling>" plus "<metric>/best" for the pooling with the highest dev_sim_avg.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .bank import encode_pooled
+
+POOLINGS = ("cls", "mean", "prompt")
+
+
+def _spearman(a, b) -> float:
+    from scipy.stats import spearmanr
+
+    return 100.0 * float(spearmanr(a, b).statistic)
+
+
+def sim_scores(emb: torch.Tensor, pairs) -> float:
+    """Spearman x 100 of the pairs' cosines against their gold (NaN with fewer than 3 pairs or a constant gold)."""
+    if len(pairs) < 3 or len({p[2] for p in pairs}) < 2:
+        return float("nan")
+    e = F.normalize(emb, dim=1)
+    i = torch.tensor([p[0] for p in pairs])
+    j = torch.tensor([p[1] for p in pairs])
+    return _spearman((e[i] * e[j]).sum(1).numpy(), [p[2] for p in pairs])
+
+
+def _nanmean(values) -> float:
+    values = [v for v in values if not np.isnan(v)]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def retrieval(queries: torch.Tensor, corpus: torch.Tensor, relevant) -> dict:
+    """MRR and recall@1/10 (x 100) of cosine retrieval; relevant[q] = corpus ids relevant to query q."""
+    scores = F.normalize(queries, dim=1) @ F.normalize(corpus, dim=1).T
+    ranks = []
+    for q, rel in enumerate(relevant):
+        best = scores[q, rel].max()
+        ranks.append(int((scores[q] > best).sum()) + 1)
+    r = np.asarray(ranks, dtype=float)
+    return {"crossdict_mrr": 100 * float((1 / r).mean()), "crossdict_r1": 100 * float((r <= 1).mean()),
+            "crossdict_r10": 100 * float((r <= 10).mean())}
+
+
+def probe_accuracy(emb: torch.Tensor, labels, folds: int, seed: int = 1111) -> float:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    y = np.asarray(labels)
+    _, counts = np.unique(y, return_counts=True)
+    k = max(2, min(folds, int(counts.min())))
+    cv = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
+    return 100.0 * float(cross_val_score(LogisticRegression(max_iter=2000), emb.numpy(), y, cv=cv).mean())
+
+
+def reverse_dictionary(vectors: torch.Tensor, targets, bank: torch.Tensor, ks=(1, 10, 100)) -> dict:
+    """acc@k of ranking bank rows by raw dot product (eq. 1's score) for each vector; chunked over queries."""
+    ranks = []
+    targets = torch.as_tensor(targets)
+    for start in range(0, len(targets), 64):
+        s = vectors[start:start + 64] @ bank.T
+        t = targets[start:start + 64]
+        ranks.append((s > s.gather(1, t[:, None])).sum(1) + 1)
+    r = torch.cat(ranks).float()
+    return {f"rd_acc@{k}": 100 * float((r <= k).float().mean()) for k in ks}
+
+
+def evaluate_pooling(model, held, pooling: str, cfg, sts=None) -> dict:
+    enc = dict(pooling=pooling, batch_size=cfg.encode_batch_size, max_length=cfg.max_seq_length, template=cfg.prompt)
+    out, dev = {}, []
+    for pos, s in held.sim.items():
+        emb = encode_pooled(model, s["texts"], **enc)
+        out[f"sim_{pos}"] = sim_scores(emb, s["test"])
+        dev.append(sim_scores(emb, s["dev"]))
+    out["sim_avg"] = _nanmean([out[f"sim_{p}"] for p in held.sim])
+    out["dev_sim_avg"] = _nanmean(dev)
+    c = held.crossdict
+    out.update(retrieval(encode_pooled(model, c["queries"], **enc), encode_pooled(model, c["corpus"], **enc),
+                         c["relevant"]))
+    for task, (texts, labels) in held.probes.items():
+        out[f"probe_{task}"] = probe_accuracy(encode_pooled(model, texts, **enc), labels, cfg.probe_folds)
+    out["probe_avg"] = float(np.mean([out[f"probe_{t}"] for t in held.probes]))
+    if sts:
+        for name, (s1, s2, gold) in sts.items():
+            a, b = encode_pooled(model, s1, **enc), encode_pooled(model, s2, **enc)
+            out[f"sts_{name}"] = _spearman(F.cosine_similarity(a, b).numpy(), gold)
+        out["sts_avg"] = float(np.mean([out[f"sts_{n}"] for n in sts]))
+    return out
+
+
+def evaluate_encoder(model, held, cfg, sts=None) -> tuple[dict, str]:
+    """({"<metric>/<pooling>": value, ..., "<metric>/best": ...}, best pooling by dev_sim_avg)."""
+    per = {p: evaluate_pooling(model, held, p, cfg, sts) for p in POOLINGS}
+    best = max(POOLINGS, key=lambda p: np.nan_to_num(per[p]["dev_sim_avg"], nan=-np.inf))
+    flat = {f"{k}/{p}": v for p, m in per.items() for k, v in m.items()}
+    flat.update({f"{k}/best": v for k, v in per[best].items()})
+    return flat, best
+
+
+def find_sts(data_dir) -> dict | None:
+    """{"STS12".."STS16", "STS-B", "SICK-R": (sentences1, sentences2, gold)} from SentEval's layout under data_dir
+    (<dir>/[data/]downstream/STS/STS1x-en-test/, STS/STSBenchmark/sts-test.csv, SICK/SICK_test_annotated.txt);
+    each year's subsets concatenated (the paper's "all" setting). None when no STS folder is found."""
+    from pathlib import Path
+
+    from ...data.datasets.sick import load_sick
+    from ...data.datasets.sts import load_sts
+    from ...data.datasets.stsb import load_stsb
+
+    if data_dir is None:
+        return None
+    roots = [Path(data_dir) / p for p in ("data/downstream", "downstream", ".")]
+    root = next((r for r in roots if (r / "STS").is_dir()), None)
+    if root is None:
+        return None
+    out = {}
+    for year in (12, 13, 14, 15, 16):
+        folder = root / "STS" / f"STS{year}-en-test"
+        if folder.is_dir():
+            pairs = [p for subset in load_sts(folder, year).values() for p in subset]
+            out[f"STS{year}"] = pairs
+    if (root / "STS" / "STSBenchmark" / "sts-test.csv").is_file():
+        out["STS-B"] = load_stsb(root / "STS" / "STSBenchmark" / "sts-test.csv")
+    if (root / "SICK" / "SICK_test_annotated.txt").is_file():
+        out["SICK-R"] = load_sick(root / "SICK" / "SICK_test_annotated.txt")
+    return {k: ([p.sentence1 for p in v], [p.sentence2 for p in v], [p.score for p in v]) for k, v in out.items()} or None

@@ -1,0 +1,91 @@
+"""`spherekit reproduce defsent` end to end on the tiny preset (a small local backbone): base, two PST steps and
+the ICA variant as units; seeds, best-of-seeds checkpoint, bank geometry, the card; resume; config validation."""
+
+import json
+
+import pytest
+
+from spherekit.cli import main
+from spherekit.experiments import get
+from spherekit.experiments.defsent.config import DefSentConfig, PRESETS, preset_config, with_prerequisites
+
+
+def _run(backbone_dir, out, *extra):
+    return main(["reproduce", "defsent", "--preset", "tiny", "--backbone", str(backbone_dir), "--out", str(out),
+                 "--no-progress", *extra])
+
+
+@pytest.fixture(scope="module")
+def card(backbone_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("defsent")
+    assert _run(backbone_dir, out) == 0
+    return out
+
+
+def _results(card):
+    return json.loads((card / "defsent" / "tiny" / "results.json").read_text())
+
+
+def test_presets_conditions_and_validation():
+    for name in PRESETS:
+        preset_config(name)
+    cfg = preset_config("cpu-small")
+    assert cfg.backbones == ("all-MiniLM-L6-v2",) and cfg.seeds == 2 and cfg.conditions == ("base", "1st-c")
+    assert with_prerequisites(["3rd-a-ica"]) == ("1st-a", "2nd-a", "3rd-a-ica")
+    assert with_prerequisites(["2nd-c", "base"]) == ("base", "1st-c", "2nd-c")
+    assert "3rd-a-ica" in get("defsent").conditions
+    with pytest.raises(ValueError, match="valid conditions"):
+        DefSentConfig(conditions=("4th-a",))
+    with pytest.raises(ValueError, match="may not exceed the previous step"):
+        DefSentConfig(lrs=(1e-5, 2e-5, 1e-5))
+    with pytest.raises(ValueError, match="bank_kind must be one of"):
+        DefSentConfig(bank_kind="max")
+
+
+def test_units_seeds_and_checkpoints(card):
+    results = _results(card)
+    units = {u["condition"]: u for u in results["units"].values()}
+    assert set(units) == {"base", "1st-c", "2nd-c", "2nd-c-ica"}
+    for name in ("1st-c", "2nd-c", "2nd-c-ica"):
+        u = units[name]
+        assert [r["seed"] for r in u["seeds"]] == [0, 1] and u["best_seed"] in (0, 1)
+        chosen = next(r for r in u["seeds"] if r["seed"] == u["best_seed"])
+        assert chosen["metrics"]["dev_sim_avg/best"] == max(r["metrics"]["dev_sim_avg/best"] for r in u["seeds"])
+        assert u["mean"]["probe_avg/best"] == pytest.approx(sum(r["metrics"]["probe_avg/best"] for r in u["seeds"]) / 2)
+        for k in (1, 10, 100):
+            assert 0 <= u["metrics"][f"rd_acc@{k}"] <= 100
+        assert u["metrics"]["rd_acc@1"] <= u["metrics"]["rd_acc@10"] <= u["metrics"]["rd_acc@100"]
+        assert (card / "defsent" / "tiny" / "st" / name / "checkpoint" / "modules.json").is_file()
+        assert u["seeds"][0]["steps"] == 3  # 24 pairs, batch 8: one epoch
+    assert units["1st-c"]["bank"]["source"] == "backbone" and units["2nd-c"]["bank"]["source"] == "1st-c"
+    # the base bank and the 1st step's are the same bank (built once, read from the cache)
+    assert units["base"]["banks"]["c"]["svd_corr"] == pytest.approx(units["1st-c"]["bank"]["svd_corr"])
+    ica = units["2nd-c-ica"]["bank"]["ica"]
+    assert ica["whiten"] == "arbitrary-variance" and ica["n_iter"] >= 1
+    assert ica["std"] == pytest.approx(100 / units["2nd-c-ica"]["bank"]["entries"] ** 0.5, rel=0.05)
+    assert units["2nd-c-ica"]["bank"]["svd_top1_share"] < units["2nd-c"]["bank"]["svd_top1_share"]
+    assert units["base"]["dictionaries"]["c"]["entries"] == 60
+
+
+def test_card_and_resume(card, backbone_dir):
+    folder = card / "defsent" / "tiny"
+    report = (folder / "report.md").read_text()
+    for heading in ("Table 1", "Table 2", "Table 8", "Tables 3 and 6", "Table 7", "Figures 1-7", "Claims",
+                    "Departures from the paper"):
+        assert heading in report
+    assert "offline proxies (no STS files)" in report and "9,647" in report
+    assert sorted(p.name for p in (folder / "plots").iterdir()) == ["banks.png", "proxies.png"]
+    before = _results(card)
+    assert _run(backbone_dir, card) == 0
+    after = _results(card)
+    assert all(u.get("reused") for u in after["units"].values())
+    assert after["units"]["st/1st-c"]["metrics"] == before["units"]["st/1st-c"]["metrics"]
+
+
+def test_missing_previous_step_is_an_error(backbone_dir, tmp_path):
+    from spherekit.experiments.defsent.experiment import EXPERIMENT
+    from spherekit.experiments.base import Unit
+
+    cfg = preset_config("tiny")
+    with pytest.raises(FileNotFoundError, match="run that condition first"):
+        EXPERIMENT.run_unit(cfg, Unit(str(backbone_dir), "2nd-c"), None, tmp_path / "st" / "2nd-c", False)
