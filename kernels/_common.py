@@ -1,4 +1,5 @@
-"""Pieces shared by the Triton kernel files: the tiled dot product, softplus, and launch helpers."""
+"""Pieces shared by the Triton kernel files: the tiled dot product, the online-softmax step, softplus, and launch
+helpers."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import triton
 import triton.language as tl
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+# Target of a row that takes no part in the loss; equals spherekit.reference.contrastive.IGNORE_INDEX (the kernels
+# import nothing from spherekit; tests/ops/test_contracts.py checks the two agree).
+IGNORE_INDEX = tl.constexpr(-100)
 
 
 def vectors(*xs):
@@ -30,6 +34,21 @@ def gram_config(D: int, dtype: torch.dtype) -> dict:
         return dict(BLOCK_B=32, BLOCK_N=32, BLOCK_D=32, BLOCK_DV=32, num_warps=4)
     return dict(BLOCK_B=64, BLOCK_N=32, BLOCK_D=32 if dtype == torch.float32 else 64,
                 BLOCK_DV=max(16, min(64, triton.next_power_of_2(D))), num_warps=8)
+
+
+@triton.jit
+def online_softmax_step(max_run, s):
+    """One column tile of a streaming softmax over the rows of s (rows, cols) ("Online normalizer calculation for
+    softmax", Milakov and Gimelshein 2018, arXiv:1805.02867):
+
+        max_new = max(max_run, max_j s_j),   rescale = exp(max_run - max_new),   p_j = exp(s_j - max_new)
+
+    The caller updates its running sums as sum_run * rescale + sum_j p_j (and any p-weighted accumulator the
+    same way), so that after the last tile logsumexp = max_run + log(sum_run). A row that has seen only -inf keeps
+    max -inf, and its rescale and p are taken against 0 (no -inf - -inf = NaN). -> (max_new, rescale, p)."""
+    max_new = tl.maximum(max_run, tl.max(s, axis=1))
+    max_safe = tl.where(max_new == float("-inf"), 0.0, max_new)
+    return max_new, tl.exp(max_run - max_safe), tl.exp(s - max_safe[:, None])
 
 
 @triton.jit

@@ -100,7 +100,7 @@ def _circular_cse_bwd_kernel(
              mask=m_b[:, None] & m_v[None, :])
 
 
-def forward(e, labels, row_cos, row_sin, margin):
+def circular_cse_fwd(e, labels, row_cos, row_sin, *, margin):
     """-> rows (B,) fp32: sum_{j != i} l_ij."""
     B, D = e.shape
     labels, row_cos, row_sin = vectors(labels, row_cos, row_sin)
@@ -108,14 +108,14 @@ def forward(e, labels, row_cos, row_sin, margin):
     rows = torch.empty(B, dtype=torch.float32, device=e.device)
     grid = (triton.cdiv(B, cfg["BLOCK_B"]),)
     _circular_cse_fwd_kernel[grid](
-        rows, e, e.stride(0), e.stride(1), labels, row_cos, row_sin, float(margin), B, D,
-        PRECISION=dot_precision(e.dtype), BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"],
-        num_warps=cfg["num_warps"],
+        rows_ptr=rows, e_ptr=e, stride_eb=e.stride(0), stride_ed=e.stride(1), y_ptr=labels, cos_ptr=row_cos,
+        sin_ptr=row_sin, margin=float(margin), B=B, D=D, PRECISION=dot_precision(e.dtype),
+        BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"], num_warps=cfg["num_warps"],
     )
     return rows
 
 
-def backward(grad_rows, e, labels, row_cos, row_sin, margin):
+def circular_cse_bwd(grad_rows, e, labels, row_cos, row_sin, *, margin):
     """-> dE (B, d) fp32."""
     B, D = e.shape
     cfg = gram_config(D, e.dtype)
@@ -126,10 +126,10 @@ def backward(grad_rows, e, labels, row_cos, row_sin, margin):
     de = torch.empty((B, D), dtype=torch.float32, device=e.device)
     grid = (triton.cdiv(B, cfg["BLOCK_B"]), triton.cdiv(D, cfg["BLOCK_DV"]))
     _circular_cse_bwd_kernel[grid](
-        de, de.stride(0), de.stride(1), w, w_scale, e, e.stride(0), e.stride(1), labels, row_cos, row_sin,
-        float(margin), B, D,
-        PRECISION=dot_precision(e.dtype), BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"],
-        BLOCK_DV=cfg["BLOCK_DV"],
+        de_ptr=de, stride_deb=de.stride(0), stride_ded=de.stride(1), w_ptr=w, w_scale_ptr=w_scale,
+        e_ptr=e, stride_eb=e.stride(0), stride_ed=e.stride(1), y_ptr=labels, cos_ptr=row_cos, sin_ptr=row_sin,
+        margin=float(margin), B=B, D=D, PRECISION=dot_precision(e.dtype),
+        BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"], BLOCK_DV=cfg["BLOCK_DV"],
         num_warps=cfg["num_warps"],
     )
     return de

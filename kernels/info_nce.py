@@ -13,15 +13,14 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import INTERPRET, dot_precision, dot_tile, softplus, vectors
-
+from ._common import IGNORE_INDEX, INTERPRET, dot_precision, dot_tile, online_softmax_step, softplus, vectors
 
 
 @triton.jit
 def _load_rows(t_ptr, ql_ptr, o_b, m_b, HAS_LABELS: tl.constexpr, BLOCK_B: tl.constexpr):
     """Targets (ignored and padding rows -> 0), row validity and query labels (0 without labels)."""
-    b_t = tl.load(t_ptr + o_b, mask=m_b, other=-100)
-    valid = m_b & (b_t != -100)
+    b_t = tl.load(t_ptr + o_b, mask=m_b, other=IGNORE_INDEX)
+    valid = m_b & (b_t != IGNORE_INDEX)
     b_ql = tl.zeros((BLOCK_B,), dtype=tl.int64)
     if HAS_LABELS:
         b_ql = tl.load(ql_ptr + o_b, mask=m_b, other=0)
@@ -91,8 +90,8 @@ def _info_nce_fwd_kernel(
     b_t, valid, b_ql = _load_rows(t_ptr, ql_ptr, o_b, m_b, HAS_LABELS, BLOCK_B)
     inv_tau = 1.0 / tl.load(tau_ptr)
 
-    m_run = tl.full((BLOCK_B,), float("-inf"), dtype=tl.float32)
-    l_run = tl.zeros((BLOCK_B,), dtype=tl.float32)
+    max_run = tl.full((BLOCK_B,), float("-inf"), dtype=tl.float32)
+    sum_run = tl.zeros((BLOCK_B,), dtype=tl.float32)
     for n0 in range(0, N, BLOCK_N):
         o_n = n0 + tl.arange(0, BLOCK_N)
         m_n = o_n < N
@@ -100,21 +99,17 @@ def _info_nce_fwd_kernel(
                       BLOCK_B, BLOCK_N, BLOCK_D, PRECISION)
         s, is_t = _logits_tile(x, inv_tau, o_n, m_n, b_t, b_ql, cl_ptr, lb_ptr, stride_lb0, stride_lb1,
                                HAS_LABELS, HAS_BIAS)
-        m_new = tl.maximum(m_run, tl.max(s, axis=1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        l_run = l_run * tl.exp(m_run - m_safe) + tl.sum(tl.exp(s - m_safe[:, None]), axis=1)
-        m_run = m_new
+        max_run, rescale, p = online_softmax_step(max_run, s)
+        sum_run = sum_run * rescale + tl.sum(p, axis=1)
 
     dot_t, dot_h = _row_dots(q_ptr, stride_qb, stride_qd, c_ptr, stride_cn, stride_cd, h_ptr, stride_hb,
                              stride_hk, stride_hd, o_b, m_b, b_t, D, K, HAS_HN, BLOCK_B, BLOCK_K, BLOCK_D)
     m_k = tl.arange(0, BLOCK_K) < K
     if HN_SOFTMAX:
         s_h = tl.where(m_k[None, :], dot_h * inv_tau, float("-inf"))
-        m_new = tl.maximum(m_run, tl.max(s_h, axis=1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        l_run = l_run * tl.exp(m_run - m_safe) + tl.sum(tl.exp(s_h - m_safe[:, None]), axis=1)
-        m_run = m_new
-    lse = m_run + tl.log(l_run)
+        max_run, rescale, p = online_softmax_step(max_run, s_h)
+        sum_run = sum_run * rescale + tl.sum(p, axis=1)
+    lse = max_run + tl.log(sum_run)
     loss = lse - dot_t * inv_tau
     if HAS_BCE:
         z_pos = bce_scale * dot_t + bce_bias
@@ -123,6 +118,49 @@ def _info_nce_fwd_kernel(
         loss += bce_weight * bce / (K + 1)
     tl.store(loss_ptr + o_b, tl.where(valid, loss, 0.0), mask=m_b)
     tl.store(lse_ptr + o_b, lse, mask=m_b)
+
+
+@triton.jit
+def _row_grad_terms(dot_t, dot_h, b_g, b_lse, inv_tau, K, bce_weight, bce_scale, bce_bias,
+                    HN_SOFTMAX: tl.constexpr, HAS_BCE: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Per-row pieces of the backward that need no candidate tile (symbols of spherekit.reference.info_nce):
+    beta = dL/d<q, c_t> beyond the softmax term (-g/tau, plus the BCE positive pair's -g w s sigmoid(-z_t) / (k+1)),
+    g_h (BLOCK_B, BLOCK_K) = dL/d<q, h_k> (the softmax weight of h_k when it joins the denominator, plus its BCE
+    g w s sigmoid(z_k) / (k+1)), and the row's dtau terms from the target and the hard negatives."""
+    g_tau = b_g * inv_tau
+    m_k = tl.arange(0, BLOCK_K) < K
+    beta = -g_tau
+    tau_acc = -g_tau * dot_t
+    g_h = tl.zeros((BLOCK_B, BLOCK_K), dtype=tl.float32)
+    if HN_SOFTMAX:
+        g_h = tl.where(m_k[None, :], tl.exp(dot_h * inv_tau - b_lse[:, None]) * g_tau[:, None], 0.0)
+        tau_acc += tl.sum(g_h * dot_h, axis=1)
+    if HAS_BCE:
+        coef = b_g * bce_weight * bce_scale / (K + 1)
+        beta += -tl.sigmoid(-(bce_scale * dot_t + bce_bias)) * coef
+        g_h += tl.where(m_k[None, :], tl.sigmoid(bce_scale * dot_h + bce_bias) * coef[:, None], 0.0)
+    return beta, g_h, tau_acc
+
+
+@triton.jit
+def _hard_negative_grads(g_h, q_ptr, stride_qb, stride_qd, h_ptr, stride_hb, stride_hk, stride_hd,
+                         dh_ptr, stride_dhb, stride_dhk, stride_dhd, o_b, m_b, o_v, m_v, K,
+                         NEED_DH: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The hard negatives' share of a (rows, d-slice) tile: returns sum_k g_h[:, k] h[:, k, slice] (added to dq)
+    and, with NEED_DH, stores dh[:, k, slice] = g_h[:, k] q[:, slice]."""
+    o_k = tl.arange(0, BLOCK_K)
+    m_bv = m_b[:, None] & m_v[None, :]
+    b_q = tl.load(q_ptr + o_b[:, None] * stride_qb + o_v[None, :] * stride_qd, mask=m_bv, other=0.0).to(tl.float32)
+    acc = tl.zeros_like(b_q)
+    for kk in range(K):
+        g_k = tl.sum(tl.where(o_k[None, :] == kk, g_h, 0.0), axis=1)
+        b_h = tl.load(h_ptr + o_b[:, None] * stride_hb + kk * stride_hk + o_v[None, :] * stride_hd,
+                      mask=m_bv, other=0.0).to(tl.float32)
+        acc += g_k[:, None] * b_h
+        if NEED_DH:
+            tl.store(dh_ptr + o_b[:, None] * stride_dhb + kk * stride_dhk + o_v[None, :] * stride_dhd,
+                     g_k[:, None] * b_q, mask=m_bv)
+    return acc
 
 
 @triton.jit
@@ -160,19 +198,8 @@ def _info_nce_bwd_dq_kernel(
 
     dot_t, dot_h = _row_dots(q_ptr, stride_qb, stride_qd, c_ptr, stride_cn, stride_cd, h_ptr, stride_hb,
                              stride_hk, stride_hd, o_b, m_b, b_t, D, K, HAS_HN, BLOCK_B, BLOCK_K, BLOCK_D)
-    o_k = tl.arange(0, BLOCK_K)
-    m_k = o_k < K
-    # softmax part of dL/d(dot) at the target is -g/tau; the BCE positive pair adds beta_bce
-    beta = -g_tau
-    tau_acc = -g_tau * dot_t
-    g_h = tl.zeros((BLOCK_B, BLOCK_K), dtype=tl.float32)
-    if HN_SOFTMAX:
-        g_h = tl.where(m_k[None, :], tl.exp(dot_h * inv_tau - b_lse[:, None]) * g_tau[:, None], 0.0)
-        tau_acc += tl.sum(g_h * dot_h, axis=1)
-    if HAS_BCE:
-        coef = b_g * bce_weight * bce_scale / (K + 1)
-        beta += -tl.sigmoid(-(bce_scale * dot_t + bce_bias)) * coef
-        g_h += tl.where(m_k[None, :], tl.sigmoid(bce_scale * dot_h + bce_bias) * coef[:, None], 0.0)
+    beta, g_h, tau_acc = _row_grad_terms(dot_t, dot_h, b_g, b_lse, inv_tau, K, bce_weight, bce_scale, bce_bias,
+                                         HN_SOFTMAX, HAS_BCE, BLOCK_B, BLOCK_K)
 
     o_v = pid_v * BLOCK_DV + tl.arange(0, BLOCK_DV)
     m_v = o_v < D
@@ -194,18 +221,10 @@ def _info_nce_bwd_dq_kernel(
         acc = tl.dot(grad.to(b_c.dtype), b_c, acc, input_precision=PRECISION)
     acc = acc * scale
 
-    if HAS_HN:  # dq += sum_k g_h[:, k] h[:, k, slice];  dh[:, k, slice] = g_h[:, k] q[:, slice]
-        m_bv = m_b[:, None] & m_v[None, :]
-        b_q = tl.load(q_ptr + o_b[:, None] * stride_qb + o_v[None, :] * stride_qd, mask=m_bv, other=0.0)
-        b_q = b_q.to(tl.float32)
-        for kk in range(K):
-            g_k = tl.sum(tl.where(o_k[None, :] == kk, g_h, 0.0), axis=1)
-            b_h = tl.load(h_ptr + o_b[:, None] * stride_hb + kk * stride_hk + o_v[None, :] * stride_hd,
-                          mask=m_bv, other=0.0).to(tl.float32)
-            acc += g_k[:, None] * b_h
-            if NEED_DH:
-                tl.store(dh_ptr + o_b[:, None] * stride_dhb + kk * stride_dhk + o_v[None, :] * stride_dhd,
-                         g_k[:, None] * b_q, mask=m_bv)
+    if HAS_HN:
+        acc += _hard_negative_grads(g_h, q_ptr, stride_qb, stride_qd, h_ptr, stride_hb, stride_hk, stride_hd,
+                                    dh_ptr, stride_dhb, stride_dhk, stride_dhd, o_b, m_b, o_v, m_v, K, NEED_DH,
+                                    BLOCK_K)
     tl.store(dq_ptr + o_b[:, None] * stride_dqb + o_v[None, :] * stride_dqd, acc, mask=m_b[:, None] & m_v[None, :])
     if pid_v == 0:
         tl.store(beta_ptr + o_b, beta, mask=m_b)
@@ -270,23 +289,27 @@ def _config(D: int, K: int) -> dict:
                 BLOCK_DV=min(256 if K == 0 else 128, triton.next_power_of_2(D)), num_warps=8, num_stages=2)
 
 
-def _common(q, c, h, targets, ql, cl, label_bias, tau):
-    """Kernel arguments: the embeddings and label_bias with their strides, the per-row vectors contiguous."""
+def _tensor_args(q, c, h, targets, ql, cl, label_bias, tau) -> dict:
+    """The kernels' tensor arguments by name: the embeddings and label_bias with their strides, the per-row
+    vectors contiguous, placeholders for what is absent (the HAS_* flags keep the kernels off them)."""
     targets, ql, cl = vectors(targets, ql, cl)
     dummy = torch.empty(0, dtype=torch.int64, device=q.device)
     h_ = h if h is not None else q.new_empty((1, 1, 1))
     lb = label_bias if label_bias is not None else q.new_empty((1, 1), dtype=torch.float32)
-    return (
-        (q, q.stride(0), q.stride(1)),
-        (c, c.stride(0), c.stride(1)),
-        (h_, h_.stride(0), h_.stride(1), h_.stride(2)),
-        (targets, ql if ql is not None else dummy, cl if cl is not None else dummy),
-        (lb, lb.stride(0), lb.stride(1)),
-        tau,
-    )
+    return dict(q_ptr=q, stride_qb=q.stride(0), stride_qd=q.stride(1),
+                c_ptr=c, stride_cn=c.stride(0), stride_cd=c.stride(1),
+                h_ptr=h_, stride_hb=h_.stride(0), stride_hk=h_.stride(1), stride_hd=h_.stride(2),
+                t_ptr=targets, ql_ptr=ql if ql is not None else dummy, cl_ptr=cl if cl is not None else dummy,
+                lb_ptr=lb, stride_lb0=lb.stride(0), stride_lb1=lb.stride(1), tau_ptr=tau)
 
 
-def forward(q, c, targets, h, tau, ql, cl, label_bias, hn_softmax, bce_weight, bce_scale, bce_bias):
+def _flags(h, ql, label_bias, hn_softmax, bce_weight) -> dict:
+    """The constexpr switches that say which inputs and terms are present."""
+    return dict(HAS_LABELS=ql is not None, HAS_BIAS=label_bias is not None, HAS_HN=h is not None,
+                HN_SOFTMAX=bool(hn_softmax and h is not None), HAS_BCE=bool(h is not None and bce_weight != 0.0))
+
+
+def info_nce_fwd(q, c, targets, h, tau, ql, cl, label_bias, *, hn_softmax, bce_weight, bce_scale, bce_bias):
     """-> (loss per row (B,) fp32, logsumexp per row (B,) fp32)."""
     B, D = q.shape
     N = c.shape[0]
@@ -294,27 +317,25 @@ def forward(q, c, targets, h, tau, ql, cl, label_bias, hn_softmax, bce_weight, b
     cfg = _config(D, K)
     loss = torch.empty(B, dtype=torch.float32, device=q.device)
     lse = torch.empty_like(loss)
-    (qa, ca, ha, ta, lba, tau_) = _common(q, c, h, targets, ql, cl, label_bias, tau)
     grid = (triton.cdiv(B, cfg["BLOCK_B"]),)
     _info_nce_fwd_kernel[grid](
-        loss, lse, *qa, *ca, *ha, *ta, *lba, tau_, B, N, D, K,
-        float(bce_weight), float(bce_scale), float(bce_bias),
-        HAS_LABELS=ql is not None, HAS_BIAS=label_bias is not None, HAS_HN=h is not None,
-        HN_SOFTMAX=bool(hn_softmax and h is not None), HAS_BCE=bool(h is not None and bce_weight != 0.0),
-        PRECISION=dot_precision(q.dtype), BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"],
-        BLOCK_K=cfg["BLOCK_K"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+        loss_ptr=loss, lse_ptr=lse, **_tensor_args(q, c, h, targets, ql, cl, label_bias, tau), B=B, N=N, D=D, K=K,
+        bce_weight=float(bce_weight), bce_scale=float(bce_scale), bce_bias=float(bce_bias),
+        **_flags(h, ql, label_bias, hn_softmax, bce_weight), PRECISION=dot_precision(q.dtype),
+        BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"], BLOCK_K=cfg["BLOCK_K"],
+        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
     )
     return loss, lse
 
 
-def backward(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, hn_softmax, bce_weight, bce_scale,
-             bce_bias, need_dq, need_dc, need_dh, need_dtau):
+def info_nce_bwd(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, *, hn_softmax, bce_weight, bce_scale,
+                 bce_bias, need_dq, need_dc, need_dh, need_dtau):
     """-> (dq fp32 or None, dc fp32 or None, dh fp32 or None, dtau 0-dim fp32 or None)."""
     B, D = q.shape
     N = c.shape[0]
     K = 0 if h is None else h.shape[1]
     cfg = _config(D, K)
-    (qa, ca, ha, ta, lba, tau_) = _common(q, c, h, targets, ql, cl, label_bias, tau)
+    tensors = _tensor_args(q, c, h, targets, ql, cl, label_bias, tau)
     g, lse = vectors(grad_rows.float(), lse)
     dq = torch.empty((B, D), dtype=torch.float32, device=q.device)  # also needed for beta/dtau
     dh = torch.empty((B, K, D), dtype=torch.float32, device=q.device) if need_dh else q.new_empty((1, 1, 1))
@@ -324,21 +345,25 @@ def backward(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, hn_softm
     bound = 1.0 + abs(bce_weight * bce_scale) / (K + 1) * tau
     scale = (g.abs().max() / tau * bound).clamp_min(1e-30) / 1024.0
     dtau_rows = torch.empty(B, dtype=torch.float32, device=q.device)
-    flags = dict(HAS_LABELS=ql is not None, HAS_BIAS=label_bias is not None, PRECISION=dot_precision(q.dtype),
-                 BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"], BLOCK_DV=cfg["BLOCK_DV"],
-                 num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+    flags = _flags(h, ql, label_bias, hn_softmax, bce_weight)
+    shared = dict(beta_ptr=beta, g_ptr=g, lse_ptr=lse, scale_ptr=scale, B=B, N=N, D=D,
+                  HAS_LABELS=flags["HAS_LABELS"], HAS_BIAS=flags["HAS_BIAS"], PRECISION=dot_precision(q.dtype),
+                  BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"], BLOCK_DV=cfg["BLOCK_DV"],
+                  num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
     grid = (triton.cdiv(B, cfg["BLOCK_B"]), triton.cdiv(D, cfg["BLOCK_DV"]))
     _info_nce_bwd_dq_kernel[grid](
-        dq, dq.stride(0), dq.stride(1), dh, dh.stride(0), dh.stride(1), dh.stride(2), beta, dtau_rows, g, lse,
-        *qa, *ca, *ha, *ta, *lba, tau_, scale, B, N, D, K, float(bce_weight), float(bce_scale), float(bce_bias),
-        HAS_HN=h is not None, HN_SOFTMAX=bool(hn_softmax and h is not None),
-        HAS_BCE=bool(h is not None and bce_weight != 0.0), NEED_DH=bool(need_dh), BLOCK_K=cfg["BLOCK_K"], **flags,
+        dq_ptr=dq, stride_dqb=dq.stride(0), stride_dqd=dq.stride(1),
+        dh_ptr=dh, stride_dhb=dh.stride(0), stride_dhk=dh.stride(1), stride_dhd=dh.stride(2), dtau_ptr=dtau_rows,
+        **tensors, K=K, bce_weight=float(bce_weight), bce_scale=float(bce_scale), bce_bias=float(bce_bias),
+        HAS_HN=flags["HAS_HN"], HN_SOFTMAX=flags["HN_SOFTMAX"], HAS_BCE=flags["HAS_BCE"], NEED_DH=bool(need_dh),
+        BLOCK_K=cfg["BLOCK_K"], **shared,
     )
     dc = None
     if need_dc:
         dc = torch.empty((N, D), dtype=torch.float32, device=q.device)
         grid = (triton.cdiv(N, cfg["BLOCK_N"]), triton.cdiv(D, cfg["BLOCK_DV"]))
+        no_h = {k: v for k, v in tensors.items() if not k.startswith(("h_ptr", "stride_h"))}
         _info_nce_bwd_dc_kernel[grid](
-            dc, dc.stride(0), dc.stride(1), beta, g, lse, *qa, *ca, *ta, *lba, tau_, scale, B, N, D, **flags,
+            dc_ptr=dc, stride_dcn=dc.stride(0), stride_dcd=dc.stride(1), **no_h, **shared,
         )
     return (dq if need_dq else None, dc, dh if need_dh else None, dtau_rows.sum() if need_dtau else None)

@@ -221,20 +221,20 @@ def row_max(x, x_mask, y, y_mask):
     return maxima[:, 0], argmax[:, 0]
 
 
-def maxsim_bwd(grad_scores, q, q_mask, d4, d_mask4, argmax, shared: bool, need_dq: bool = True,
+def maxsim_bwd(grad, q, q_mask, d4, d_mask4, argmax, shared: bool, need_dq: bool = True,
                need_dd: bool = True):
-    """-> (grad_q like q, grad_d4 like d4); a gradient not asked for is None. grad_scores (Bq, K);
+    """-> (grad_q like q, grad_d4 like d4); a gradient not asked for is None. grad (Bq, K);
     argmax from maxsim_fwd."""
     (Bq, K, M, N, H), _, _ = _check(q, q_mask, d4, d_mask4, shared)
-    check_shape("grad_scores", grad_scores, (Bq, K))
+    check_shape("grad", grad, (Bq, K))
     check_shape("argmax", argmax, (Bq, K, M))
-    if not isinstance(grad_scores, torch.Tensor) or not grad_scores.is_floating_point():
-        raise TypeError(f"grad_scores must be a floating-point torch.Tensor, got {type(grad_scores).__name__}")
+    if not isinstance(grad, torch.Tensor) or not grad.is_floating_point():
+        raise TypeError(f"grad must be a floating-point torch.Tensor, got {type(grad).__name__}")
     if argmax.dtype != torch.int32:
         raise TypeError(f"argmax must have dtype torch.int32, got {argmax.dtype}")
     q, d4 = unit_last(q), unit_last(d4)
     argmax = argmax.contiguous()
-    g = grad_scores.to(torch.float32)
+    g = grad.to(torch.float32)
     inv = inv_valid_count(q_mask, Bq, M, q.device)
     cfg = _config(H, q.dtype)
     block_m = _block_m(cfg, M)

@@ -387,7 +387,7 @@ def _launch_opts(cfg: dict) -> dict:
                 num_stages=cfg["num_stages"])
 
 
-def geodesic_residual_fwd(h: torch.Tensor, f: torch.Tensor, alpha: torch.Tensor, eps: float):
+def geodesic_residual_fwd(h: torch.Tensor, f: torch.Tensor, alpha: torch.Tensor, *, eps: float):
     """h, f (R, d) same dtype, alpha (d,) fp32 -> out (R, d) in h.dtype, norms (R, 3) fp32 (||h||, ||f||, ||y||)."""
     _check_rows("h", h)
     _check_rows("f", f, like=h)
@@ -400,13 +400,14 @@ def geodesic_residual_fwd(h: torch.Tensor, f: torch.Tensor, alpha: torch.Tensor,
         return out, norms
     grid = (triton.cdiv(R, cfg["BLOCK_R"]),)
     _geodesic_residual_fwd_kernel[grid](
-        out, out.stride(0), out.stride(1), norms, h, h.stride(0), h.stride(1), f, f.stride(0), f.stride(1),
-        alpha, R, D, float(eps), **_launch_opts(cfg),
+        out_ptr=out, stride_outr=out.stride(0), stride_outd=out.stride(1), norms_ptr=norms,
+        h_ptr=h, stride_hr=h.stride(0), stride_hd=h.stride(1), f_ptr=f, stride_fr=f.stride(0), stride_fd=f.stride(1),
+        alpha_ptr=alpha, R=R, D=D, eps=float(eps), **_launch_opts(cfg),
     )
     return out, norms
 
 
-def geodesic_residual_bwd(grad_out, h, f, alpha, norms, eps: float):
+def geodesic_residual_bwd(grad_out, h, f, alpha, norms, *, eps: float):
     """-> grad_h (R, d) h.dtype, grad_f (R, d) f.dtype, grad_alpha (d,) fp32 (deterministic: no atomics)."""
     _check_rows("h", h)
     _check_rows("f", f, like=h)
@@ -422,14 +423,16 @@ def geodesic_residual_bwd(grad_out, h, f, alpha, norms, eps: float):
     G = _num_programs_bwd(triton.cdiv(R, cfg["BLOCK_R"]), cfg["num_warps"], h.device)
     partial = torch.empty((G, D), dtype=torch.float32, device=h.device)
     _geodesic_residual_bwd_kernel[(G,)](
-        grad_h, grad_h.stride(0), grad_h.stride(1), grad_f, grad_f.stride(0), grad_f.stride(1), partial,
-        grad_out, grad_out.stride(0), grad_out.stride(1), h, h.stride(0), h.stride(1), f, f.stride(0), f.stride(1),
-        alpha, norms, R, D, float(eps), **_launch_opts(cfg),
+        gh_ptr=grad_h, stride_ghr=grad_h.stride(0), stride_ghd=grad_h.stride(1),
+        gf_ptr=grad_f, stride_gfr=grad_f.stride(0), stride_gfd=grad_f.stride(1), part_ptr=partial,
+        dout_ptr=grad_out, stride_doutr=grad_out.stride(0), stride_doutd=grad_out.stride(1),
+        h_ptr=h, stride_hr=h.stride(0), stride_hd=h.stride(1), f_ptr=f, stride_fr=f.stride(0), stride_fd=f.stride(1),
+        alpha_ptr=alpha, norms_ptr=norms, R=R, D=D, eps=float(eps), **_launch_opts(cfg),
     )
     return grad_h, grad_f, partial.sum(0)
 
 
-def l2_normalize_fwd(x: torch.Tensor, eps: float):
+def l2_normalize_fwd(x: torch.Tensor, *, eps: float):
     """x (R, d) -> out (R, d) in x.dtype, norms (R,) fp32 unclamped."""
     _check_rows("x", x)
     R, D = x.shape
@@ -439,12 +442,13 @@ def l2_normalize_fwd(x: torch.Tensor, eps: float):
     if R == 0:
         return out, norms
     _l2_normalize_fwd_kernel[(triton.cdiv(R, cfg["BLOCK_R"]),)](
-        out, out.stride(0), out.stride(1), norms, x, x.stride(0), x.stride(1), R, D, float(eps), **_launch_opts(cfg),
+        out_ptr=out, stride_outr=out.stride(0), stride_outd=out.stride(1), norms_ptr=norms,
+        x_ptr=x, stride_xr=x.stride(0), stride_xd=x.stride(1), R=R, D=D, eps=float(eps), **_launch_opts(cfg),
     )
     return out, norms
 
 
-def l2_normalize_bwd(grad_out, x, norms, eps: float):
+def l2_normalize_bwd(grad_out, x, norms, *, eps: float):
     """-> grad_x (R, d) in x.dtype."""
     _check_rows("x", x)
     _check_rows("grad_out", grad_out, like=x)
@@ -455,8 +459,10 @@ def l2_normalize_bwd(grad_out, x, norms, eps: float):
     if R == 0:
         return grad_x
     _l2_normalize_bwd_kernel[(triton.cdiv(R, cfg["BLOCK_R"]),)](
-        grad_x, grad_x.stride(0), grad_x.stride(1), grad_out, grad_out.stride(0), grad_out.stride(1),
-        x, x.stride(0), x.stride(1), norms, R, D, float(eps), **_launch_opts(cfg),
+        gx_ptr=grad_x, stride_gxr=grad_x.stride(0), stride_gxd=grad_x.stride(1),
+        dout_ptr=grad_out, stride_doutr=grad_out.stride(0), stride_doutd=grad_out.stride(1),
+        x_ptr=x, stride_xr=x.stride(0), stride_xd=x.stride(1), norms_ptr=norms, R=R, D=D, eps=float(eps),
+        **_launch_opts(cfg),
     )
     return grad_x
 
@@ -482,7 +488,7 @@ def _device_tables(meta: tuple, starts: tuple, device: torch.device):
             torch.tensor(starts, dtype=torch.int64, device=device))
 
 
-def renormalize_(views, eps: float) -> None:
+def renormalize_(views, *, eps: float) -> None:
     """In place: each contiguous 3-D view (outer, n, inner) <- Norm over its middle axis n. One launch."""
     views = list(views)
     for i, v in enumerate(views):
@@ -502,7 +508,7 @@ def renormalize_(views, eps: float) -> None:
         return
     meta_t, starts_t = _device_tables(tuple(meta), tuple(starts), views[0].device)
     _renormalize_kernel[(starts[-1],)](
-        meta_t, starts_t, T, math.ceil(math.log2(T)) if T > 1 else 0, float(eps),
+        meta_ptr=meta_t, starts_ptr=starts_t, T=T, STEPS=math.ceil(math.log2(T)) if T > 1 else 0, eps=float(eps),
         BLOCK_U=cfg["BLOCK_U"], BLOCK_K=cfg["BLOCK_K"], BLOCK_N=cfg["BLOCK_N"], BLOCK_I=cfg["BLOCK_I"],
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
     )

@@ -4,7 +4,7 @@ No kernel ever writes a B x B tensor and none uses atomics.
 Forward, per row block I: pass 1 streams column tiles J through an online logsumexp over the negatives
 (-> L_i); pass 2 streams again and sums softplus(L_i - s_ij) and sigmoid(L_i - s_ij) over the positives.
 It stores per-row statistics only: the anchor's loss, L_i, U_i = sum_{j in P_i} sigmoid(L_i - s_ij), |P_i|.
-Backward: G = dLoss/ds (see python/spherekit/ops/_sincere_chunked.py) and s = s^T, so
+Backward: G = dLoss/ds (spherekit.reference.sincere states it) and s = s^T, so
 dE = (G + G^T) E / tau. A program owns (row block I, d-slice V); for each column block J it recomputes
 S_IJ once, builds G_IJ from row-I statistics and (G_JI)^T from row-J statistics on the same tile and
 accumulates (G_IJ + G_JI^T) @ E_J[:, V]. Products accumulate in fp32; fp16/bf16 operands go to tl.dot as
@@ -17,7 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import dot_precision, dot_tile, gram_config, softplus, vectors
+from ._common import dot_precision, dot_tile, gram_config, online_softmax_step, softplus, vectors
 
 @triton.jit
 def _neg_logits(s, neg, y_row, y_col, shift_row, lb_ptr, stride_lb0, stride_lb1, HAS_BIAS: tl.constexpr):
@@ -51,8 +51,8 @@ def _sincere_fwd_kernel(
     inv_tau = 1.0 / tl.load(tau_ptr)
 
     # pass 1: L_i = logsumexp over negatives of (s_ik + bias_ik), online
-    m_run = tl.full((BLOCK_B,), float("-inf"), dtype=tl.float32)
-    l_run = tl.zeros((BLOCK_B,), dtype=tl.float32)
+    max_run = tl.full((BLOCK_B,), float("-inf"), dtype=tl.float32)
+    sum_run = tl.zeros((BLOCK_B,), dtype=tl.float32)
     for n0 in range(0, B, BLOCK_N):
         o_n = n0 + tl.arange(0, BLOCK_N)
         m_n = o_n < B
@@ -62,12 +62,10 @@ def _sincere_fwd_kernel(
         neg = m_b[:, None] & m_n[None, :] & (y_n[None, :] != y_b[:, None])
         z = _neg_logits(s, neg, y_b[:, None], y_n[None, :], shift_b[:, None], lb_ptr, stride_lb0, stride_lb1,
                         HAS_BIAS)
-        m_new = tl.maximum(m_run, tl.max(z, axis=1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        l_run = l_run * tl.exp(m_run - m_safe) + tl.sum(tl.exp(z - m_safe[:, None]), axis=1)
-        m_run = m_new
-    # l_run >= 1 once m_run is finite; else (every negative has weight 0) L_i = -inf, without log(0)
-    lse = m_run + tl.log(tl.maximum(l_run, 1.0))
+        max_run, rescale, p = online_softmax_step(max_run, z)
+        sum_run = sum_run * rescale + tl.sum(p, axis=1)
+    # sum_run >= 1 once max_run is finite; else (every negative has weight 0) L_i = -inf, without log(0)
+    lse = max_run + tl.log(tl.maximum(sum_run, 1.0))
 
     # pass 2: softplus(L_i - s_ij) and sigmoid(L_i - s_ij) summed over positives j != i, y_j = y_i
     sp_acc = tl.zeros((BLOCK_B,), dtype=tl.float32)
@@ -171,32 +169,32 @@ def _sincere_bwd_kernel(
             tl.store(dtau_ptr + o_b, -tau_acc * (inv_tau * g_scale), mask=m_b)
 
 
-def _common(e, labels, label_bias, shift):
-    """Kernel arguments: e and label_bias with their strides, the per-row vectors contiguous."""
+def _tensor_args(e, labels, tau, label_bias, shift) -> dict:
+    """The kernels' tensor arguments by name: e and label_bias with their strides, the per-row vectors
+    contiguous, placeholders for an absent bias (HAS_BIAS keeps the kernels off them)."""
     labels, shift = vectors(labels, shift)
     lb = label_bias if label_bias is not None else e.new_empty((1, 1), dtype=torch.float32)
     sh = shift if shift is not None else e.new_empty(1, dtype=torch.float32)
-    return (e, e.stride(0), e.stride(1)), (labels, sh), (lb, lb.stride(0), lb.stride(1))
+    return dict(e_ptr=e, stride_eb=e.stride(0), stride_ed=e.stride(1), y_ptr=labels, shift_ptr=sh,
+                lb_ptr=lb, stride_lb0=lb.stride(0), stride_lb1=lb.stride(1), tau_ptr=tau, B=e.shape[0], D=e.shape[1],
+                HAS_BIAS=label_bias is not None, PRECISION=dot_precision(e.dtype))
 
 
-def forward(e, labels, tau, label_bias, shift):
+def sincere_fwd(e, labels, tau, label_bias, shift):
     """-> (loss per anchor, L, U, |P|), each (B,) fp32."""
     B, D = e.shape
     cfg = gram_config(D, e.dtype)
     loss = torch.empty(B, dtype=torch.float32, device=e.device)
     lse, usum, npos = torch.empty_like(loss), torch.empty_like(loss), torch.empty_like(loss)
-    ea, ya, lba = _common(e, labels, label_bias, shift)
     grid = (triton.cdiv(B, cfg["BLOCK_B"]),)
     _sincere_fwd_kernel[grid](
-        loss, lse, usum, npos, *ea, *ya, *lba, tau, B, D,
-        HAS_BIAS=label_bias is not None, PRECISION=dot_precision(e.dtype),
-        BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"],
-        num_warps=cfg["num_warps"],
+        loss_ptr=loss, lse_ptr=lse, usum_ptr=usum, npos_ptr=npos, **_tensor_args(e, labels, tau, label_bias, shift),
+        BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"], num_warps=cfg["num_warps"],
     )
     return loss, lse, usum, npos
 
 
-def backward(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, need_de, need_dtau):
+def sincere_bwd(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, *, need_de, need_dtau):
     """-> (dE fp32 (B, d) or None, dtau 0-dim fp32 or None)."""
     B, D = e.shape
     cfg = gram_config(D, e.dtype)
@@ -206,12 +204,11 @@ def backward(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, need
     g, lse, usum, npos = vectors(g / g_scale, lse, usum, npos)
     de = torch.empty((B, D) if need_de else (1, 1), dtype=torch.float32, device=e.device)
     dtau_rows = torch.empty(B if need_dtau else 1, dtype=torch.float32, device=e.device)
-    ea, ya, lba = _common(e, labels, label_bias, shift)
     grid = (triton.cdiv(B, cfg["BLOCK_B"]), triton.cdiv(D, cfg["BLOCK_DV"]) if need_de else 1)
     _sincere_bwd_kernel[grid](
-        de, de.stride(0), de.stride(1), dtau_rows, g, g_scale, lse, usum, npos, *ea, *ya, *lba, tau, B, D,
-        HAS_BIAS=label_bias is not None, NEED_DE=bool(need_de), NEED_DTAU=bool(need_dtau),
-        PRECISION=dot_precision(e.dtype),
+        de_ptr=de, stride_deb=de.stride(0), stride_ded=de.stride(1), dtau_ptr=dtau_rows, g_ptr=g, g_scale_ptr=g_scale,
+        lse_ptr=lse, usum_ptr=usum, npos_ptr=npos, **_tensor_args(e, labels, tau, label_bias, shift),
+        NEED_DE=bool(need_de), NEED_DTAU=bool(need_dtau),
         BLOCK_B=cfg["BLOCK_B"], BLOCK_N=cfg["BLOCK_N"], BLOCK_D=cfg["BLOCK_D"], BLOCK_DV=cfg["BLOCK_DV"],
         num_warps=cfg["num_warps"],
     )

@@ -26,7 +26,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import INTERPRET, dot_precision, dot_tile, load_valid
+from ._common import INTERPRET, dot_precision, dot_tile, load_valid, online_softmax_step
 from ..ops.checks import check_shape
 from ._simmap_common import check_paired, inv_valid_count, mask_strides, unit_last
 
@@ -63,8 +63,8 @@ def _soft_align_fwd_kernel(
     p_q = q_ptr + b * stride_qb
     p_d = d_ptr + b * stride_db
 
-    m_run = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
-    l_run = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    max_run = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
+    sum_run = tl.zeros((BLOCK_M,), dtype=tl.float32)
     acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for n0 in range(0, N, BLOCK_N):
         o_n = n0 + tl.arange(0, BLOCK_N)
@@ -72,16 +72,12 @@ def _soft_align_fwd_kernel(
         x = dot_tile(p_q, stride_qm, stride_qd, o_m, m_m, p_d, stride_dn, stride_dd, o_n, m_n, H,
                      BLOCK_M, BLOCK_N, BLOCK_H, PRECISION)
         z, _ = _logits(x, o_m, o_n, valid_n[None, :], lam, inv_tau)
-        m_new = tl.maximum(m_run, tl.max(z, axis=1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = tl.exp(m_run - m_safe)
-        p = tl.exp(z - m_safe[:, None])
-        l_run = l_run * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha + tl.sum(p * x, axis=1)
-        m_run = m_new
-    has = l_run > 0.0
-    s = tl.where(has, acc / tl.where(has, l_run, 1.0), 0.0)
-    lse = tl.where(has, m_run + tl.log(tl.where(has, l_run, 1.0)), float("-inf"))
+        max_run, rescale, p = online_softmax_step(max_run, z)
+        sum_run = sum_run * rescale + tl.sum(p, axis=1)
+        acc = acc * rescale + tl.sum(p * x, axis=1)
+    has = sum_run > 0.0
+    s = tl.where(has, acc / tl.where(has, sum_run, 1.0), 0.0)
+    lse = tl.where(has, max_run + tl.log(tl.where(has, sum_run, 1.0)), float("-inf"))
     tl.store(lse_ptr + b * M + o_m, lse, mask=m_m)
     tl.store(s_ptr + b * M + o_m, s, mask=m_m)
     inv = tl.load(inv_ptr + b)
@@ -234,7 +230,7 @@ def soft_align_fwd(q, q_mask, d, d_mask, lam: float, tau: float):
     return (part[:, 0] if mb == 1 else part.sum(-1)), lse, s
 
 
-def soft_align_bwd(grad, q, q_mask, d, d_mask, lam: float, tau: float, lse, s, need_dq: bool = True,
+def soft_align_bwd(grad, q, q_mask, d, d_mask, lam: float, tau: float, lse, s, *, need_dq: bool = True,
                    need_dd: bool = True):
     """-> (grad_q like q or None, grad_d like d or None, grad_lam (B,) fp32, grad_tau (B,) fp32).
     grad (B,) is the gradient of the score; lse, s from soft_align_fwd."""

@@ -47,9 +47,14 @@ def triton_interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
+def try_triton_kernels(module: str) -> tuple[ModuleType | None, str]:
+    """(spherekit.kernels.<module>, "") when it imports, else (None, why it does not)."""
+    return _try_import(f"spherekit.kernels.{module}")
+
+
 def triton_kernels(module: str) -> ModuleType:
     """spherekit.kernels.<module>; raises a clear error when Triton is missing."""
-    mod, err = _try_import(f"spherekit.kernels.{module}")
+    mod, err = try_triton_kernels(module)
     if mod is None:
         raise RuntimeError(f"backend 'triton' is unavailable: importing spherekit.kernels.{module} failed ({err})")
     return mod

@@ -58,8 +58,8 @@ def _compare(names, got, base, oracle, dtype, per_row):
 def _check_geodesic(h64, f64, a64, g64, dtype, eps, per_row=False):
     h, f, g = h64.to(dtype), f64.to(dtype), g64.to(dtype)
     alpha = a64.float()
-    out, norms = K.geodesic_residual_fwd(h, f, alpha, eps)
-    gh, gf, ga = K.geodesic_residual_bwd(g, h, f, alpha, norms, eps)
+    out, norms = K.geodesic_residual_fwd(h, f, alpha, eps=eps)
+    gh, gf, ga = K.geodesic_residual_bwd(g, h, f, alpha, norms, eps=eps)
     assert out.dtype == dtype and gh.dtype == dtype and gf.dtype == dtype
     assert norms.dtype == torch.float32 and norms.shape == (h.shape[0], 3)
     assert ga.dtype == torch.float32 and ga.shape == alpha.shape
@@ -87,8 +87,8 @@ def test_geodesic_residual_bf16(d):
     h, f, g = _rand(37, d, 1), _rand(37, d, 2), _rand(37, d, 3)
     h16, f16, g16 = (x.bfloat16() for x in (h, f, g))
     alpha = _alpha(d).float()
-    out, norms = K.geodesic_residual_fwd(h16, f16, alpha, 1e-6)
-    gh, gf, ga = K.geodesic_residual_bwd(g16, h16, f16, alpha, norms, 1e-6)
+    out, norms = K.geodesic_residual_fwd(h16, f16, alpha, eps=1e-6)
+    gh, gf, ga = K.geodesic_residual_bwd(g16, h16, f16, alpha, norms, eps=1e-6)
     o = _torch_geodesic(h16.double(), f16.double(), alpha.double(), g16.double(), 1e-6, torch.float64)
     b = _torch_geodesic(h16, f16, alpha, g16, 1e-6, torch.float32)  # fp32 math, bf16 storage
     for name, got, oo, bb in zip(("out", "norms", "grad_h", "grad_f", "grad_alpha"), (out, norms, gh, gf, ga), o, b):
@@ -135,8 +135,8 @@ def test_geodesic_residual_strided_rows():
 
 def _check_l2(x64, g64, dtype, eps, per_row=False):
     x, g = x64.to(dtype), g64.to(dtype)
-    out, norms = K.l2_normalize_fwd(x, eps)
-    gx = K.l2_normalize_bwd(g, x, norms, eps)
+    out, norms = K.l2_normalize_fwd(x, eps=eps)
+    gx = K.l2_normalize_bwd(g, x, norms, eps=eps)
     assert out.dtype == dtype and gx.dtype == dtype and norms.dtype == torch.float32 and norms.shape == (x.shape[0],)
     for t in (out, norms, gx):
         assert torch.isfinite(t).all()
@@ -208,7 +208,7 @@ def test_renormalize_multi_tensor():
     before = [w.clone() for w in ws]
     ptrs = [w.data_ptr() for w in ws]
     for _ in range(2):  # the second call reuses the cached device tables and must stay correct (idempotent)
-        K.renormalize_([_view3(w, dim) for w, (_, dim, _) in zip(ws, case)], 1e-6)
+        K.renormalize_([_view3(w, dim) for w, (_, dim, _) in zip(ws, case)], eps=1e-6)
         assert [w.data_ptr() for w in ws] == ptrs  # in place
         for i, (w, b, (_, dim, dt)) in enumerate(zip(ws, before, case)):
             assert w.dtype == dt
@@ -225,7 +225,7 @@ def test_renormalize_many_tensors_bisection():
     ws = [torch.randn(k % 4 + 1, k % 7 + 2, generator=g) * (k + 1) for k in range(13)]
     ws[6][1] *= 0.5e-6 / ws[6][1].norm()  # 0 < norm < eps on the one-load row path: divided by eps
     want = [F.normalize(w.double(), dim=-1, eps=1e-6) for w in ws]
-    K.renormalize_([w.view(w.shape[0], w.shape[1], 1) for w in ws], 1e-6)
+    K.renormalize_([w.view(w.shape[0], w.shape[1], 1) for w in ws], eps=1e-6)
     for i, (w, o) in enumerate(zip(ws, want)):
         assert (w.double() - o).abs().max() < 1e-6, i
 
@@ -233,16 +233,16 @@ def test_renormalize_many_tensors_bisection():
 def test_errors_name_the_argument():
     x = torch.randn(4, 8)
     with pytest.raises(ValueError, match="alpha"):
-        K.geodesic_residual_fwd(x, x, torch.ones(7), 1e-6)
+        K.geodesic_residual_fwd(x, x, torch.ones(7), eps=1e-6)
     with pytest.raises(ValueError, match="f:"):
-        K.geodesic_residual_fwd(x, torch.randn(3, 8), torch.ones(8), 1e-6)
+        K.geodesic_residual_fwd(x, torch.randn(3, 8), torch.ones(8), eps=1e-6)
     with pytest.raises(ValueError, match="norms"):
-        K.geodesic_residual_bwd(x, x, x, torch.ones(8), torch.ones(4, 2), 1e-6)
+        K.geodesic_residual_bwd(x, x, x, torch.ones(8), torch.ones(4, 2), eps=1e-6)
     with pytest.raises(ValueError, match="x:"):
-        K.l2_normalize_fwd(torch.randn(4, 8).t(), 1e-6)
+        K.l2_normalize_fwd(torch.randn(4, 8).t(), eps=1e-6)
     with pytest.raises(ValueError, match=f"d <= {K.MAX_D}"):
-        K.l2_normalize_fwd(torch.randn(1, K.MAX_D + 1), 1e-6)
+        K.l2_normalize_fwd(torch.randn(1, K.MAX_D + 1), eps=1e-6)
     with pytest.raises(ValueError, match=r"views\[1\]"):
-        K.renormalize_([x.view(4, 8, 1), x.t().unsqueeze(0)], 1e-6)
+        K.renormalize_([x.view(4, 8, 1), x.t().unsqueeze(0)], eps=1e-6)
     with pytest.raises(TypeError, match=r"views\[0\]"):
-        K.renormalize_([x.double().view(4, 8, 1)], 1e-6)
+        K.renormalize_([x.double().view(4, 8, 1)], eps=1e-6)

@@ -191,9 +191,10 @@ def test_fp16_backward_keeps_tiny_gradients_out_of_the_subnormal_range():
     c = F.normalize(torch.randn(64, 16, generator=g, dtype=torch.float64), dim=-1).half()
     t, tau = torch.arange(48), torch.tensor(1.0)
     grad_rows = torch.full((48,), 1e-6)
-    _, lse = kernels.forward(q, c, t, None, tau, None, None, None, False, 0.0, 20.0, -10.0)
-    dq, dc, _, _ = kernels.backward(grad_rows, q, c, t, None, tau, None, None, None, lse, False, 0.0, 20.0, -10.0,
-                                    True, True, False, False)
+    opts = dict(hn_softmax=False, bce_weight=0.0, bce_scale=20.0, bce_bias=-10.0)
+    _, lse = kernels.info_nce_fwd(q, c, t, None, tau, None, None, None, **opts)
+    dq, dc, _, _ = kernels.info_nce_bwd(grad_rows, q, c, t, None, tau, None, None, None, lse, **opts, need_dq=True,
+                                        need_dc=True, need_dh=False, need_dtau=False)
     q_o, c_o = q.double().requires_grad_(), c.double().requires_grad_()
     (reference.info_nce(q_o, c_o, temperature=1.0, reduction="none", compute_dtype=torch.float64) * 1e-6).sum() \
         .backward()

@@ -124,8 +124,8 @@ def test_non_contiguous_argument_matches_the_reference(op, arg, layout, backend)
 
 
 def _launcher_vectors():
-    """(launcher, positional args, indices of the 1-D vectors it indexes per row) for each Triton launcher
-    of the contrastive ops."""
+    """(launcher, positional tensor args, keyword options, indices of the 1-D vectors it indexes per row) for each
+    Triton launcher of the contrastive ops."""
     KI = pytest.importorskip("spherekit.kernels.info_nce")
     KS = pytest.importorskip("spherekit.kernels.sincere")
     KC = pytest.importorskip("spherekit.kernels.circular_cse")
@@ -135,21 +135,23 @@ def _launcher_vectors():
     tau, g = torch.tensor(0.1), torch.linspace(0.5, 1.5, 9)
     cos, sin, shift = (torch.rand(9, generator=gen) for _ in range(3))
     lb = torch.randn(3, 3, generator=gen)
-    nce = (e, c, t, None, tau, y, cl, lb, False, 0.0, 20.0, -10.0)
-    _, lse_i = KI.forward(*nce)
-    _, lse, usum, npos = KS.forward(e, y, tau, lb, shift)
+    nce = (e, c, t, None, tau, y, cl, lb)
+    nce_opts = dict(hn_softmax=False, bce_weight=0.0, bce_scale=20.0, bce_bias=-10.0)
+    need = dict(need_dq=True, need_dc=True, need_dh=False, need_dtau=True)
+    _, lse_i = KI.info_nce_fwd(*nce, **nce_opts)
+    _, lse, usum, npos = KS.sincere_fwd(e, y, tau, lb, shift)
     return {
-        "info_nce.forward": (KI.forward, nce, (2, 5, 6)),
-        "info_nce.backward": (KI.backward, (g, *nce[:8], lse_i, *nce[8:], True, True, False, True), (0, 3, 6, 7, 9)),
-        "sincere.forward": (KS.forward, (e, y, tau, lb, shift), (1, 4)),
-        "sincere.backward": (KS.backward, (g, e, y, tau, lb, shift, lse, usum, npos, True, True), (0, 2, 5, 6, 7, 8)),
-        "circular_cse.forward": (KC.forward, (e, y, cos, sin, 0.1), (1, 2, 3)),
-        "circular_cse.backward": (KC.backward, (g, e, y, cos, sin, 0.1), (0, 2, 3, 4)),
+        "info_nce_fwd": (KI.info_nce_fwd, nce, nce_opts, (2, 5, 6)),
+        "info_nce_bwd": (KI.info_nce_bwd, (g, *nce, lse_i), {**nce_opts, **need}, (0, 3, 6, 7, 9)),
+        "sincere_fwd": (KS.sincere_fwd, (e, y, tau, lb, shift), {}, (1, 4)),
+        "sincere_bwd": (KS.sincere_bwd, (g, e, y, tau, lb, shift, lse, usum, npos), dict(need_de=True, need_dtau=True),
+                        (0, 2, 5, 6, 7, 8)),
+        "circular_cse_fwd": (KC.circular_cse_fwd, (e, y, cos, sin), dict(margin=0.1), (1, 2, 3)),
+        "circular_cse_bwd": (KC.circular_cse_bwd, (g, e, y, cos, sin), dict(margin=0.1), (0, 2, 3, 4)),
     }
 
 
-LAUNCHERS = ["info_nce.forward", "info_nce.backward", "sincere.forward", "sincere.backward",
-             "circular_cse.forward", "circular_cse.backward"]
+LAUNCHERS = ["info_nce_fwd", "info_nce_bwd", "sincere_fwd", "sincere_bwd", "circular_cse_fwd", "circular_cse_bwd"]
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -157,11 +159,13 @@ LAUNCHERS = ["info_nce.forward", "info_nce.backward", "sincere.forward", "sincer
 def test_triton_launchers_take_non_contiguous_vectors(launcher, layout):
     """A launcher called directly (as the custom ops call it) with every per-row vector in `layout` gives
     exactly what it gives on contiguous copies of the same values."""
-    fn, args, vectors = _launcher_vectors()[launcher]
+    fn, args, options, vectors = _launcher_vectors()[launcher]
     view = strided if layout == "strided" else expanded
     args = [view(a) if i in vectors else a for i, a in enumerate(args)]
-    got = fn(*args)
-    want = fn(*(a.contiguous() if i in vectors else a for i, a in enumerate(args)))
+    got = fn(*args, **options)
+    want = fn(*(a.contiguous() if i in vectors else a for i, a in enumerate(args)), **options)
+    if not isinstance(got, tuple):
+        got, want = (got,), (want,)
     for a, b in zip(got, want):
         if b is not None:
             torch.testing.assert_close(a, b, atol=0, rtol=0, equal_nan=True)

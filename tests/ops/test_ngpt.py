@@ -30,8 +30,9 @@ def backend(request, monkeypatch):
     if name == "cpu-generic":
         monkeypatch.setenv("SPHEREKIT_CPU_ISA", "generic")
         name = "cpu"
-    if name == "triton" and _backend._try_import("spherekit.kernels.ngpt")[0] is None:
-        pytest.skip(f"kernels/ngpt.py does not import yet: {_backend._try_import('spherekit.kernels.ngpt')[1]}")
+    mod, why = _backend.try_triton_kernels("ngpt")
+    if name == "triton" and mod is None:
+        pytest.skip(f"kernels/ngpt.py does not import: {why}")
     if name == "cpu-torch":
         monkeypatch.setattr(ngpt_ops, "has_ngpt", lambda ext: False)
         return "cpu"
@@ -302,7 +303,7 @@ def test_auto_on_cuda_prefers_cuda_then_triton(monkeypatch):
     assert ngpt_ops._resolve("geodesic_residual", "auto", cuda, 64) == "triton"
     monkeypatch.setattr(ngpt_ops, "_triton_max_d", lambda: 128)
     assert ngpt_ops._resolve("geodesic_residual", "auto", cuda, 129) == "cpu"
-    assert ngpt_ops._impl("cpu", cuda) is ngpt_ops._ngpt_torch  # never the C++ loops on device memory
+    assert ngpt_ops._impl("cpu", cuda) is ngpt_ops._ngpt_cpu  # never the C++ loops on device memory
     with pytest.raises(RuntimeError, match="no nGPT kernels"):
         ngpt_ops._resolve("geodesic_residual", "cuda", cuda)
 

@@ -8,7 +8,7 @@ import torch
 
 from spherekit import _backend
 from spherekit.ops import ngpt as ngpt_ops
-from spherekit.ops._ngpt_native import NativeNgpt
+from spherekit.ops._ngpt_cpp import CppNgpt
 
 
 # ---- the C++ entry points validate their raw arguments ----------------------------------------------------
@@ -59,7 +59,7 @@ def test_cpp_conversions_roundtrip_every_finite_value(dtype, isa):
     """l2_normalize_bwd with x = 0 and norm 1 returns grad_out itself: storage -> fp32 -> storage is exact."""
     values = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(dtype)
     g = values[torch.isfinite(values)].reshape(-1, 1).contiguous()  # one value per row
-    out = NativeNgpt(_cpp()).l2_normalize_bwd(g, torch.zeros_like(g), torch.ones(g.shape[0]), 1e-6)
+    out = CppNgpt(_cpp()).l2_normalize_bwd(g, torch.zeros_like(g), torch.ones(g.shape[0]), eps=1e-6)
     assert torch.equal(out.view(torch.int16), g.view(torch.int16))
 
 
@@ -71,7 +71,7 @@ def test_cpp_rounding_matches_torch(dtype, isa):
     rows = 200_000
     g = (torch.rand(rows, 1, generator=gen) + 1).to(dtype)
     norms = 10 ** -(torch.rand(rows, generator=gen) * 22 - 12)
-    out = NativeNgpt(_cpp()).l2_normalize_bwd(g, torch.zeros_like(g), norms, 1e-30)
+    out = CppNgpt(_cpp()).l2_normalize_bwd(g, torch.zeros_like(g), norms, eps=1e-30)
     want = (g.float() * (1.0 / norms)[:, None]).to(dtype)
     assert torch.equal(out.view(torch.int16), want.view(torch.int16))
     if dtype == torch.float16:

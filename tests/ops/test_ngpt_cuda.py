@@ -158,12 +158,12 @@ def test_launchers_pass_the_right_arguments(fake, dtype):
     f = torch.randn(R, d, generator=g).to(dtype) * 2
     go = torch.randn(R, d, generator=g).to(dtype)
     alpha = torch.randn(d, generator=g)
-    out, norms = NC.geodesic_residual_fwd(h, f, alpha, 1e-6)
+    out, norms = NC.geodesic_residual_fwd(h, f, alpha, eps=1e-6)
     want = ref.geodesic_residual(h.double(), f.double(), alpha.double(), 1e-6, compute_dtype=torch.float64)
     assert out.dtype == dtype and out.shape == (R, d)
     assert_close_to_oracle("out", out, want.to(dtype), want, dtype)
     assert torch.allclose(norms[:, 1].double(), f.double().norm(dim=-1), rtol=1e-5)
-    gh, gf, ga = NC.geodesic_residual_bwd(go, h, f, alpha, norms, 1e-6)
+    gh, gf, ga = NC.geodesic_residual_bwd(go, h, f, alpha, norms, eps=1e-6)
     hh, ff, aa = (x.double().requires_grad_() for x in (h, f, alpha))
     o = ref.geodesic_residual(hh, ff, aa, 1e-6, compute_dtype=torch.float64)
     wgh, wgf, wga = torch.autograd.grad(o, (hh, ff, aa), go.double())
@@ -172,10 +172,10 @@ def test_launchers_pass_the_right_arguments(fake, dtype):
         assert_close_to_oracle(name, got, w.to(dtype), w, dtype)
     assert ga.dtype == torch.float32 and torch.allclose(ga.double(), wga, rtol=1e-5, atol=1e-6)
     x = torch.randn(R, d, generator=g).to(dtype)
-    out, norms = NC.l2_normalize_fwd(x, 1e-6)
+    out, norms = NC.l2_normalize_fwd(x, eps=1e-6)
     assert_close_to_oracle("l2 out", out, F.normalize(x.double(), dim=-1).to(dtype), F.normalize(x.double(), dim=-1),
                            dtype)
-    gx = NC.l2_normalize_bwd(go, x, norms, 1e-6)
+    gx = NC.l2_normalize_bwd(go, x, norms, eps=1e-6)
     xx = x.double().requires_grad_()
     (wgx,) = torch.autograd.grad(F.normalize(xx, dim=-1, eps=1e-6), xx, go.double())
     assert_close_to_oracle("grad_x", gx, wgx.to(dtype), wgx, dtype)
@@ -189,7 +189,7 @@ def test_renormalize_passes_every_tensor(fake):
     dims = [-1, 0, 1, -1]
     before = [w.clone() for w in ws]
     views = [ws[0].view(3, 5, 1), ws[1].view(1, 4, 6), ws[2], ws[3].view(0, 4, 1)]
-    NC.renormalize_(views, 1e-6)
+    NC.renormalize_(views, eps=1e-6)
     assert fake.calls == ["renormalize_"]
     for w, b, dim in zip(ws, before, dims):
         want = F.normalize(b.double(), dim=dim, eps=1e-6)
@@ -199,20 +199,20 @@ def test_renormalize_passes_every_tensor(fake):
 def test_launcher_errors_name_the_argument(fake):
     x = torch.randn(4, 8)
     with pytest.raises(ValueError, match="alpha"):
-        NC.geodesic_residual_fwd(x, x, torch.ones(8, dtype=torch.float64), 1e-6)
+        NC.geodesic_residual_fwd(x, x, torch.ones(8, dtype=torch.float64), eps=1e-6)
     with pytest.raises(ValueError, match="f:"):
-        NC.geodesic_residual_fwd(x, x.half(), torch.ones(8), 1e-6)
+        NC.geodesic_residual_fwd(x, x.half(), torch.ones(8), eps=1e-6)
     with pytest.raises(ValueError, match="norms"):
-        NC.l2_normalize_bwd(x, x, torch.ones(3), 1e-6)
+        NC.l2_normalize_bwd(x, x, torch.ones(3), eps=1e-6)
     with pytest.raises(ValueError, match="x:"):
-        NC.l2_normalize_fwd(torch.randn(8, 4).t(), 1e-6)
+        NC.l2_normalize_fwd(torch.randn(8, 4).t(), eps=1e-6)
     with pytest.raises(ValueError, match=r"views\[1\]"):
-        NC.renormalize_([x.view(4, 8, 1), x.t().unsqueeze(0)], 1e-6)
+        NC.renormalize_([x.view(4, 8, 1), x.t().unsqueeze(0)], eps=1e-6)
 
 
 def test_needs_cuda_tensors():
     with pytest.raises(ValueError, match="CUDA"):
-        NC.l2_normalize_fwd(torch.randn(2, 3), 1e-6)
+        NC.l2_normalize_fwd(torch.randn(2, 3), eps=1e-6)
 
 
 # ---- on a GPU ------------------------------------------------------------------------------------------------
@@ -243,8 +243,8 @@ def _oracle(h, f, alpha, go, eps, dtype):
 
 
 def _check_gpu(L, h, f, alpha, go, eps, dtype):
-    out, norms = L.geodesic_residual_fwd(h, f, alpha, eps)
-    gh, gf, ga = L.geodesic_residual_bwd(go, h, f, alpha, norms, eps)
+    out, norms = L.geodesic_residual_fwd(h, f, alpha, eps=eps)
+    gh, gf, ga = L.geodesic_residual_bwd(go, h, f, alpha, norms, eps=eps)
     o64 = _oracle(h.double(), f.double(), alpha.double(), go.double(), eps, torch.float64)
     base = _oracle(h, f, alpha, go, eps, dtype)
     for name, got, b, o in zip(("out", "grad_h", "grad_f", "grad_alpha"), (out, gh, gf, ga), base, o64):
@@ -268,8 +268,8 @@ def test_gpu_geodesic_residual(backend, dtype, d, R):
     alpha = (torch.rand(d, device="cuda") - 0.3) * 1.4
     alpha[0] = 0.0
     ga = _check_gpu(L, h, f, alpha, go, 1e-6, dtype)
-    out2, norms2 = L.geodesic_residual_fwd(h, f, alpha, 1e-6)
-    assert torch.equal(L.geodesic_residual_bwd(go, h, f, alpha, norms2, 1e-6)[2], ga), "grad_alpha not deterministic"
+    out2, norms2 = L.geodesic_residual_fwd(h, f, alpha, eps=1e-6)
+    assert torch.equal(L.geodesic_residual_bwd(go, h, f, alpha, norms2, eps=1e-6)[2], ga), "grad_alpha not deterministic"
 
 
 @pytest.mark.gpu
@@ -291,8 +291,8 @@ def test_gpu_unaligned_and_clamped_rows(backend, dtype, d):
     alpha = torch.full((d,), 0.5, device="cuda")
     _check_gpu(L, h, f, alpha, go, eps, dtype)
     x = h.contiguous()[:, : d - 1] if d > 1 else h
-    out, norms = L.l2_normalize_fwd(x, eps)
-    gx = L.l2_normalize_bwd(go[:, : x.shape[1]], x, norms, eps)
+    out, norms = L.l2_normalize_fwd(x, eps=eps)
+    gx = L.l2_normalize_bwd(go[:, : x.shape[1]], x, norms, eps=eps)
     xx = x.double().requires_grad_()
     o = F.normalize(xx, dim=-1, eps=eps)
     (w,) = torch.autograd.grad(o, xx, go[:, : x.shape[1]].double())
@@ -346,7 +346,7 @@ def test_gpu_renormalize_multi_tensor(backend):
         outer = int(torch.tensor(w.shape[:dim]).prod()) if dim else 1
         inner = int(torch.tensor(w.shape[dim + 1:]).prod()) if dim + 1 < w.dim() else 1
         views.append(w.view(outer, w.shape[dim], inner))
-    L.renormalize_(views, 1e-6)
+    L.renormalize_(views, eps=1e-6)
     for i, (w, b, (_, dim, dt)) in enumerate(zip(ws, before, specs)):
         oracle = F.normalize(b.double(), dim=dim, eps=1e-6)
         base = ref.renormalize(b, dim, 1e-6, compute_dtype=torch.float32).to(dt)

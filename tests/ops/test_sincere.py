@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from spherekit import reference
-from spherekit.ops import _info_nce_chunked, sincere
+from spherekit.ops import _info_nce_cpu, sincere
 from tests._oracle import assert_close_to_oracle, grads_of, leaf
 
 BACKENDS = ["cpu", "triton"]
@@ -26,7 +26,7 @@ SOFTCSE_BIAS = torch.log1p(-torch.cos(ANGLES[:, None] - ANGLES[None, :]))
 @pytest.fixture(autouse=True)
 def small_cpu_chunks(monkeypatch):
     """Force the cpu backend through several (uneven) row chunks even at these small batch sizes."""
-    monkeypatch.setattr(_info_nce_chunked, "CHUNK_ELEMENTS", 1000)
+    monkeypatch.setattr(_info_nce_cpu, "CHUNK_ELEMENTS", 1000)
 
 
 def _labels(B, layout, gen):
@@ -324,3 +324,19 @@ def test_cpu_scalar_loss_takes_the_one_pass_path_and_matches_the_two_pass_one(ca
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
     with torch.no_grad():  # no gradient wanted: the two-pass forward, same value
         torch.testing.assert_close(sincere(e, y, temperature=tau, label_bias=lb, backend="cpu"), fused)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bias_shift_from_label_counts_equals_the_oracles(seed):
+    """The op's O(B + E^2) shift (label counts) equals the oracle's B x B computation, including anchors whose
+    label fills the batch (no negatives: shift 0) and labels absent from the batch."""
+    from spherekit.ops.sincere import sincere_bias_shift as fast
+    from spherekit.reference.contrastive import sincere_bias_shift as oracle
+
+    g = torch.Generator().manual_seed(seed)
+    n_labels = 7
+    labels = torch.randint(0, 4, (13,), generator=g)  # labels 4..6 never occur
+    lb = torch.randn(n_labels, n_labels, generator=g)
+    torch.testing.assert_close(fast(labels, lb), oracle(labels, lb), atol=1e-6, rtol=1e-6)
+    same = torch.full((5,), 2)
+    assert torch.equal(fast(same, lb), torch.zeros(5)) and torch.equal(oracle(same, lb), torch.zeros(5))

@@ -1,11 +1,11 @@
 """Launchers for the CUDA nGPT kernels (spherekit._cuda, csrc/cuda/ngpt.cu), with the same kernel-level
-interface as the Triton launchers in spherekit.kernels.ngpt (see /work/notes/interfaces.md):
+interface as the Triton launchers in spherekit.kernels.ngpt (spherekit.ops.contracts.NGPTBackend):
 
-    geodesic_residual_fwd(h, f, alpha, eps) -> out, norms (R, 3) fp32
-    geodesic_residual_bwd(grad_out, h, f, alpha, norms, eps) -> grad_h, grad_f, grad_alpha (d,) fp32
-    l2_normalize_fwd(x, eps) -> out, norms (R,) fp32
-    l2_normalize_bwd(grad_out, x, norms, eps) -> grad_x
-    renormalize_(views, eps)     in place, one launch; views are contiguous (outer, n, inner) tensors
+    geodesic_residual_fwd(h, f, alpha, *, eps) -> out, norms (R, 3) fp32
+    geodesic_residual_bwd(grad_out, h, f, alpha, norms, *, eps) -> grad_h, grad_f, grad_alpha (d,) fp32
+    l2_normalize_fwd(x, *, eps) -> out, norms (R,) fp32
+    l2_normalize_bwd(grad_out, x, norms, *, eps) -> grad_x
+    renormalize_(views, *, eps)     in place, one launch; views are contiguous (outer, n, inner) tensors
 
 Row tensors are (R, d) CUDA tensors of one float dtype with unit feature stride (row strides are passed
 on); alpha and norms are fp32 contiguous. Outputs are allocated here with torch on the inputs' device and
@@ -76,7 +76,7 @@ def _row_stride(x: Tensor) -> int:
     return x.stride(0) if x.shape[0] > 1 else x.shape[1]  # a single row may carry any stride
 
 
-def geodesic_residual_fwd(h: Tensor, f: Tensor, alpha: Tensor, eps: float) -> tuple[Tensor, Tensor]:
+def geodesic_residual_fwd(h: Tensor, f: Tensor, alpha: Tensor, *, eps: float) -> tuple[Tensor, Tensor]:
     _check_rows("h", h)
     _check_rows("f", f, like=h)
     R, d = h.shape
@@ -94,7 +94,7 @@ def geodesic_residual_fwd(h: Tensor, f: Tensor, alpha: Tensor, eps: float) -> tu
 
 
 def geodesic_residual_bwd(grad_out: Tensor, h: Tensor, f: Tensor, alpha: Tensor, norms: Tensor,
-                          eps: float) -> tuple[Tensor, Tensor, Tensor]:
+                          *, eps: float) -> tuple[Tensor, Tensor, Tensor]:
     _check_rows("h", h)
     _check_rows("f", f, like=h)
     _check_rows("grad_out", grad_out, like=h)
@@ -120,7 +120,7 @@ def geodesic_residual_bwd(grad_out: Tensor, h: Tensor, f: Tensor, alpha: Tensor,
     return grad_h, grad_f, grad_alpha
 
 
-def l2_normalize_fwd(x: Tensor, eps: float) -> tuple[Tensor, Tensor]:
+def l2_normalize_fwd(x: Tensor, *, eps: float) -> tuple[Tensor, Tensor]:
     _check_rows("x", x)
     R, d = x.shape
     out = torch.empty((R, d), dtype=x.dtype, device=x.device)
@@ -135,7 +135,7 @@ def l2_normalize_fwd(x: Tensor, eps: float) -> tuple[Tensor, Tensor]:
     return out, norms
 
 
-def l2_normalize_bwd(grad_out: Tensor, x: Tensor, norms: Tensor, eps: float) -> Tensor:
+def l2_normalize_bwd(grad_out: Tensor, x: Tensor, norms: Tensor, *, eps: float) -> Tensor:
     _check_rows("x", x)
     _check_rows("grad_out", grad_out, like=x)
     R, d = x.shape
@@ -151,7 +151,7 @@ def l2_normalize_bwd(grad_out: Tensor, x: Tensor, norms: Tensor, eps: float) -> 
     return grad_x
 
 
-def renormalize_(views, eps: float) -> None:
+def renormalize_(views, *, eps: float) -> None:
     """In place: each contiguous 3-D view (outer, n, inner) <- Norm over its middle axis. One launch."""
     views = list(views)
     if not views:

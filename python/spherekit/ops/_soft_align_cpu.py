@@ -59,7 +59,7 @@ def soft_align_fwd(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, lam: Te
 
 
 def soft_align_bwd(grad: Tensor, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, lam: Tensor, tau: Tensor,
-                   lse: Tensor, rows: Tensor, need_dq: bool = True, need_dd: bool = True
+                   lse: Tensor, s: Tensor, *, need_dq: bool = True, need_dd: bool = True
                    ) -> tuple[Tensor | None, Tensor | None, Tensor, Tensor]:
     """-> grad_q like q, grad_d like d (None where not needed), grad_lam (B,), grad_tau (B,)."""
     B, m, _ = q.shape

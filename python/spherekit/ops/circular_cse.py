@@ -15,7 +15,7 @@ from torch import Tensor
 
 from .. import _backend, reference
 from . import checks as C
-from . import _circular_cse_chunked
+from . import _circular_cse_cpu
 
 SUPPORTED = ("triton", "cpu", "reference")
 
@@ -23,14 +23,14 @@ SUPPORTED = ("triton", "cpu", "reference")
 def _impl(backend: str):
     if backend == "triton":
         return _backend.triton_kernels("circular_cse")
-    return _circular_cse_chunked
+    return _circular_cse_cpu
 
 
 @torch.library.custom_op("spherekit::circular_cse_fwd", mutates_args=())
 def _circular_cse_fwd(embeddings: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, margin: float,
                       backend: str) -> Tensor:
     """-> rows (B,) fp32: sum over j != i of l_ij."""
-    return _impl(backend).forward(embeddings, labels, row_cos, row_sin, margin)
+    return _impl(backend).circular_cse_fwd(embeddings, labels, row_cos, row_sin, margin=margin)
 
 
 @_circular_cse_fwd.register_fake
@@ -41,7 +41,7 @@ def _(embeddings, *args):
 @torch.library.custom_op("spherekit::circular_cse_bwd", mutates_args=())
 def _circular_cse_bwd(grad_rows: Tensor, embeddings: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor,
                       margin: float, backend: str) -> Tensor:
-    de = _impl(backend).backward(grad_rows, embeddings, labels, row_cos, row_sin, margin)
+    de = _impl(backend).circular_cse_bwd(grad_rows, embeddings, labels, row_cos, row_sin, margin=margin)
     return de.to(embeddings.dtype)
 
 
@@ -72,7 +72,7 @@ torch.library.register_autograd("spherekit::circular_cse_fwd", _backward, setup_
 def _circular_cse_fused(embeddings: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor,
                         margin: float) -> tuple[Tensor, Tensor]:
     """CPU path for the scalar loss: (loss, dE fp32) in one pass."""
-    return _circular_cse_chunked.forward_backward(embeddings, labels, row_cos, row_sin, margin)
+    return _circular_cse_cpu.circular_cse_fwd_bwd(embeddings, labels, row_cos, row_sin, margin=margin)
 
 
 @_circular_cse_fused.register_fake

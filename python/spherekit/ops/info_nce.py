@@ -13,10 +13,10 @@ import torch
 from torch import Tensor
 
 from .. import _backend, reference
+from ..reference.contrastive import IGNORE_INDEX
 from . import checks as C
-from . import _info_nce_chunked
+from . import _info_nce_cpu
 
-IGNORE_INDEX = -100
 HARD_NEGATIVE_MODES = ("bce", "softmax", "both")
 REDUCTIONS = ("mean", "sum", "none")
 SUPPORTED = ("triton", "cpu", "reference")
@@ -25,7 +25,7 @@ SUPPORTED = ("triton", "cpu", "reference")
 def _impl(backend: str):
     if backend == "triton":
         return _backend.triton_kernels("info_nce")
-    return _info_nce_chunked
+    return _info_nce_cpu
 
 
 @torch.library.custom_op("spherekit::info_nce_fwd", mutates_args=())
@@ -34,9 +34,9 @@ def _info_nce_fwd(
     query_labels: Optional[Tensor], candidate_labels: Optional[Tensor], label_bias: Optional[Tensor],
     hn_softmax: bool, bce_weight: float, bce_scale: float, bce_bias: float, backend: str,
 ) -> tuple[Tensor, Tensor]:
-    return _impl(backend).forward(
+    return _impl(backend).info_nce_fwd(
         queries, candidates, targets, hard_negatives, temperature, query_labels, candidate_labels, label_bias,
-        hn_softmax, bce_weight, bce_scale, bce_bias,
+        hn_softmax=hn_softmax, bce_weight=bce_weight, bce_scale=bce_scale, bce_bias=bce_bias,
     )
 
 
@@ -53,9 +53,10 @@ def _info_nce_bwd(
     label_bias: Optional[Tensor], lse: Tensor, hn_softmax: bool, bce_weight: float, bce_scale: float,
     bce_bias: float, need_dq: bool, need_dc: bool, need_dh: bool, need_dtau: bool, backend: str,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    grads = _impl(backend).backward(
+    grads = _impl(backend).info_nce_bwd(
         grad_rows, queries, candidates, targets, hard_negatives, temperature, query_labels, candidate_labels,
-        label_bias, lse, hn_softmax, bce_weight, bce_scale, bce_bias, need_dq, need_dc, need_dh, need_dtau,
+        label_bias, lse, hn_softmax=hn_softmax, bce_weight=bce_weight, bce_scale=bce_scale, bce_bias=bce_bias,
+        need_dq=need_dq, need_dc=need_dc, need_dh=need_dh, need_dtau=need_dtau,
     )
     like = (queries, candidates, hard_negatives, temperature)
     # custom ops return tensors, never None: a gradient that was not asked for is an empty tensor
@@ -104,9 +105,10 @@ def _info_nce_fused(
     need_dq: bool, need_dc: bool, need_dh: bool, need_dtau: bool,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """CPU path for a scalar loss: (loss, dq, dc, dh, dtau) in one pass, gradients in fp32 (empty if not needed)."""
-    out = _info_nce_chunked.forward_backward(
+    out = _info_nce_cpu.info_nce_fwd_bwd(
         queries, candidates, targets, hard_negatives, temperature, query_labels, candidate_labels, label_bias,
-        hn_softmax, bce_weight, bce_scale, bce_bias, reduction, need_dq, need_dc, need_dh, need_dtau,
+        hn_softmax=hn_softmax, bce_weight=bce_weight, bce_scale=bce_scale, bce_bias=bce_bias, reduction=reduction,
+        need_dq=need_dq, need_dc=need_dc, need_dh=need_dh, need_dtau=need_dtau,
     )
     return tuple(x if x is not None else queries.new_empty(0, dtype=torch.float32) for x in out)
 
@@ -238,7 +240,7 @@ def info_nce(
         queries: (B, d) float32/float16/bfloat16, used as given (normalise first for cosine).
         candidates: (N, d), in-batch positives optionally followed by extra shared negatives.
         targets: (B,) int64 index of each query's positive in candidates; None means arange(B) (needs
-            N >= B). Rows with target -100 are ignored.
+            N >= B). Rows with target IGNORE_INDEX (-100) are ignored.
         hard_negatives: (B, k, d) per-query hard negatives, or None.
         temperature: finite and >= 1e-4 (ops.checks.MIN_TEMPERATURE: logits are dot products / temperature
             and must stay in fp32 range); a float or a 0-dim tensor (with requires_grad it receives its gradient).

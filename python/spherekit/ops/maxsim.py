@@ -32,7 +32,7 @@ def _impl(backend: str):
 def _maxsim_fwd(q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, shared: bool, backend: str
                 ) -> tuple[Tensor, Tensor]:
     """-> scores (Bq, K) fp32 (fp64 for fp64 tokens), argmax (Bq, K, m) int32 (-1 at padding query tokens)."""
-    scores, argmax = _impl(backend).maxsim_fwd(q, q_mask, d4, d_mask4, shared)
+    scores, argmax = _impl(backend).maxsim_fwd(q, q_mask, d4, d_mask4, shared=shared)
     return scores.to(T.score_dtype(q)), argmax.to(torch.int32)
 
 
@@ -46,7 +46,8 @@ def _(q, q_mask, d4, d_mask4, shared, backend):
 @torch.library.custom_op("spherekit::maxsim_bwd", mutates_args=())
 def _maxsim_bwd(grad: Tensor, q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, argmax: Tensor, shared: bool,
                 need_dq: bool, need_dd: bool, backend: str) -> tuple[Tensor, Tensor]:
-    gq, gd = _impl(backend).maxsim_bwd(grad, q, q_mask, d4, d_mask4, argmax, shared, need_dq, need_dd)
+    gq, gd = _impl(backend).maxsim_bwd(grad, q, q_mask, d4, d_mask4, argmax, shared=shared, need_dq=need_dq,
+                                       need_dd=need_dd)
     # custom ops return tensors, never None: a gradient that was not asked for is an empty tensor
     return (gq.to(q.dtype) if need_dq else q.new_empty(0),
             gd.to(d4.dtype) if need_dd else q.new_empty(0))

@@ -32,8 +32,8 @@ from torch import Tensor
 from .. import _backend
 from ..reference import ngpt as _ref
 from . import checks as C
-from . import _ngpt_cuda, _ngpt_torch
-from ._ngpt_native import NativeNgpt, has_ngpt
+from . import _ngpt_cuda, _ngpt_cpu
+from ._ngpt_cpp import CppNgpt, has_ngpt
 
 SUPPORTED = ("cuda", "triton", "cpu", "reference")
 
@@ -44,7 +44,7 @@ def _stat_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 def _triton_max_d() -> int:
-    mod = _backend._try_import("spherekit.kernels.ngpt")[0]
+    mod = _backend.try_triton_kernels("ngpt")[0]
     return getattr(mod, "MAX_D", 1 << 62) if mod is not None else 1 << 62
 
 
@@ -68,15 +68,16 @@ def _resolve(op: str, backend: str, device: torch.device, d: int | None = None, 
 
 
 def _impl(backend: str, device: torch.device, float64: bool = False):
-    """The kernel-level interface (see interfaces.md) for a concrete backend (float64: some input is float64)."""
+    """The implementation (spherekit.ops.contracts.NGPTBackend) for a concrete backend (float64: some input is
+    float64)."""
     if backend == "triton":
         return _backend.triton_kernels("ngpt")
     if backend == "cuda":
         return _ngpt_cuda
     ext = _backend.cpp_extension()
     if device.type == "cpu" and has_ngpt(ext) and not float64:
-        return NativeNgpt(ext)
-    return _ngpt_torch  # the cpu backend without spherekit._C, on non-CPU tensors, or for float64
+        return CppNgpt(ext)
+    return _ngpt_cpu  # the cpu backend without spherekit._C, on non-CPU tensors, or for float64
 
 
 # ---- geodesic residual ------------------------------------------------------------------------------------
@@ -88,7 +89,7 @@ def _gr_fwd(h: Tensor, f: Tensor, alpha: Tensor, eps: float, backend: str) -> tu
     C.check_finite(h=h, f=f, alpha=alpha)
     if h.shape[0] == 0:
         return torch.empty_like(h), h.new_empty((0, 3), dtype=alpha.dtype)
-    return _impl(backend, h.device, h.dtype == torch.float64).geodesic_residual_fwd(h, f, alpha, eps)
+    return _impl(backend, h.device, h.dtype == torch.float64).geodesic_residual_fwd(h, f, alpha, eps=eps)
 
 
 @_gr_fwd.register_fake
@@ -102,7 +103,8 @@ def _gr_bwd(grad_out: Tensor, h: Tensor, f: Tensor, alpha: Tensor, norms: Tensor
     """-> grad_h (R, d) h.dtype, grad_f (R, d) f.dtype, grad_alpha (d,) alpha.dtype."""
     if h.shape[0] == 0:
         return torch.empty_like(h), torch.empty_like(f), torch.zeros_like(alpha)
-    return _impl(backend, h.device, h.dtype == torch.float64).geodesic_residual_bwd(grad_out, h, f, alpha, norms, eps)
+    impl = _impl(backend, h.device, h.dtype == torch.float64)
+    return impl.geodesic_residual_bwd(grad_out, h, f, alpha, norms, eps=eps)
 
 
 @_gr_bwd.register_fake
@@ -136,7 +138,7 @@ def _l2_fwd(x: Tensor, eps: float, backend: str) -> tuple[Tensor, Tensor]:
     C.check_finite(x=x)
     if x.shape[0] == 0:
         return torch.empty_like(x), x.new_empty(0, dtype=_stat_dtype(x.dtype))
-    return _impl(backend, x.device, x.dtype == torch.float64).l2_normalize_fwd(x, eps)
+    return _impl(backend, x.device, x.dtype == torch.float64).l2_normalize_fwd(x, eps=eps)
 
 
 @_l2_fwd.register_fake
@@ -148,7 +150,7 @@ def _(x, eps, backend):
 def _l2_bwd(grad_out: Tensor, x: Tensor, norms: Tensor, eps: float, backend: str) -> Tensor:
     if x.shape[0] == 0:
         return torch.empty_like(x)
-    return _impl(backend, x.device, x.dtype == torch.float64).l2_normalize_bwd(grad_out, x, norms, eps)
+    return _impl(backend, x.device, x.dtype == torch.float64).l2_normalize_bwd(grad_out, x, norms, eps=eps)
 
 
 @_l2_bwd.register_fake
@@ -191,7 +193,7 @@ def _renorm(weights: list[Tensor], dims: list[int], eps: float, backend: str) ->
     views = [_view3(w, d) for w, d in zip(weights, dims) if w.numel() > 0]
     if views:
         float64 = any(v.dtype == torch.float64 for v in views)
-        _impl(backend, views[0].device, float64).renormalize_(views, eps)
+        _impl(backend, views[0].device, float64).renormalize_(views, eps=eps)
 
 
 @_renorm.register_fake

@@ -16,17 +16,31 @@ import torch
 from torch import Tensor
 
 from .. import _backend, reference
-from ..reference.contrastive import sincere_bias_shift
 from . import checks as C
-from . import _sincere_chunked
+from . import _sincere_cpu
 
 SUPPORTED = ("triton", "cpu", "reference")
+
+
+def sincere_bias_shift(labels: Tensor, label_bias: Tensor) -> Tensor:
+    r"""shift_i = -log( (1/|N_i|) sum_{k in N_i} exp(label_bias[y_i, y_k]) ), N_i = {k : y_k != y_i}: the
+    per-anchor shift of SoftCSE's negative weights (math: spherekit.reference.contrastive.sincere_bias_shift),
+    from label counts in O(B + E^2), never a B x B matrix. Anchors without negatives get 0. -> (B,) fp32."""
+    n_labels = label_bias.shape[0]
+    counts = torch.bincount(labels, minlength=n_labels).to(torch.float64)  # exact counts for any dtype
+    lb = label_bias.to(torch.float64)
+    weights = torch.exp(lb).masked_fill(torch.eye(n_labels, dtype=torch.bool, device=lb.device), 0.0)
+    per_label_sum = weights @ counts  # sum over negatives of w, per anchor label
+    n_neg = (labels.numel() - counts).to(torch.float64)
+    shift = torch.log(n_neg) - torch.log(per_label_sum)
+    shift = torch.where((n_neg > 0) & (per_label_sum > 0), shift, torch.zeros_like(shift))
+    return shift[labels].to(torch.float32)
 
 
 def _impl(backend: str):
     if backend == "triton":
         return _backend.triton_kernels("sincere")
-    return _sincere_chunked
+    return _sincere_cpu
 
 
 @torch.library.custom_op("spherekit::sincere_fwd", mutates_args=())
@@ -35,7 +49,7 @@ def _sincere_fwd(
     backend: str,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """-> (loss per anchor, L = logsumexp over negatives, U = sum of sigmoids over positives, |P|), (B,) fp32."""
-    return _impl(backend).forward(embeddings, labels, temperature, label_bias, shift)
+    return _impl(backend).sincere_fwd(embeddings, labels, temperature, label_bias, shift)
 
 
 @_sincere_fwd.register_fake
@@ -49,8 +63,8 @@ def _sincere_bwd(
     grad_rows: Tensor, embeddings: Tensor, labels: Tensor, temperature: Tensor, label_bias: Optional[Tensor],
     shift: Optional[Tensor], lse: Tensor, usum: Tensor, npos: Tensor, need_de: bool, need_dtau: bool, backend: str,
 ) -> tuple[Tensor, Tensor]:
-    de, dtau = _impl(backend).backward(grad_rows, embeddings, labels, temperature, label_bias, shift, lse, usum,
-                                       npos, need_de, need_dtau)
+    de, dtau = _impl(backend).sincere_bwd(grad_rows, embeddings, labels, temperature, label_bias, shift, lse, usum,
+                                          npos, need_de=need_de, need_dtau=need_dtau)
     # custom ops return tensors, never None: a gradient that was not asked for is an empty tensor
     return (de.to(embeddings.dtype) if de is not None else embeddings.new_empty(0),
             dtau.to(temperature.dtype) if dtau is not None else embeddings.new_empty(0))
@@ -86,7 +100,8 @@ def _sincere_fused(
     need_de: bool, need_dtau: bool,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """CPU path for the scalar loss: (loss, dE, dtau) in one pass, gradients in fp32 (empty if not needed)."""
-    out = _sincere_chunked.forward_backward(embeddings, labels, temperature, label_bias, shift, need_de, need_dtau)
+    out = _sincere_cpu.sincere_fwd_bwd(embeddings, labels, temperature, label_bias, shift, need_de=need_de,
+                                       need_dtau=need_dtau)
     return tuple(x if x is not None else embeddings.new_empty(0, dtype=torch.float32) for x in out)
 
 

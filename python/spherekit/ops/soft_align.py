@@ -46,10 +46,10 @@ def _soft_align_bwd(grad: Tensor, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: 
     """-> grad_q, grad_d (empty where not needed), grad_lam and grad_tau (0-d, dtypes of lam / tau)."""
     if backend == "triton":
         gq, gd, glam, gtau = _backend.triton_kernels("soft_align").soft_align_bwd(
-            grad.float(), q, q_mask, d, d_mask, float(lam), float(tau), lse, rows, need_dq, need_dd)
+            grad.float(), q, q_mask, d, d_mask, float(lam), float(tau), lse, rows, need_dq=need_dq, need_dd=need_dd)
     else:
         gq, gd, glam, gtau = _soft_align_cpu.soft_align_bwd(grad, q, q_mask, d, d_mask, lam, tau, lse, rows,
-                                                            need_dq, need_dd)
+                                                            need_dq=need_dq, need_dd=need_dd)
     return (gq.to(q.dtype) if need_dq else q.new_empty(0), gd.to(d.dtype) if need_dd else q.new_empty(0),
             glam.sum().to(lam.dtype), gtau.sum().to(tau.dtype))
 

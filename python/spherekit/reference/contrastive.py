@@ -54,12 +54,25 @@ def info_nce(
         with z_i = bce_scale * x_it + bce_bias,  z_ik = bce_scale * y_ik + bce_bias.
 
     The bias applies to negatives only: the target term stays exp(x_it / tau), as in SoftCSE ("Mapping the
-    Circumplex of Affect", eq. 7) where weights multiply negative terms. The BCE term exists only when hard negatives are given.
+    Circumplex of Affect", eq. 7) where weights multiply negative terms. The BCE term exists only when hard
+    negatives are given.
 
-    Gradient (per valid row, upstream g_i, p = softmax over the denominator):
-        dL/ds_ij = g_i (p_ij - [j == t_i]),  dL/dq_i = sum_j dL/ds_ij c_j / tau + ...,
-        dL/dtau  = -(1/tau) sum_ij dL/ds_ij x_ij / tau   (bias terms do not depend on tau).
-    Autograd computes all of it here.
+    Backward, for upstream g_i on loss_i (g_i = 0 for ignored rows; 1/#valid rows each for "mean"). With
+    p_ij = exp(s_ij - lse_i) for j in A_i (0 elsewhere) and ph_ik = exp(y_ik / tau - lse_i) (softmax, both modes;
+    0 in bce mode), the gradient with respect to the dots is
+
+        G_ij  = dL/dx_ij  = g_i / tau * (p_ij - [j == t_i])  +  [j == t_i] * beta_i
+        Gh_ik = dL/dy_ik  = g_i / tau * ph_ik  +  g_i * bce_weight * bce_scale / (k+1) * sigmoid(z_ik)
+        beta_i            = -g_i * bce_weight * bce_scale / (k+1) * sigmoid(-z_i)        (0 without BCE)
+
+    and the inputs' gradients follow from x = q c^T and y_ik = <q_i, h_ik>:
+
+        dq_i  = sum_j G_ij c_j + sum_k Gh_ik h_ik,     dc_j = sum_i G_ij q_i,     dh_ik = Gh_ik q_i
+        dtau  = -(1/tau^2) sum_i g_i [ sum_{j in A_i} p_ij x_ij + sum_k ph_ik y_ik - x_it ]
+
+    (label_bias does not depend on tau and receives no gradient). Autograd computes all of it here; the fast
+    paths (spherekit.ops.info_nce: kernels/info_nce.py, ops/_info_nce_cpu.py) implement these formulas with these
+    symbols, and the op tests hold them to this function.
     """
     q = queries.to(compute_dtype)
     c = candidates.to(compute_dtype)
@@ -104,18 +117,16 @@ def sincere_bias_shift(labels: Tensor, label_bias: Tensor) -> Tensor:
     With w_ik = exp(label_bias[y_i, y_k]) and N_i = {k : y_k != y_i}:
         shift_i = -log( (1/|N_i|) sum_{k in N_i} w_ik ),
     so that exp(label_bias[y_i, y_k] + shift_i) averages to 1 over the anchor's in-batch negatives.
-    Computed from label counts in O(B + E^2), never from a B x B matrix. Anchors without negatives
-    get shift 0.
+    Anchors without negatives get shift 0. This oracle forms the B x B weights in float64; the op
+    (spherekit.ops.sincere.sincere_bias_shift) gets the same from label counts in O(B + E^2).
     """
-    n_labels = label_bias.shape[0]
-    counts = torch.bincount(labels, minlength=n_labels).to(torch.float64)  # exact counts for any dtype
     lb = label_bias.to(torch.float64)
-    weights = torch.exp(lb).masked_fill(torch.eye(n_labels, dtype=torch.bool, device=lb.device), 0.0)
-    per_label_sum = weights @ counts  # sum over negatives of w, per anchor label
-    n_neg = (labels.numel() - counts).to(torch.float64)
-    shift = torch.log(n_neg) - torch.log(per_label_sum)
-    shift = torch.where((n_neg > 0) & (per_label_sum > 0), shift, torch.zeros_like(shift))
-    return shift[labels].to(torch.float32)
+    negative = labels[:, None] != labels[None, :]
+    weights = torch.where(negative, torch.exp(lb[labels][:, labels]), torch.zeros((), dtype=torch.float64))
+    n_neg = negative.sum(dim=1).to(torch.float64)
+    total = weights.sum(dim=1)
+    shift = torch.log(n_neg) - torch.log(total)
+    return torch.where((n_neg > 0) & (total > 0), shift, torch.zeros_like(shift)).to(torch.float32)
 
 
 def sincere(
@@ -136,6 +147,16 @@ def sincere(
 
     since -log( e^{s_ij} / (e^{s_ij} + sum_k w_ik e^{s_ik}) ) = softplus(L_i - s_ij).
     SoftCSE uses label_bias[a, b] = log(1 - cos(theta_a - theta_b)).
+
+    Backward, for upstream g_i on anchor i's loss and c_i = g_i / |P_i| (0 when |P_i| = 0):
+
+        U_i   = sum_{j in P_i} sigmoid(L_i - s_ij)                       (= d(|P_i| loss_i) / dL_i)
+        G_ij  = dL/ds_ij = c_i ( [j in N_i] U_i exp(s_ij + b_ij - L_i) - [j in P_i] sigmoid(L_i - s_ij) )
+        dE    = (G + G^T) E / tau,        dtau = -(1/tau) sum_ij G_ij s_ij
+
+    An anchor with L_i = -inf (every negative has weight 0) has U_i = 0 and contributes nothing. Autograd
+    computes all of it here; the fast paths (kernels/sincere.py, ops/_sincere_cpu.py) implement these formulas
+    with these symbols and save (loss_i, L_i, U_i, |P_i|) from the forward for the backward.
     """
     e = embeddings.to(compute_dtype)
     tau = temperature.to(compute_dtype) if isinstance(temperature, Tensor) else temperature
@@ -177,7 +198,14 @@ def circular_cse(
              = (x_ij - c_ij)^2               otherwise
         loss = 1 / (B (B - 1)) * sum_{i != j} l_ij
 
-    Gradient: dl_ij/dx_ij = 2 r_ij with r_ij = sign(x - c) max(0, |x - c| - m) (same label) or x - c.
+    Backward: dl_ij/dx_ij = 2 r_ij with the residual r_ij = sign(x_ij - c_ij) max(0, |x_ij - c_ij| - m) (same
+    label) or x_ij - c_ij (r_ii = 0). With the per-row sums rows_i = sum_{j != i} l_ij and upstream w_i on them
+    (w_i = 1 / (B (B - 1)) for the mean), x and r being symmetric:
+
+        dE_i = sum_{j != i} 2 r_ij (w_i + w_j) e_j
+
+    The fast paths (kernels/circular_cse.py, ops/_circular_cse_cpu.py) compute c_ij = cos_i cos_j + sin_i sin_j
+    from per-row cos / sin and use these symbols.
     """
     e = embeddings.to(compute_dtype)
     theta = label_angles.to(compute_dtype)[labels]

@@ -18,13 +18,13 @@ def has_ngpt(ext) -> bool:
     return ext is not None and all(hasattr(ext, name) for name in ENTRY_POINTS)
 
 
-class NativeNgpt:
-    """The kernel-level interface (same as kernels/ngpt.py) on top of spherekit._C."""
+class CppNgpt:
+    """The nGPT launchers (spherekit.ops.contracts.NGPTBackend) on top of spherekit._C."""
 
     def __init__(self, ext):
         self.ext = ext
 
-    def geodesic_residual_fwd(self, h: Tensor, f: Tensor, alpha: Tensor, eps: float) -> tuple[Tensor, Tensor]:
+    def geodesic_residual_fwd(self, h: Tensor, f: Tensor, alpha: Tensor, *, eps: float) -> tuple[Tensor, Tensor]:
         rows, d = h.shape
         out = torch.empty_like(h)
         norms = torch.empty((rows, 3), dtype=torch.float32, device=h.device)
@@ -33,7 +33,7 @@ class NativeNgpt:
         return out, norms
 
     def geodesic_residual_bwd(self, grad_out: Tensor, h: Tensor, f: Tensor, alpha: Tensor, norms: Tensor,
-                              eps: float) -> tuple[Tensor, Tensor, Tensor]:
+                              *, eps: float) -> tuple[Tensor, Tensor, Tensor]:
         rows, d = h.shape
         grad_h = torch.empty_like(h)
         grad_f = torch.empty_like(f)
@@ -43,7 +43,7 @@ class NativeNgpt:
                                        norms.data_ptr(), rows, d, DTYPE_CODES[h.dtype], float(eps))
         return grad_h, grad_f, grad_alpha
 
-    def l2_normalize_fwd(self, x: Tensor, eps: float) -> tuple[Tensor, Tensor]:
+    def l2_normalize_fwd(self, x: Tensor, *, eps: float) -> tuple[Tensor, Tensor]:
         rows, d = x.shape
         out = torch.empty_like(x)
         norms = torch.empty(rows, dtype=torch.float32, device=x.device)
@@ -51,14 +51,14 @@ class NativeNgpt:
                                   DTYPE_CODES[x.dtype], float(eps))
         return out, norms
 
-    def l2_normalize_bwd(self, grad_out: Tensor, x: Tensor, norms: Tensor, eps: float) -> Tensor:
+    def l2_normalize_bwd(self, grad_out: Tensor, x: Tensor, norms: Tensor, *, eps: float) -> Tensor:
         rows, d = x.shape
         grad_x = torch.empty_like(x)
         self.ext.l2_normalize_bwd(grad_x.data_ptr(), grad_out.data_ptr(), x.data_ptr(), norms.data_ptr(),
                                   rows, d, DTYPE_CODES[x.dtype], float(eps))
         return grad_x
 
-    def renormalize_(self, views: list[Tensor], eps: float) -> None:
+    def renormalize_(self, views: list[Tensor], *, eps: float) -> None:
         if not views:
             return
         self.ext.renormalize_([v.data_ptr() for v in views], [v.shape[0] for v in views], [v.shape[1] for v in views],

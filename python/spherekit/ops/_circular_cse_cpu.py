@@ -7,7 +7,7 @@ See spherekit.reference.circular_cse for the math. With x_ij = <e_i, e_j>, c_ij 
     forward, per row:  rows_i = sum_{j != i} r_ij^2
     backward, upstream w_i on rows_i:  dE_i = sum_{j != i} 2 r_ij (w_i + w_j) e_j     (x and r are symmetric)
 
-All math is fp32 whatever the input dtype; the forward keeps only the per-row sums. forward_backward (the
+All math is fp32 whatever the input dtype; the forward keeps only the per-row sums. circular_cse_fwd_bwd (the
 public scalar mean, with the gradient) gets the loss and dE from one pass over the residual tiles.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._info_nce_chunked import rows_per_chunk
+from ._info_nce_cpu import rows_per_chunk
 
 
 def _residuals(e32: Tensor, labels: Tensor, cs: Tensor, margin: float, r0: int, step: int) -> Tensor:
@@ -34,7 +34,7 @@ def _residuals(e32: Tensor, labels: Tensor, cs: Tensor, margin: float, r0: int, 
     return r
 
 
-def forward(e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, margin: float) -> Tensor:
+def circular_cse_fwd(e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, *, margin: float) -> Tensor:
     """-> rows (B,) fp32: sum_{j != i} l_ij."""
     e32 = e.float()
     cs = torch.stack((row_cos.float(), row_sin.float()), dim=1)
@@ -47,7 +47,8 @@ def forward(e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, margin:
     return out
 
 
-def backward(grad_rows: Tensor, e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, margin: float) -> Tensor:
+def circular_cse_bwd(grad_rows: Tensor, e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, *,
+                     margin: float) -> Tensor:
     """-> dE (B, d) fp32."""
     e32 = e.float()
     cs = torch.stack((row_cos.float(), row_sin.float()), dim=1)
@@ -63,7 +64,7 @@ def backward(grad_rows: Tensor, e: Tensor, labels: Tensor, row_cos: Tensor, row_
     return de.mul_(2.0)
 
 
-def forward_backward(e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, margin: float):
+def circular_cse_fwd_bwd(e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, *, margin: float):
     """The public scalar loss 1/(B(B-1)) sum_{i != j} l_ij and dE in one pass over the row chunks.
 
     With the uniform upstream w = 1/(B(B-1)) on every row, dE_i = 4 w sum_{j != i} r_ij e_j: each chunk's

@@ -2,9 +2,9 @@
 
 Rows are processed `rows_per_chunk` at a time and all math is fp32 whatever the input dtype. Two
 ways to get gradients:
-  - forward + backward: the forward keeps only per-row statistics (loss, logsumexp) and the backward
+  - info_nce_fwd + info_nce_bwd: the forward keeps only per-row statistics (loss, logsumexp) and the backward
     recomputes each chunk's logits (4 matrix products in all);
-  - forward_backward: for a scalar loss (mean / sum) the upstream gradient is one scalar times known
+  - info_nce_fwd_bwd: for a scalar loss (mean / sum) the upstream gradient is one scalar times known
     row weights, so one pass computes the loss AND the gradients (3 products); the autograd backward
     only scales them.
 Runs on any device torch supports (it is also the CUDA fallback when Triton is missing).
@@ -18,6 +18,8 @@ import os
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+
+from ..reference.contrastive import IGNORE_INDEX
 
 # Elements of one (rows x N) fp32 chunk buffer; a few such buffers are alive at once.
 CHUNK_ELEMENTS = int(os.environ.get("SPHEREKIT_CPU_CHUNK_ELEMENTS", 1 << 23))
@@ -96,11 +98,11 @@ def _chunk_grads(s, row_lse, g, qr, c32, hr, t, target_dot, hd, inv_tau, hn_soft
 
 
 def _targets(targets):
-    valid = targets != -100
+    valid = targets != IGNORE_INDEX
     return valid, torch.where(valid, targets, torch.zeros_like(targets))
 
 
-def forward(q, c, targets, h, tau, ql, cl, label_bias, hn_softmax, bce_weight, bce_scale, bce_bias):
+def info_nce_fwd(q, c, targets, h, tau, ql, cl, label_bias, *, hn_softmax, bce_weight, bce_scale, bce_bias):
     """-> (loss per row (B,) fp32, logsumexp per row (B,) fp32); ignored rows get loss 0."""
     q32, c32, h32, lb = _fp32(q, c, h, label_bias)
     inv_tau = 1.0 / tau
@@ -125,8 +127,8 @@ def _grad_buffers(q32, c32, h32, need_dq, need_dc, need_dh):
     return dq, dc, dh
 
 
-def backward(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, hn_softmax, bce_weight, bce_scale,
-             bce_bias, need_dq, need_dc, need_dh, need_dtau):
+def info_nce_bwd(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, *, hn_softmax, bce_weight, bce_scale,
+                 bce_bias, need_dq, need_dc, need_dh, need_dtau):
     """-> (dq, dc, dh, dtau) in fp32, recomputing each chunk's logits; entries not needed are None."""
     q32, c32, h32, lb = _fp32(q, c, h, label_bias)
     inv_tau = 1.0 / tau
@@ -149,7 +151,7 @@ def backward(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, hn_softm
     return dq, dc, dh, dtau if need_dtau else None
 
 
-def forward_backward(q, c, targets, h, tau, ql, cl, label_bias, hn_softmax, bce_weight, bce_scale, bce_bias,
+def info_nce_fwd_bwd(q, c, targets, h, tau, ql, cl, label_bias, *, hn_softmax, bce_weight, bce_scale, bce_bias,
                      reduction, need_dq, need_dc, need_dh, need_dtau):
     """Scalar loss (reduction "mean" or "sum") and its gradients in one pass over the chunks.
 

@@ -1,7 +1,7 @@
 """nGPT kernel-level entry points written as a torch composition (fp32 math; float64 inputs in float64, with
 float64 alpha, norms and grad_alpha): the cpu backend's fallback when spherekit._C lacks the C++ loops, and its
-path for float64. Same signatures and semantics as kernels/ngpt.py (see /work/notes/interfaces.md and
-spherekit.reference.ngpt for the math). Inputs are contiguous (R, d).
+path for float64. The launchers of spherekit.ops.contracts.NGPTBackend, like kernels/ngpt.py (the math is in
+spherekit.reference.ngpt). Inputs are contiguous (R, d).
 Norms are robust, as in the reference: ||x|| = m ||x / m||, m = max(1, max_j |x_j|) (no square overflows)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _project(g: Tensor, u: Tensor, n: Tensor, r: Tensor, eps: float) -> Tensor:
     return r[:, None] * (g - keep * u * dot)
 
 
-def geodesic_residual_fwd(h: Tensor, f: Tensor, alpha: Tensor, eps: float) -> tuple[Tensor, Tensor]:
+def geodesic_residual_fwd(h: Tensor, f: Tensor, alpha: Tensor, *, eps: float) -> tuple[Tensor, Tensor]:
     a = _math(alpha).abs()
     hn, nh = _unit(_math(h), eps)
     fn, nf = _unit(_math(f), eps)
@@ -39,7 +39,7 @@ def geodesic_residual_fwd(h: Tensor, f: Tensor, alpha: Tensor, eps: float) -> tu
 
 
 def geodesic_residual_bwd(grad_out: Tensor, h: Tensor, f: Tensor, alpha: Tensor, norms: Tensor,
-                          eps: float) -> tuple[Tensor, Tensor, Tensor]:
+                          *, eps: float) -> tuple[Tensor, Tensor, Tensor]:
     a = _math(alpha).abs()
     r = 1.0 / norms.clamp_min(eps)
     hn = _math(h) * r[:, 0:1]
@@ -53,18 +53,18 @@ def geodesic_residual_bwd(grad_out: Tensor, h: Tensor, f: Tensor, alpha: Tensor,
     return g_h.to(h.dtype), g_f.to(f.dtype), g_alpha
 
 
-def l2_normalize_fwd(x: Tensor, eps: float) -> tuple[Tensor, Tensor]:
+def l2_normalize_fwd(x: Tensor, *, eps: float) -> tuple[Tensor, Tensor]:
     out, n = _unit(_math(x), eps)
     return out.to(x.dtype), n
 
 
-def l2_normalize_bwd(grad_out: Tensor, x: Tensor, norms: Tensor, eps: float) -> Tensor:
+def l2_normalize_bwd(grad_out: Tensor, x: Tensor, norms: Tensor, *, eps: float) -> Tensor:
     r = 1.0 / norms.clamp_min(eps)
     u = _math(x) * r[:, None]
     return _project(_math(grad_out), u, norms, r, eps).to(x.dtype)
 
 
-def renormalize_(views: list[Tensor], eps: float) -> None:
+def renormalize_(views: list[Tensor], *, eps: float) -> None:
     """Each view (outer, n, inner) is normalised in place over its middle axis."""
     for v in views:
         v.copy_(_unit(_math(v), eps, dim=1)[0])

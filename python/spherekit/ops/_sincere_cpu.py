@@ -2,19 +2,10 @@
 
 Rows are processed `rows_per_chunk(B)` at a time, so peak memory is O(rows x B), never B x B. The
 forward keeps only per-anchor statistics (loss, L_i, U_i, |P_i|); the backward recomputes each chunk's
-logits. forward_backward (the public scalar mean, with gradients) gets the loss and the gradients from one
+logits. sincere_fwd_bwd (the public scalar mean, with gradients) gets the loss and the gradients from one
 pass over the chunks instead (3 matrix products per chunk instead of 4). All math is fp32 whatever the
-input dtype. See spherekit.reference.sincere for the math:
-
-    s_ij = <e_i, e_j> / tau,   P_i = {j != i : y_j = y_i},   N_i = {k : y_k != y_i}
-    L_i  = logsumexp_{k in N_i} (s_ik + label_bias[y_i, y_k] + shift_i)
-    loss_i = (1/|P_i|) sum_{j in P_i} softplus(L_i - s_ij)            (0 when |P_i| = 0)
-
-Gradient, with upstream g_i on loss_i and c_i = g_i / |P_i| (0 when |P_i| = 0):
-    U_i  = sum_{j in P_i} sigmoid(L_i - s_ij)                          (= d(|P_i| loss_i)/dL_i)
-    G_ij = dL/ds_ij = c_i * ( [j in N_i] U_i exp(s_ij + b_ij - L_i) - [j in P_i] sigmoid(L_i - s_ij) )
-    dE   = (G + G^T) E / tau,    dtau = -(1/tau) sum_ij G_ij s_ij
-An anchor with L_i = -inf (every negative has weight 0) has U_i = 0 and contributes nothing.
+input dtype. The forward and backward math, and the symbols used here (s, L, U, P, N, G), are in
+spherekit.reference.sincere's docstring.
 """
 
 from __future__ import annotations
@@ -23,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._info_nce_chunked import rows_per_chunk
+from ._info_nce_cpu import rows_per_chunk
 
 NEG_INF = float("-inf")
 
@@ -60,7 +51,7 @@ def _accumulate(G: Tensor, s: Tensor, e_r: Tensor, e32: Tensor, sl: slice, de: T
     return torch.vdot(G.view(-1), s.view(-1)) * inv_tau if need_dtau else 0.0
 
 
-def forward(e: Tensor, labels: Tensor, tau: Tensor, label_bias: Tensor | None, shift: Tensor | None):
+def sincere_fwd(e: Tensor, labels: Tensor, tau: Tensor, label_bias: Tensor | None, shift: Tensor | None):
     """-> (loss per anchor (B,), L (B,), U (B,), |P| (B,)), all fp32; anchors without positives get loss 0."""
     e32 = e.float()
     lb = _bias_columns(label_bias, labels)
@@ -85,7 +76,7 @@ def forward(e: Tensor, labels: Tensor, tau: Tensor, label_bias: Tensor | None, s
     return loss, lse, usum, npos
 
 
-def backward(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, need_de, need_dtau):
+def sincere_bwd(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, *, need_de, need_dtau):
     """-> (dE fp32 (B, d) or None, dtau 0-dim fp32 or None)."""
     e32 = e.float()
     lb = _bias_columns(label_bias, labels)
@@ -119,7 +110,7 @@ def _positive_counts(labels: Tensor) -> Tensor:
     return (counts[inverse] - 1).float()
 
 
-def forward_backward(e, labels, tau, label_bias, shift, need_de, need_dtau):
+def sincere_fwd_bwd(e, labels, tau, label_bias, shift, *, need_de, need_dtau):
     """The public scalar loss (mean over anchors with >= 1 positive) and its gradients in one pass.
 
     A row chunk holds full rows, so L_i, U_i and |P_i| are complete within it: the chunk's loss rows and

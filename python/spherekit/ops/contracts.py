@@ -1,0 +1,146 @@
+"""The backend contracts: what every implementation of an op family provides to the op that dispatches to it.
+
+An op (spherekit.ops.<family>) validates its inputs once, picks a backend (spherekit._backend) and calls the
+chosen implementation through the launchers below; every implementation of a family has the same launcher
+names and parameters:
+
+    family         implementations                                                   Protocol
+    info_nce       kernels/info_nce.py (Triton), ops/_info_nce_cpu.py                 InfoNCEBackend (+ fused CPU)
+    sincere        kernels/sincere.py, ops/_sincere_cpu.py                            SincereBackend (+ fused CPU)
+    circular_cse   kernels/circular_cse.py, ops/_circular_cse_cpu.py                  CircularCSEBackend (+ fused)
+    ngpt           kernels/ngpt.py, ops/_ngpt_cuda.py, ops/_ngpt_cpp.py (CppNgpt),    NGPTBackend
+                   ops/_ngpt_cpu.py
+    maxsim         kernels/maxsim.py, ops/_maxsim_cpu.py                              MaxSimBackend
+    soft_align     kernels/soft_align.py, ops/_soft_align_cpu.py                      SoftAlignBackend
+
+Conventions (tests/ops/test_contracts.py checks every implementation against its Protocol):
+  - launchers are named ``<op>_fwd`` / ``<op>_bwd``; a CPU path that returns a scalar loss and its gradients
+    from one pass adds ``<op>_fwd_bwd``;
+  - tensors are positional, in the order below; options (flags, scalars, which gradients are needed) are
+    keyword-only;
+  - inputs arrive validated (spherekit.ops.checks) and contiguous where the op says so; a launcher only asserts
+    its own kernel constraints (tile limits, dtypes its kernels do not support);
+  - gradients that were not asked for come back as None; statistics and gradients are fp32 (fp64 on the CPU
+    paths for fp64 inputs) and the op casts them back to the input dtype.
+
+The symbols follow each family's oracle in spherekit.reference, whose docstring states the forward and backward
+math: q, c, h queries / candidates / hard negatives, t targets, tau temperature, ql / cl query / candidate labels,
+e embeddings, y labels, lse the per-row logsumexp the forward saves for the backward.
+How to add a backend: kernels/README.md.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Protocol, Sequence
+
+from torch import Tensor
+
+Grad = Optional[Tensor]
+
+
+class InfoNCEBackend(Protocol):
+    def info_nce_fwd(self, q: Tensor, c: Tensor, targets: Tensor, h: Optional[Tensor], tau: Tensor,
+                     ql: Optional[Tensor], cl: Optional[Tensor], label_bias: Optional[Tensor], *, hn_softmax: bool,
+                     bce_weight: float, bce_scale: float, bce_bias: float) -> tuple[Tensor, Tensor]:
+        """-> (loss per row (B,), logsumexp per row (B,)); ignored rows (target -100) get loss 0."""
+
+    def info_nce_bwd(self, grad_rows: Tensor, q: Tensor, c: Tensor, targets: Tensor, h: Optional[Tensor], tau: Tensor,
+                     ql: Optional[Tensor], cl: Optional[Tensor], label_bias: Optional[Tensor], lse: Tensor, *,
+                     hn_softmax: bool, bce_weight: float, bce_scale: float, bce_bias: float, need_dq: bool,
+                     need_dc: bool, need_dh: bool, need_dtau: bool) -> tuple[Grad, Grad, Grad, Grad]:
+        """-> (dq, dc, dh, dtau) for the upstream gradient grad_rows (B,) of the per-row losses."""
+
+
+class InfoNCEFusedBackend(InfoNCEBackend, Protocol):
+    def info_nce_fwd_bwd(self, q: Tensor, c: Tensor, targets: Tensor, h: Optional[Tensor], tau: Tensor,
+                         ql: Optional[Tensor], cl: Optional[Tensor], label_bias: Optional[Tensor], *, hn_softmax: bool,
+                         bce_weight: float, bce_scale: float, bce_bias: float, reduction: str, need_dq: bool,
+                         need_dc: bool, need_dh: bool, need_dtau: bool) -> tuple[Tensor, Grad, Grad, Grad, Grad]:
+        """-> (scalar loss for reduction "mean" | "sum", dq, dc, dh, dtau) from one pass."""
+
+
+class SincereBackend(Protocol):
+    def sincere_fwd(self, e: Tensor, labels: Tensor, tau: Tensor, label_bias: Optional[Tensor],
+                    shift: Optional[Tensor]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """-> (loss per anchor, L = logsumexp over its negatives, U = sum of sigmoids over its positives, |P|)."""
+
+    def sincere_bwd(self, grad_rows: Tensor, e: Tensor, labels: Tensor, tau: Tensor, label_bias: Optional[Tensor],
+                    shift: Optional[Tensor], lse: Tensor, usum: Tensor, npos: Tensor, *, need_de: bool,
+                    need_dtau: bool) -> tuple[Grad, Grad]:
+        """-> (dE, dtau) from the statistics the forward saved."""
+
+
+class SincereFusedBackend(SincereBackend, Protocol):
+    def sincere_fwd_bwd(self, e: Tensor, labels: Tensor, tau: Tensor, label_bias: Optional[Tensor],
+                        shift: Optional[Tensor], *, need_de: bool, need_dtau: bool) -> tuple[Tensor, Grad, Grad]:
+        """-> (the scalar mean loss, dE, dtau) from one pass."""
+
+
+class CircularCSEBackend(Protocol):
+    def circular_cse_fwd(self, e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, *,
+                         margin: float) -> Tensor:
+        """-> rows (B,): sum over j != i of the squared residual l_ij."""
+
+    def circular_cse_bwd(self, grad_rows: Tensor, e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, *,
+                         margin: float) -> Tensor:
+        """-> dE (B, d)."""
+
+
+class CircularCSEFusedBackend(CircularCSEBackend, Protocol):
+    def circular_cse_fwd_bwd(self, e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, *,
+                             margin: float) -> tuple[Tensor, Tensor]:
+        """-> (the scalar mean loss, dE) from one pass."""
+
+
+class NGPTBackend(Protocol):
+    def geodesic_residual_fwd(self, h: Tensor, f: Tensor, alpha: Tensor, *, eps: float) -> tuple[Tensor, Tensor]:
+        """-> (out (R, d) in h.dtype, norms (R, 3): ||h||, ||f||, ||y||)."""
+
+    def geodesic_residual_bwd(self, grad_out: Tensor, h: Tensor, f: Tensor, alpha: Tensor, norms: Tensor, *,
+                              eps: float) -> tuple[Tensor, Tensor, Tensor]:
+        """-> (grad_h, grad_f, grad_alpha (d,))."""
+
+    def l2_normalize_fwd(self, x: Tensor, *, eps: float) -> tuple[Tensor, Tensor]:
+        """-> (x / max(||x||, eps) in x.dtype, norms (R,), unclamped)."""
+
+    def l2_normalize_bwd(self, grad_out: Tensor, x: Tensor, norms: Tensor, *, eps: float) -> Tensor:
+        """-> grad_x."""
+
+    def renormalize_(self, views: Sequence[Tensor], *, eps: float) -> None:
+        """Every (outer, n, inner) view normalised in place along n."""
+
+
+class MaxSimBackend(Protocol):
+    def maxsim_fwd(self, q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor,
+                   shared: bool) -> tuple[Tensor, Tensor]:
+        """-> (scores (Bq, K), argmax (Bq, K, m) int32, -1 at padding query tokens)."""
+
+    def maxsim_bwd(self, grad: Tensor, q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, argmax: Tensor,
+                   shared: bool, need_dq: bool, need_dd: bool) -> tuple[Grad, Grad]:
+        """-> (grad_q, grad_d4); only argmax entries receive gradient."""
+
+
+class SoftAlignBackend(Protocol):
+    def soft_align_fwd(self, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, lam, tau
+                       ) -> tuple[Tensor, Tensor, Tensor]:
+        """-> (score (B,), lse (B, m), s (B, m)); lam and tau are 0-dim tensors (CPU) or floats (Triton)."""
+
+    def soft_align_bwd(self, grad: Tensor, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, lam, tau,
+                       lse: Tensor, s: Tensor, *, need_dq: bool, need_dd: bool) -> tuple[Grad, Grad, Tensor, Tensor]:
+        """-> (grad_q, grad_d, grad_lam (B,), grad_tau (B,))."""
+
+
+# family -> (Protocol, module names of its implementations); a module's name may end in ":Class" for a class
+# (instantiated around an extension module); fused CPU paths are checked against the fused Protocol.
+IMPLEMENTATIONS: dict[str, tuple[type, tuple[str, ...]]] = {
+    "info_nce": (InfoNCEBackend, ("spherekit.kernels.info_nce",)),
+    "info_nce_cpu": (InfoNCEFusedBackend, ("spherekit.ops._info_nce_cpu",)),
+    "sincere": (SincereBackend, ("spherekit.kernels.sincere",)),
+    "sincere_cpu": (SincereFusedBackend, ("spherekit.ops._sincere_cpu",)),
+    "circular_cse": (CircularCSEBackend, ("spherekit.kernels.circular_cse",)),
+    "circular_cse_cpu": (CircularCSEFusedBackend, ("spherekit.ops._circular_cse_cpu",)),
+    "ngpt": (NGPTBackend, ("spherekit.kernels.ngpt", "spherekit.ops._ngpt_cuda", "spherekit.ops._ngpt_cpp:CppNgpt",
+                           "spherekit.ops._ngpt_cpu")),
+    "maxsim": (MaxSimBackend, ("spherekit.kernels.maxsim", "spherekit.ops._maxsim_cpu")),
+    "soft_align": (SoftAlignBackend, ("spherekit.kernels.soft_align", "spherekit.ops._soft_align_cpu")),
+}
