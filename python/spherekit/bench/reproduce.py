@@ -271,6 +271,11 @@ def add_arguments(parser) -> None:
     circumplex = sub.add_parser("circumplex", help="the circumplex frozen grid: cached states vs per-step backbone",
                                 description=reproduce_circumplex.__doc__, formatter_class=parser.formatter_class)
     reproduce_circumplex.add_arguments(circumplex)
+    from . import reproduce_defsent
+
+    defsent = sub.add_parser("defsent", help="DefSent+'s frozen-bank head: fused loss vs a Linear head",
+                             description=reproduce_defsent.__doc__, formatter_class=parser.formatter_class)
+    reproduce_defsent.add_arguments(defsent)
 
 
 def run_from_args(args) -> int:
@@ -278,6 +283,10 @@ def run_from_args(args) -> int:
         from . import reproduce_circumplex
 
         return reproduce_circumplex.run_from_args(args)
+    if args.experiment == "defsent":
+        from . import reproduce_defsent
+
+        return reproduce_defsent.run_from_args(args)
     return run(args.preset, args.out, args.backbone, args.steps, args.recipes, args.data_root, args.timeout_s)
 
 
