@@ -151,7 +151,7 @@ class DefSentExperiment(CardFromReportModule):
         from .bank import build_bank
         from .evaluate import evaluate_encoder, reverse_dictionary
         from .geometry import bank_geometry
-        from .ica import ica_transform
+        from .ica import ICANotConvergedWarning, ica_transform
         from .train import sentence_vectors, train_step, training_model
 
         seconds = {}
@@ -176,7 +176,9 @@ class DefSentExperiment(CardFromReportModule):
                                                max_iter=cfg.ica_max_iter, tol=cfg.ica_tol,
                                                random_state=cfg.ica_random_state, scale=cfg.ica_scale,
                                                fit_rows=cfg.ica_fit_rows)
-            ica_info["warnings"] = [str(w.message) for w in caught if "converge" in str(w.message)]
+            ica_info["warnings"] = [str(w.message) for w in caught if issubclass(w.category, ICANotConvergedWarning)]
+            for message in ica_info["warnings"]:  # recorded in the card, and shown
+                warnings.warn(message, ICANotConvergedWarning, stacklevel=2)
             seconds["ica"] = round(time.perf_counter() - t, 2)
         geometry = bank_geometry(bank)
         lr = cfg.lrs[cond.step - 1]
