@@ -94,12 +94,12 @@ def evaluate_pooling(model, held, pooling: str, cfg, sts=None) -> dict:
                          c["relevant"]))
     for task, (texts, labels) in held.probes.items():
         out[f"probe_{task}"] = probe_accuracy(encode_pooled(model, texts, **enc), labels, cfg.probe_folds)
-    out["probe_avg"] = float(np.mean([out[f"probe_{t}"] for t in held.probes]))
+    out["probe_avg"] = _nanmean([out[f"probe_{t}"] for t in held.probes])
     if sts:
         for name, (s1, s2, gold) in sts.items():
             a, b = encode_pooled(model, s1, **enc), encode_pooled(model, s2, **enc)
             out[f"sts_{name}"] = _spearman(F.cosine_similarity(a, b).numpy(), gold)
-        out["sts_avg"] = float(np.mean([out[f"sts_{n}"] for n in sts]))
+        out["sts_avg"] = _nanmean([out[f"sts_{n}"] for n in sts])
     return out
 
 

@@ -113,9 +113,13 @@ def _probe_best(u) -> str:
 
 
 def table7(units) -> str:
-    rows = ["| condition | best pooling, WordNet-sim (dev) | best pooling, probes |", "|---|---|---|"]
+    pools = ("cls", "mean", "prompt")
+    rows = ["| condition | best pooling, WordNet-sim (dev) | best pooling, probes | "
+            + " | ".join(f"WordNet-sim {p}" for p in pools) + " | " + " | ".join(f"probe {p}" for p in pools) + " |",
+            "|---|---|---|" + "---|" * 6]
     for name, u in units.items():
-        rows.append(f"| {name} | {u.get('best_pooling')} | {_probe_best(u)} |")
+        cells = [_ms(u, f"sim_avg/{p}") for p in pools] + [_ms(u, f"probe_avg/{p}") for p in pools]
+        rows.append(f"| {name} | {u.get('best_pooling')} | {_probe_best(u)} | " + " | ".join(cells) + " |")
     return "\n".join(rows) + (f"\n\nPaper, Table 7: Prompt is the best STS pooling for {TABLE7_PROMPT_STS[0]} of "
                               f"{TABLE7_PROMPT_STS[1]} released encoders (chosen on the test sets).")
 
