@@ -17,6 +17,7 @@ REGISTRY: dict[str, str] = {
     "circumplex": "spherekit.experiments.circumplex",
     "textbook": "spherekit.experiments.textbook",
     "defsent": "spherekit.experiments.defsent",
+    "compositional": "spherekit.experiments.compositional",
 }
 
 

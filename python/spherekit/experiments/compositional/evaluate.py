@@ -1,0 +1,96 @@
+"""Measurements: retrieval on the suite (stage 1 = exact pooled-cosine top-K, stage 2 = an optional verifier), pooled
+cosines of pairs (Figure 1), verifier scores on the held-out near-misses (Figure 3) with a scale-free separation.
+
+Retrieval metrics per set, then the unweighted mean over sets (NanoBEIR's "mean"): nDCG@10 (binary gains, log2
+discounts), MRR@10, Acc@1 (top-1 relevant) and Acc@10 (a relevant document in the top 10), each a mean over the
+set's queries. The released code's verifier "Acc@1" averaged Acc@1 and Acc@10 (a substring match of metric
+names); here Acc@1 is Acc@1. Separation: ROC-AUC of the verifier's scores on (anchor, identity-or-paraphrase)
+pairs (label 1) against (anchor, near-miss) pairs (label 0); 0.5 = no separation, 1 = every near-miss below every
+positive.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ...evaluation import metrics
+from .data import FAMILIES
+
+METRICS = ("nDCG@10", "MRR@10", "Acc@1", "Acc@10")
+
+
+def _accuracy_at(ranked, relevant, k: int) -> float:
+    hits = [any(int(i) in rel for i in row[:k].tolist()) for row, rel in zip(ranked, relevant)]
+    return sum(hits) / len(hits)
+
+
+def rank_metrics(ranked: torch.Tensor, relevant: list) -> dict[str, float]:
+    rel = [set(r) for r in relevant]
+    return {"nDCG@10": float(metrics.ndcg_at_k(ranked, rel, k=10)), "MRR@10": float(metrics.mrr(ranked, rel, k=10)),
+            "Acc@1": _accuracy_at(ranked, rel, 1), "Acc@10": _accuracy_at(ranked, rel, 10)}
+
+
+def retrieval(encoder, suite, cfg, verifier=None) -> dict:
+    """{"sets": {name: metrics}, "mean": metrics over sets, "mean2": over the first two sets (the released code's
+    Figure 2 used two sets)}; with a verifier the top-K of stage 1 are re-ranked by its scores."""
+    from ...retrieval.two_stage import TwoStageRetriever
+
+    out = {}
+    with torch.no_grad():
+        for s in suite:
+            k = min(cfg.top_k, len(s.corpus))
+            retriever = TwoStageRetriever.from_texts(encoder, s.corpus, verifier, k=k,
+                                                     batch_size=cfg.eval_batch_size, pair_batch_size=512)
+            result = retriever.search_texts(encoder, s.queries, batch_size=cfg.eval_batch_size)
+            out[s.name] = rank_metrics(result.ids, s.relevant)
+    mean = {m: sum(v[m] for v in out.values()) / len(out) for m in METRICS}
+    first = list(out.values())[:2]
+    return {"sets": out, "mean": mean, "mean2": {m: sum(v[m] for v in first) / len(first) for m in METRICS}}
+
+
+def pooled_cosines(encoder, pairs, batch_size: int) -> list[float]:
+    a = encoder.encode([p[0] for p in pairs], batch_size=batch_size, convert_to_tensor=True, normalize_embeddings=True)
+    b = encoder.encode([p[1] for p in pairs], batch_size=batch_size, convert_to_tensor=True, normalize_embeddings=True)
+    return [round(float(x), 5) for x in (a * b).sum(-1).cpu()]
+
+
+def figure1(encoder, data, cfg) -> dict:
+    """Pooled cosines of the held-out near-miss pairs (per family) and of the reference positives / negatives."""
+    out = {f: pooled_cosines(encoder, [(t["anchor"], t["near_miss"]) for t in data.nearmiss_test
+                                       if t["family"] == f], cfg.eval_batch_size)
+           for f in FAMILIES if any(t["family"] == f for t in data.nearmiss_test)}
+    out["positive"] = pooled_cosines(encoder, data.reference_pos, cfg.eval_batch_size)
+    out["negative"] = pooled_cosines(encoder, data.reference_neg, cfg.eval_batch_size)
+    return out
+
+
+@torch.no_grad()
+def verifier_scores(encoder, verifier, left, right, batch_size: int) -> list[float]:
+    from ...nn.token_encoder import encode_tokens
+
+    scores = []
+    for i in range(0, len(left), batch_size):
+        a = encode_tokens(encoder, left[i:i + batch_size], batch_size=batch_size)
+        b = encode_tokens(encoder, right[i:i + batch_size], batch_size=batch_size)
+        scores += [float(x) for x in verifier.score(a.tokens, a.mask, b.tokens, b.mask).cpu()]
+    return scores
+
+
+def figure3(encoder, verifier, data, cfg) -> dict:
+    """Per family and overall: mean / std of the verifier's near-miss scores (lower is better), its mean score on
+    the positives, and the ROC-AUC of positives vs near-misses."""
+    test = data.nearmiss_test
+    near = verifier_scores(encoder, verifier, [t["anchor"] for t in test], [t["near_miss"] for t in test],
+                           cfg.eval_batch_size)
+    pos = verifier_scores(encoder, verifier, [t["anchor"] for t in test], [t["positive"] for t in test],
+                          cfg.eval_batch_size)
+    out = {}
+    for fam in (*FAMILIES, "overall"):
+        idx = [i for i, t in enumerate(test) if fam == "overall" or t["family"] == fam]
+        if not idx:
+            continue
+        n, p = torch.tensor([near[i] for i in idx]), torch.tensor([pos[i] for i in idx])
+        auc = metrics.roc_auc(torch.cat([p, n]), torch.cat([torch.ones(len(p)), torch.zeros(len(n))]))
+        out[fam] = {"mean": float(n.mean()), "std": float(n.std(unbiased=False)), "positive_mean": float(p.mean()),
+                    "auc": float(auc), "n": len(idx)}
+    return out
