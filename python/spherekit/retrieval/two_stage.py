@@ -21,7 +21,7 @@ from torch import Tensor
 
 from .. import ops
 from ..evaluation import metrics
-from ..nn._verifier_base import Verifier
+from ..nn import Verifier
 from ..nn.verifiers import MaxSimVerifier
 from ..ops.checks import check_mask
 from .index import PooledIndex
