@@ -81,7 +81,7 @@ def test_card_has_claims_tables_and_figures(card):
     assert claims[0][2] == (b < a) and f"A {a:.3f}, B {b:.3f}" in claims[0][1]
     for claim, _, holds in claims:
         assert claim in report
-    assert "Acc@1 averaged Acc@1 and Acc@10" in report and "Table 1" in report
+    assert '"Acc@1" averaged Acc@1 and Acc@10' in report and "Table 1" in report
     plots = sorted(p.name for p in (card / "compositional" / "tiny" / "plots").iterdir())
     assert plots == ["figure1_st.png", "figure2_st.png", "figure3_st.png"]
 
