@@ -276,6 +276,11 @@ def add_arguments(parser) -> None:
     defsent = sub.add_parser("defsent", help="DefSent+'s frozen-bank head: fused loss vs a Linear head",
                              description=reproduce_defsent.__doc__, formatter_class=parser.formatter_class)
     reproduce_defsent.add_arguments(defsent)
+    from . import reproduce_compositional
+
+    compositional = sub.add_parser("compositional", help="verifier training F3/F4: the released loop vs all-pairs maps",
+                                   description=reproduce_compositional.__doc__, formatter_class=parser.formatter_class)
+    reproduce_compositional.add_arguments(compositional)
 
 
 def run_from_args(args) -> int:
@@ -283,6 +288,10 @@ def run_from_args(args) -> int:
         from . import reproduce_circumplex
 
         return reproduce_circumplex.run_from_args(args)
+    if args.experiment == "compositional":
+        from . import reproduce_compositional
+
+        return reproduce_compositional.run_from_args(args)
     if args.experiment == "defsent":
         from . import reproduce_defsent
 
