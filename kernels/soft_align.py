@@ -204,29 +204,29 @@ def _prepare(q, q_mask, d, d_mask, lam, tau):
         raise ValueError(f"tau must be > 0, got {tau}")
     cfg = _config(H, q.dtype)
     block_m = min(cfg["BLOCK_M"], max(16, triton.next_power_of_2(M)))
-    args = dict(
-        q=(unit_last(q),), qm=(qm, *mask_strides(qm, has_qm, 2)), d=(unit_last(d),),
-        dm=(dm, *mask_strides(dm, has_dm, 2)),
-        flags=dict(HAS_QMASK=has_qm, HAS_DMASK=has_dm, PRECISION=dot_precision(q.dtype), BLOCK_M=block_m,
-                   BLOCK_N=cfg["BLOCK_N"], BLOCK_H=cfg["BLOCK_H"], num_warps=cfg["num_warps"],
-                   num_stages=cfg["num_stages"]),
+    qu, du = unit_last(q), unit_last(d)
+    (stride_qmb, stride_qmm), (stride_dmb, stride_dmn) = mask_strides(qm, has_qm, 2), mask_strides(dm, has_dm, 2)
+    args = dict(  # the kernels' shared arguments, by name
+        q_ptr=qu, stride_qb=qu.stride(0), stride_qm=qu.stride(1), stride_qd=qu.stride(2),
+        qm_ptr=qm, stride_qmb=stride_qmb, stride_qmm=stride_qmm,
+        d_ptr=du, stride_db=du.stride(0), stride_dn=du.stride(1), stride_dd=du.stride(2),
+        dm_ptr=dm, stride_dmb=stride_dmb, stride_dmn=stride_dmn,
+        inv_ptr=inv_valid_count(q_mask, B, M, q.device), M=M, N=N, H=H, lam=float(lam), inv_tau=1.0 / float(tau),
+        HAS_QMASK=has_qm, HAS_DMASK=has_dm, PRECISION=dot_precision(q.dtype), BLOCK_M=block_m,
+        BLOCK_N=cfg["BLOCK_N"], BLOCK_H=cfg["BLOCK_H"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
     )
-    args["q"] = (args["q"][0], *args["q"][0].stride())
-    args["d"] = (args["d"][0], *args["d"][0].stride())
-    inv = inv_valid_count(q_mask, B, M, q.device)
-    return (B, M, N, H), cfg, args, inv, float(lam), 1.0 / float(tau)
+    return (B, M, N, H), cfg, args
 
 
 def soft_align_fwd(q, q_mask, d, d_mask, lam: float, tau: float):
     """-> (score (B,) fp32, lse (B, m) fp32, s (B, m) fp32). q (B, m, h), d (B, n, h) same dtype, masks bool
     (or uint8/int8) or None; lam, tau Python floats (tau > 0). See the module docstring."""
-    (B, M, N, H), cfg, a, inv, lam, inv_tau = _prepare(q, q_mask, d, d_mask, lam, tau)
-    mb = triton.cdiv(M, a["flags"]["BLOCK_M"])
+    (B, M, N, H), cfg, args = _prepare(q, q_mask, d, d_mask, lam, tau)
+    mb = triton.cdiv(M, args["BLOCK_M"])
     part = torch.empty((B, mb), dtype=torch.float32, device=q.device)
     lse = torch.empty((B, M), dtype=torch.float32, device=q.device)
     s = torch.empty((B, M), dtype=torch.float32, device=q.device)
-    _soft_align_fwd_kernel[(B, mb)](part, lse, s, *a["q"], *a["qm"], *a["d"], *a["dm"], inv, M, N, H, mb,
-                                    lam, inv_tau, **a["flags"])
+    _soft_align_fwd_kernel[(B, mb)](part_ptr=part, lse_ptr=lse, s_ptr=s, MB=mb, **args)
     return (part[:, 0] if mb == 1 else part.sum(-1)), lse, s
 
 
@@ -234,25 +234,25 @@ def soft_align_bwd(grad, q, q_mask, d, d_mask, lam: float, tau: float, lse, s, *
                    need_dd: bool = True):
     """-> (grad_q like q or None, grad_d like d or None, grad_lam (B,) fp32, grad_tau (B,) fp32).
     grad (B,) is the gradient of the score; lse, s from soft_align_fwd."""
-    (B, M, N, H), cfg, a, inv, lam, inv_tau = _prepare(q, q_mask, d, d_mask, lam, tau)
+    (B, M, N, H), cfg, args = _prepare(q, q_mask, d, d_mask, lam, tau)
     check_shape("grad", grad, (B,))
     check_shape("lse", lse, (B, M))
     check_shape("s", s, (B, M))
     g = grad.to(torch.float32).contiguous()
     lse, s = lse.float().contiguous(), s.float().contiguous()
-    flags = dict(a["flags"], BLOCK_HV=cfg["BLOCK_HV"])
-    mb = triton.cdiv(M, flags["BLOCK_M"])
+    args = dict(args, g_ptr=g, lse_ptr=lse, s_ptr=s, BLOCK_HV=cfg["BLOCK_HV"])
+    mb = triton.cdiv(M, args["BLOCK_M"])
     hb = triton.cdiv(H, cfg["BLOCK_HV"])
-    dq = torch.empty_like(a["q"][0])
+    dq = torch.empty_like(args["q_ptr"])
     plam = torch.empty((B, mb), dtype=torch.float32, device=q.device)
     ptau = torch.empty_like(plam)
     # the dq kernel also yields grad_lam/grad_tau; without dq only its h-slice 0 is launched
     _soft_align_bwd_dq_kernel[(B, mb, hb if need_dq else 1)](
-        dq, *dq.stride(), plam, ptau, g, inv, lse, s, *a["q"], *a["qm"], *a["d"], *a["dm"], M, N, H, mb,
-        lam, inv_tau, **flags)
+        dq_ptr=dq, stride_dqb=dq.stride(0), stride_dqm=dq.stride(1), stride_dqd=dq.stride(2), plam_ptr=plam,
+        ptau_ptr=ptau, MB=mb, **args)
     dd = None
     if need_dd:
-        dd = torch.empty_like(a["d"][0])
-        _soft_align_bwd_dd_kernel[(B, triton.cdiv(N, flags["BLOCK_N"]), hb)](
-            dd, *dd.stride(), g, inv, lse, s, *a["q"], *a["qm"], *a["d"], *a["dm"], M, N, H, lam, inv_tau, **flags)
+        dd = torch.empty_like(args["d_ptr"])
+        _soft_align_bwd_dd_kernel[(B, triton.cdiv(N, args["BLOCK_N"]), hb)](
+            dd_ptr=dd, stride_ddb=dd.stride(0), stride_ddn=dd.stride(1), stride_ddd=dd.stride(2), **args)
     return (dq if need_dq else None), dd, plam.sum(-1), ptau.sum(-1)
