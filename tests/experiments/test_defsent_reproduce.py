@@ -33,6 +33,7 @@ def test_presets_conditions_and_validation():
     assert cfg.backbones == ("all-MiniLM-L6-v2",) and cfg.seeds == 2 and cfg.conditions == ("base", "1st-c")
     assert with_prerequisites(["3rd-a-ica"]) == ("1st-a", "2nd-a", "3rd-a-ica")
     assert with_prerequisites(["2nd-c", "base"]) == ("base", "1st-c", "2nd-c")
+    assert with_prerequisites(["1st-b", "3rd-a", "1st-a-cls-ac"]) == ("1st-b", "1st-a", "2nd-a", "3rd-a", "1st-a-cls-ac")
     assert "3rd-a-ica" in get("defsent").conditions
     with pytest.raises(ValueError, match="valid conditions"):
         DefSentConfig(conditions=("4th-a",))
@@ -58,13 +59,14 @@ def test_units_seeds_and_checkpoints(card):
         assert (card / "defsent" / "tiny" / "st" / name / "checkpoint" / "modules.json").is_file()
         assert u["seeds"][0]["steps"] == 3  # 24 pairs, batch 8: one epoch
     assert units["1st-c"]["bank"]["source"] == "backbone" and units["2nd-c"]["bank"]["source"] == "1st-c"
-    # the base bank and the 1st step's are the same bank (built once, read from the cache)
-    assert units["base"]["banks"]["c"]["svd_corr"] == pytest.approx(units["1st-c"]["bank"]["svd_corr"])
+    untrained = units["1st-c"]["rd_untrained"]  # the starting encoder's untrained pooler against the same bank
+    assert set(untrained) == {"rd_acc@1", "rd_acc@10", "rd_acc@100"} and units["2nd-c"]["rd_untrained"] is None
+    assert "rd_acc@1" not in units["base"]["metrics"] and "sim_avg/best" in units["base"]["metrics"]
     ica = units["2nd-c-ica"]["bank"]["ica"]
     assert ica["whiten"] == "arbitrary-variance" and ica["n_iter"] >= 1
     assert ica["std"] == pytest.approx(100 / units["2nd-c-ica"]["bank"]["entries"] ** 0.5, rel=0.05)
     assert units["2nd-c-ica"]["bank"]["svd_top1_share"] < units["2nd-c"]["bank"]["svd_top1_share"]
-    assert units["base"]["dictionaries"]["c"]["entries"] == 60
+    assert units["1st-c"]["dictionary"]["entries"] == 60 and units["1st-c"]["dictionary"]["held_out"] == 10
 
 
 def test_card_and_resume(card, backbone_dir):

@@ -1,6 +1,6 @@
 """`spherekit reproduce defsent`: the experiment object the runner drives (spherekit.experiments.base).
 
-A unit is (backbone, condition). "base" evaluates the untrained starting encoder and the geometry of its banks.
+A unit is (backbone, condition). "base" evaluates the untrained starting encoder on every proxy.
 A PST step builds its bank (the original backbone for 1st Training, else the best encoder of the previous step,
 whose checkpoint the runner left in <backbone>/<previous>/checkpoint/), optionally ICA-transforms it, trains
 `seeds` fresh copies of the original backbone against it (one epoch each), evaluates every copy, and keeps the
@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..base import CardFromReportModule, Unit, slug
-from .config import CONDITIONS, DICTIONARIES, PRESETS, condition, preset_config, with_prerequisites
+from .config import CONDITIONS, PRESETS, condition, preset_config, with_prerequisites
 from .paper import CITATION
 
 
@@ -113,35 +113,16 @@ class DefSentExperiment(CardFromReportModule):
             return self._run_base(cfg, unit, data, unit_dir, progress)
         return self._run_step(cfg, unit, cond, data, unit_dir, progress)
 
-    def _dictionaries(self, cfg):
-        return sorted({condition(c).dictionary for c in with_prerequisites(cfg.conditions)} - {None},
-                      key=list(DICTIONARIES).index)
-
     def _run_base(self, cfg, unit, data, unit_dir, progress):
+        """The untrained starting encoder on every proxy (its banks are the 1st steps' banks: their units record
+        the geometry and the untrained pooler's reverse-dictionary accuracy)."""
         from ...models import load_backbone
-        from .bank import build_bank
-        from .evaluate import evaluate_encoder, reverse_dictionary
-        from .geometry import bank_geometry
-        from .train import sentence_vectors, training_model
+        from .evaluate import evaluate_encoder
 
         t0 = time.perf_counter()
         model = load_backbone(unit.backbone, device="cpu")
         metrics, best = evaluate_encoder(model, data.held, cfg, data.sts)
-        seconds = {"eval": round(time.perf_counter() - t0, 2)}
-        banks, dictionaries = {}, {}
-        for name in self._dictionaries(cfg):
-            d = data.dictionary(name, model.tokenizer, cfg)
-            dictionaries[name] = d.stats(model.tokenizer)
-            t = time.perf_counter()
-            bank = build_bank(model, d, cfg.bank_kind, cache_dir=unit_dir.parent.parent / "data" / "banks",
-                              batch_size=cfg.encode_batch_size, max_length=cfg.max_seq_length, progress=progress)
-            seconds[f"bank_{name}"] = round(time.perf_counter() - t, 2)
-            head = training_model(unit.backbone, cfg.training_pooling)
-            rd = reverse_dictionary(sentence_vectors(head, [x for x, _ in d.held_out]), [e for _, e in d.held_out],
-                                    bank)
-            banks[name] = {**bank_geometry(bank), **rd}
-        return {"metrics": metrics, "best_pooling": best, "banks": banks, "dictionaries": dictionaries,
-                "seconds": seconds}
+        return {"metrics": metrics, "best_pooling": best, "seconds": {"eval": round(time.perf_counter() - t0, 2)}}
 
     def _run_step(self, cfg, unit, cond, data, unit_dir, progress):
         from ..._atomic import atomic_dir
@@ -181,6 +162,11 @@ class DefSentExperiment(CardFromReportModule):
                 warnings.warn(message, ICANotConvergedWarning, stacklevel=2)
             seconds["ica"] = round(time.perf_counter() - t, 2)
         geometry = bank_geometry(bank)
+        rd_texts, rd_targets = [x for x, _ in d.held_out], [e for _, e in d.held_out]
+        untrained = None
+        if cond.step == 1:  # the starting encoder with its untrained pooler against the same bank
+            untrained = reverse_dictionary(sentence_vectors(training_model(unit.backbone, pooling), rd_texts),
+                                           rd_targets, bank)
         lr = cfg.lrs[cond.step - 1]
         best = _read(unit_dir / "best.json") or {}
         records = []
@@ -201,8 +187,7 @@ class DefSentExperiment(CardFromReportModule):
             train_s = time.perf_counter() - t
             t = time.perf_counter()
             metrics, best_pooling = evaluate_encoder(model, data.held, cfg, data.sts)
-            metrics.update(reverse_dictionary(sentence_vectors(model, [x for x, _ in d.held_out]),
-                                              [e for _, e in d.held_out], bank))
+            metrics.update(reverse_dictionary(sentence_vectors(model, rd_texts), rd_targets, bank))
             rec = {"seed": seed, "metrics": metrics, "best_pooling": best_pooling, "steps": result.steps,
                    "loss_curve": loss_curve(result.log_history), "train_s": round(train_s, 2),
                    "eval_s": round(time.perf_counter() - t, 2)}
@@ -219,7 +204,7 @@ class DefSentExperiment(CardFromReportModule):
         return {"metrics": chosen["metrics"], "best_seed": best["seed"], "best_pooling": chosen["best_pooling"],
                 **_aggregate(records), "seeds": records, "lr": lr, "combination": [pooling, kind],
                 "bank": {**geometry, "ica": ica_info, "source": str(cond.previous or "backbone")},
-                "dictionary": d.stats(encoder.tokenizer), "seconds": seconds}
+                "rd_untrained": untrained, "dictionary": d.stats(encoder.tokenizer), "seconds": seconds}
 
 
 EXPERIMENT = DefSentExperiment()

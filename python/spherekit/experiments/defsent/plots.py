@@ -7,8 +7,7 @@ from pathlib import Path
 
 
 def _banks(units) -> list[tuple[str, dict]]:
-    out = [(f"base ({d})", b) for d, b in (units.get("base") or {}).get("banks", {}).items()]
-    return out + [(name, u["bank"]) for name, u in units.items() if "bank" in u]
+    return [(name, u["bank"]) for name, u in units.items() if "bank" in u]
 
 
 def make_plots(units, folder) -> list[str]:

@@ -38,15 +38,10 @@ def _headline(results) -> list[tuple[str, str]]:
     return keys
 
 
-def _base_rd(units, key, dictionary):
-    base = units.get("base")
-    return (base or {}).get("banks", {}).get(dictionary, {}).get(key) if base else None
-
-
 def table1(units) -> str:
     rows = ["| dictionary | ours: entries | definitions | held-out RD definitions | max (median) tokens | paper: entries "
             "| definitions | max (median) |", "|---|---|---|---|---|---|---|---|"]
-    stats = dict((units.get("base") or {}).get("dictionaries", {}))
+    stats = {}
     for name, u in units.items():
         if "dictionary" in u:
             stats.setdefault(condition(name).dictionary, u["dictionary"])
@@ -64,8 +59,9 @@ def table2(units, keys) -> str:
     for name, u in units.items():
         cells = []
         for key, _ in keys:
-            if name == "base" and key.startswith("rd_"):
-                cells.append(" / ".join(f"{d}: {_n(b.get(key))}" for d, b in u.get("banks", {}).items()))
+            if name == "base" and key.startswith("rd_"):  # the untrained pooler, from the 1st steps' units
+                cells.append(" / ".join(f"{condition(n).dictionary}: {_n(v['rd_untrained'].get(key))}"
+                                        for n, v in units.items() if v.get("rd_untrained")) or "-")
             else:
                 cells.append(_ms(u, key))
         paper = TABLE2.get(name, {})
@@ -127,8 +123,7 @@ def table7(units) -> str:
 def geometry_table(units) -> str:
     rows = ["| bank | entries | SVD-2D corr | top-1 energy | mean cosine | outside r=3 (2-D whitened; Gaussian 1.1%) "
             "| outside chi2 99% (full) | mean abs skew | mean excess kurtosis | ICA |", "|---|" + "---|" * 9]
-    banks = [(f"base ({d})", b) for d, b in (units.get("base") or {}).get("banks", {}).items()]
-    banks += [(f"{n} (built by {u['bank']['source']})", u["bank"]) for n, u in units.items() if "bank" in u]
+    banks = [(f"{n} (built by {u['bank']['source']})", u["bank"]) for n, u in units.items() if "bank" in u]
     for name, g in banks:
         ica = g.get("ica")
         ica_s = "-" if not ica else (f"{ica['whiten']}, {ica['n_iter']} it, "
