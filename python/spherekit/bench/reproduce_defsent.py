@@ -1,7 +1,7 @@
 """`spherekit bench reproduce defsent`: DefSent+'s head over a frozen entry bank, two ways, side by side.
 
-    spherekit     EntryBankLoss: fused InfoNCE over the bank (spherekit.ops.info_nce, candidate_grad=False): the
-                  B x E logits and their gradient are never materialised
+    spherekit     EntryBankLoss: fused InfoNCE over the bank (spherekit.ops.info_nce, candidate_grad=False; on the
+                  CPU over column blocks of the bank): the B x E logits and their gradient never exist
     linear-head   the authors' head: nn.Linear(d, E, bias=False) whose frozen weight is the bank, then
                   nn.CrossEntropyLoss (B x E logits, softmax and their gradient in memory)
 
@@ -54,9 +54,10 @@ def linear_head_loss(h, bank, labels):
 
 
 def spherekit_loss(h, bank, labels):
-    from ..ops import info_nce
+    """EntryBankLoss's computation (spherekit.losses.entry_bank.frozen_bank_cross_entropy)."""
+    from ..losses.entry_bank import frozen_bank_cross_entropy
 
-    return info_nce(h, bank, labels, temperature=1.0, candidate_grad=False)
+    return frozen_bank_cross_entropy(h, bank, labels, 1.0)
 
 
 LOSSES = {"spherekit": spherekit_loss, "linear-head": linear_head_loss}

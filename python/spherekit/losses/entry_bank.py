@@ -12,6 +12,42 @@ from ..ops import info_nce
 from ._common import check_columns, check_labels, check_positive, normalize
 
 
+# elements of one (rows x entries) block of logits on the CPU: 16 MiB of fp32 (benchmarked: 32 MiB blocks need 3x
+# the peak memory at E = 400k, B = 256, smaller ones are slower)
+BLOCK_ELEMENTS = 1 << 22
+
+
+def frozen_bank_cross_entropy(h: Tensor, bank: Tensor, labels: Tensor, temperature: float = 1.0,
+                              backend: str = "auto", block_elements: int = BLOCK_ELEMENTS) -> Tensor:
+    """mean_i [ logsumexp_e (h_i . X_e / tau) - h_i . X_{y_i} / tau ] over a frozen bank X (E, d), no B x E logits.
+
+    On a GPU (or with a bank that fits one block) this is one spherekit.ops.info_nce call with
+    candidate_grad=False. On the CPU the bank is cut into column blocks X_k of width W = block_elements // B, so
+    that every block of logits holds all B rows and each pass reads the bank once (info_nce's CPU backend chunks
+    rows, which re-reads a large bank once per chunk of rows). Per block, info_nce's per-row loss with target 0
+    gives the block's logsumexp
+
+        LSE_k(i) = info_nce(h, X_k, 0)_i + h_i . X_k[0] / tau
+
+    and the loss is logsumexp_k LSE_k(i) - h_i . X_{y_i} / tau; autograd combines the blocks' gradients.
+    """
+    n_entries = bank.shape[0]
+    width = max(2, block_elements // max(1, h.shape[0]))
+    if h.device.type != "cpu" or backend not in ("auto", "cpu") or n_entries <= width:
+        return info_nce(h, bank, labels, temperature=temperature, candidate_grad=False, backend=backend)
+    n_blocks = min(-(-n_entries // width), n_entries // 2)  # equal blocks (sizes differ by <= 1), each >= 2
+    bounds = [n_entries * k // n_blocks for k in range(n_blocks + 1)]
+    zero = torch.zeros_like(labels)
+    lse = []
+    for start, stop in zip(bounds, bounds[1:]):
+        block = bank[start:stop]
+        rows = info_nce(h, block, zero, temperature=temperature, candidate_grad=False, reduction="none",
+                        backend=backend)
+        lse.append(rows + (h * block[0]).sum(1) / temperature)
+    target = (h * bank[labels]).sum(1) / temperature
+    return (torch.logsumexp(torch.stack(lse, 1), 1) - target).mean()
+
+
 class EntryBankLoss(nn.Module):
     def __init__(
         self,
@@ -35,8 +71,9 @@ class EntryBankLoss(nn.Module):
         L2-normalised) and then defaults to ``temperature=0.05``, the usual scale for cosines.
 
         Computed by :func:`spherekit.ops.info_nce` with the bank as candidates and
-        ``candidate_grad=False``: the B x E logits are never materialised and no gradient (or
-        memory for one) is made for the bank.
+        ``candidate_grad=False`` (on the CPU over column blocks of the bank, see
+        :func:`frozen_bank_cross_entropy`): the B x E logits are never materialised and no gradient
+        (or memory for one) is made for the bank.
 
         The bank is a non-persistent buffer: it moves with ``loss.to(device)`` (the trainer moves
         losses to the model's device) but is not saved in ``state_dict()``. It is data rebuilt from
@@ -124,7 +161,7 @@ class EntryBankLoss(nn.Module):
         bank = self.bank.to(device=h.device, dtype=h.dtype)
         if self.normalize:
             h, bank = normalize(h), normalize(bank)
-        return info_nce(h, bank, labels, temperature=self.temperature, candidate_grad=False, backend=self.backend)
+        return frozen_bank_cross_entropy(h, bank, labels, self.temperature, self.backend)
 
     def get_config_dict(self) -> dict[str, Any]:
         return {
