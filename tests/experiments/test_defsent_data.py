@@ -60,7 +60,8 @@ def test_entry_without_definitions_in_a_dictionary():
 def test_kaikki_goes_through_the_same_code(tmp_path):
     path = tmp_path / "b.jsonl"
     rows = [{"word": "cup", "pos": "noun", "lang_code": "en",
-             "senses": [{"glosses": ["A small open container."]}, {"glosses": ["plural of cups"], "tags": ["form-of"]}]},
+             "senses": [{"glosses": ["A small open container."]},
+                        {"glosses": ["plural of cups"], "tags": ["form-of"]}]},
             {"word": "cup", "pos": "verb", "lang_code": "en", "senses": [{"glosses": ["To form into a cup."]}]},
             {"word": "Tasse", "pos": "noun", "lang_code": "de", "senses": [{"glosses": ["cup"]}]}]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")

@@ -22,7 +22,8 @@ def test_whitening_variants_scale():
     # old default: sources of std 1/sqrt(n), times 100; the released script: std 1, times 100
     assert old.std(0).mean().item() == pytest.approx(100 / math.sqrt(n), rel=0.01)
     assert unit.std(0).mean().item() == pytest.approx(100.0, rel=0.01)
-    assert info_old["converged"] and info_old["n_iter"] < 1000 and info_old["std"] == pytest.approx(100 / math.sqrt(n), rel=0.01)
+    assert info_old["converged"] and info_old["n_iter"] < 1000
+    assert info_old["std"] == pytest.approx(100 / math.sqrt(n), rel=0.01)
     # independent components recovered: each output is (up to sign and scale) one uniform source
     corr = torch.corrcoef(torch.cat([old, unit], 1).T)[:8, 8:].abs()
     assert (corr.max(1).values > 0.99).all()

@@ -178,19 +178,20 @@ class DefSentConfig:
 
 MINILM = ("all-MiniLM-L6-v2",)
 PRESETS: dict[str, dict] = {
-    # minutes on 2 cores: the sentence-trained MiniLM (like the paper's SimCSE/SNCSE starts, Table 3), dictionary
-    # c subsampled (1,500 entries), one step of 60 batches at BERT-base's 1st-step LR, two seeds, small proxies
+    # minutes on 2 cores: the sentence-trained MiniLM (like the paper's SimCSE/SNCSE starts, Table 3, whose LRs in
+    # Table 5 are 1e-6 .. 3e-5: 1e-5 here; BERT-base's raw-model 5e-5 lowered every proxy but the reverse
+    # dictionary), dictionary c subsampled (1,500 entries), one step of 60 batches, two seeds, small proxies
     "cpu-small": dict(backbones=MINILM, conditions=("base", "1st-c"), seeds=2, training_pooling="mean",
-                      max_entries=1500, max_definitions_per_entry=2, train_definitions=960, n_heldout_terms=100,
-                      n_sim_anchors=40, n_sim_pairs=400, n_reverse=200, n_probe=200),
-    # hours on 2 cores: dictionary a with every entry in the bank (at most 2 definitions each), definitions
-    # subsampled per epoch; Table 2's dictionary sizes, Table 8's grid, three PST steps with the ICA variant (FastICA
-    # fitted on 20k entries: O(n d^2) per iteration), three seeds
+                      lrs=(1e-5, 1e-5, 1e-5), max_entries=1500, max_definitions_per_entry=2, train_definitions=960,
+                      n_heldout_terms=100, n_sim_anchors=40, n_sim_pairs=400, n_reverse=200, n_probe=200),
+    # hours on 2 cores (LRs within Table 5's data-augmented range): dictionary a with every entry in the bank (at
+    # most 2 definitions each), definitions subsampled per epoch; Table 2's dictionary sizes, Table 8's grid, three
+    # PST steps with the ICA variant (FastICA fitted on 20k entries: O(n d^2) per iteration), three seeds
     "cpu": dict(backbones=MINILM, conditions=("base", "1st-c", "1st-b", "1st-a", "2nd-a", "3rd-a", "3rd-a-ica",
                                               "1st-a-cls-amp", "1st-a-mean-ac", "1st-a-cls-ac"),
                 seeds=3, training_pooling="mean", lrs=(2e-5, 2e-5, 1e-5), max_definitions_per_entry=2,
-                train_definitions=8000, ica_fit_rows=20000, n_heldout_terms=400, n_sim_anchors=150, n_sim_pairs=1500, n_reverse=500,
-                n_probe=1000),
+                train_definitions=8000, ica_fit_rows=20000, n_heldout_terms=400, n_sim_anchors=150, n_sim_pairs=1500,
+                n_reverse=500, n_probe=1000),
     # the paper's sizes (GPU, the paper's data through --data-dir): BERT-base, full dictionaries, ten seeds
     "paper": dict(),
     # seconds: the tests' preset (pass --backbone with a small local model)

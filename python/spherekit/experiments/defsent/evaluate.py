@@ -138,4 +138,5 @@ def find_sts(data_dir) -> dict | None:
         out["STS-B"] = load_stsb(root / "STS" / "STSBenchmark" / "sts-test.csv")
     if (root / "SICK" / "SICK_test_annotated.txt").is_file():
         out["SICK-R"] = load_sick(root / "SICK" / "SICK_test_annotated.txt")
-    return {k: ([p.sentence1 for p in v], [p.sentence2 for p in v], [p.score for p in v]) for k, v in out.items()} or None
+    columns = {k: ([p.sentence1 for p in v], [p.sentence2 for p in v], [p.score for p in v]) for k, v in out.items()}
+    return columns or None
