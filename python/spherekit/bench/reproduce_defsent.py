@@ -154,7 +154,7 @@ def run(preset: str = "cpu", out: str = "benches/results", backbone: str | None 
     backbone = backbone or p.backbone
     if backbone is None:
         raise ValueError(f"preset {preset!r} needs --backbone (a small local sentence-transformers folder)")
-    model = training_model(backbone, "mean")
+    model = training_model(backbone, "mean", device="cpu")  # a CPU benchmark (memory: spherekit.bench.memory)
     d = model.get_embedding_dimension()
     base = {"timestamp": now(), "run_id": now(), "preset": preset, "machine": machine_name("cpu"), "device": "cpu",
             **versions(), "family": FAMILY}

@@ -120,7 +120,7 @@ class DefSentExperiment(CardFromReportModule):
         from .evaluate import evaluate_encoder
 
         t0 = time.perf_counter()
-        model = load_backbone(unit.backbone, device="cpu")
+        model = load_backbone(unit.backbone)
         metrics, best = evaluate_encoder(model, data.held, cfg, data.sts)
         return {"metrics": metrics, "best_pooling": best, "seconds": {"eval": round(time.perf_counter() - t0, 2)}}
 
@@ -143,7 +143,7 @@ class DefSentExperiment(CardFromReportModule):
         if cond.previous is not None and not Path(source).is_dir():
             raise FileNotFoundError(f"{source} is missing: condition {cond.name} builds its bank with the best "
                                     f"encoder of {cond.previous}; run that condition first")
-        encoder = load_backbone(str(source), device="cpu")
+        encoder = load_backbone(str(source))
         d = data.dictionary(cond.dictionary, encoder.tokenizer, cfg)
         bank = build_bank(encoder, d, kind, cache_dir=root / "data" / "banks", batch_size=cfg.encode_batch_size,
                           max_length=cfg.max_seq_length, progress=progress)

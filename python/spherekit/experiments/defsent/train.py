@@ -67,7 +67,7 @@ def make_pooler(transformer, seed: int = 0):
 
 def training_model(backbone, pooling: str, device: str | None = None):
     """SentenceTransformer(Transformer -> Pooling(cls | mean, special tokens included) -> pooler) of a fresh copy
-    of `backbone` (a name or a folder)."""
+    of `backbone` (a name or a folder), on `device` (None: a GPU when there is one)."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling
 
@@ -75,10 +75,10 @@ def training_model(backbone, pooling: str, device: str | None = None):
 
     if pooling not in ("cls", "mean"):
         raise ValueError(f"training pooling must be 'cls' or 'mean', got {pooling!r}")
-    base = load_backbone(str(backbone), device=device or "cpu")
+    base = load_backbone(str(backbone), device=device)
     transformer = base[0]
     modules = [transformer, Pooling(transformer.get_embedding_dimension(), pooling), make_pooler(transformer)]
-    return SentenceTransformer(modules=modules, device=device or "cpu")
+    return SentenceTransformer(modules=modules, device=device)
 
 
 def sentence_vectors(model, texts, batch_size: int = 64) -> torch.Tensor:
