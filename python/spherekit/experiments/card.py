@@ -33,6 +33,19 @@ def write_json(path, payload) -> Path:
     return write_text(path, json.dumps(payload, indent=2, default=str) + "\n")
 
 
+def cached_json(path, key: str, build):
+    """The JSON data saved at `path` under `key`; when the file is missing or was built under another key (other
+    settings), build() is called and its result saved there (atomically) with the key."""
+    path = Path(path)
+    if path.is_file():
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        if saved.get("key") == key:
+            return saved["data"]
+    data = build()
+    write_json(path, {"key": key, "data": data})
+    return data
+
+
 def _device() -> str:
     import torch
 

@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..card import write_json
+from ..card import cached_json
 from ..config import fingerprint
 
 FAMILIES = ("negation", "binding", "spatial")
@@ -257,13 +256,7 @@ def load_data(cfg, root) -> CompositionalData:
     """The data of `cfg` (read from <root>/data/compositional.json when it was built with the same settings)."""
     path = Path(root) / "data" / "compositional.json"
     key = fingerprint(cfg, exclude=tuple(f for f in asdict(cfg) if f not in DATA_FIELDS))
-    raw = None
-    if path.is_file():
-        saved = json.loads(path.read_text(encoding="utf-8"))
-        raw = saved["data"] if saved.get("key") == key else None
-    if raw is None:
-        raw = _build_from_dir(cfg) if cfg.data_dir else _build_offline(cfg)
-        write_json(path, {"key": key, "data": raw})
+    raw = cached_json(path, key, lambda: _build_from_dir(cfg) if cfg.data_dir else _build_offline(cfg))
     suite = [RetrievalSet(**s) for s in raw["suite"]]
     train_b = _mixture(raw["triplets"], raw["pairs"], cfg, cfg.seed)
     structural = len(train_b) - len(raw["triplets"])

@@ -9,12 +9,11 @@ each training term's labelled positives in it. ANN set: `ann_corpus` WordNet glo
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..card import write_json
+from ..card import cached_json
 from ..config import fingerprint
 
 DATA_FIELDS = ("seed", "n_test_synsets", "n_distractors", "n_train_pairs", "ann_corpus", "ann_queries")
@@ -78,13 +77,7 @@ def load_data(cfg, root) -> TextbookData:
     """The shared data of `cfg` (read from <root>/data/textbook.json when it was built with the same settings)."""
     path = Path(root) / "data" / "textbook.json"
     key = fingerprint(cfg, exclude=tuple(f for f in asdict(cfg) if f not in DATA_FIELDS))
-    raw = None
-    if path.is_file():
-        saved = json.loads(path.read_text(encoding="utf-8"))
-        raw = saved["data"] if saved.get("key") == key else None
-    if raw is None:
-        raw = _build(cfg)
-        write_json(path, {"key": key, "data": raw})
+    raw = cached_json(path, key, lambda: _build(cfg))
     test = retrieval_from_pairs(map(tuple, raw["test_pairs"]), raw["distractors"])
     pairs = [tuple(p) for p in raw["train_pairs"]]
     train = retrieval_from_pairs(pairs)
