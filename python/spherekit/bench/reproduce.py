@@ -253,10 +253,24 @@ def run(preset: str = "cpu-small", out: str = "benches/results", backbone: str |
     return 0 if all(r["status"] == "ok" for r in results.values()) else 1
 
 
-def add_arguments(parser) -> None:
-    """The options of `spherekit bench reproduce concept|circumplex` (one subcommand per reproduction)."""
-    from . import reproduce_circumplex
+# the other reproductions' benchmarks: subcommand -> (module of spherekit.bench with add_arguments /
+# run_from_args, help line); `concept` is this module's own
+SUBCOMMANDS = {
+    "circumplex": ("reproduce_circumplex", "the circumplex frozen grid: cached states vs per-step backbone"),
+    "defsent": ("reproduce_defsent", "DefSent+'s frozen-bank head: fused loss vs a Linear head"),
+    "compositional": ("reproduce_compositional", "verifier training F3/F4: the released loop vs all-pairs maps"),
+}
 
+
+def _subcommand(name: str):
+    import importlib
+
+    return importlib.import_module(f"{__package__}.{SUBCOMMANDS[name][0]}")
+
+
+def add_arguments(parser) -> None:
+    """The options of `spherekit bench reproduce concept|circumplex|defsent|compositional` (one subcommand per
+    reproduction)."""
     sub = parser.add_subparsers(dest="experiment", required=True)
     concept = sub.add_parser("concept", help="the concept reproduction: spherekit vs plain sentence-transformers",
                              description=__doc__, formatter_class=parser.formatter_class)
@@ -268,34 +282,15 @@ def add_arguments(parser) -> None:
     concept.add_argument("--data-root", default="results/reproduce/concept",
                          help="where the reproduction's cached data lives (shared with spherekit reproduce)")
     concept.add_argument("--timeout-s", type=float, default=3600.0)
-    circumplex = sub.add_parser("circumplex", help="the circumplex frozen grid: cached states vs per-step backbone",
-                                description=reproduce_circumplex.__doc__, formatter_class=parser.formatter_class)
-    reproduce_circumplex.add_arguments(circumplex)
-    from . import reproduce_defsent
-
-    defsent = sub.add_parser("defsent", help="DefSent+'s frozen-bank head: fused loss vs a Linear head",
-                             description=reproduce_defsent.__doc__, formatter_class=parser.formatter_class)
-    reproduce_defsent.add_arguments(defsent)
-    from . import reproduce_compositional
-
-    compositional = sub.add_parser("compositional", help="verifier training F3/F4: the released loop vs all-pairs maps",
-                                   description=reproduce_compositional.__doc__, formatter_class=parser.formatter_class)
-    reproduce_compositional.add_arguments(compositional)
+    for name, (_, text) in SUBCOMMANDS.items():
+        module = _subcommand(name)
+        module.add_arguments(sub.add_parser(name, help=text, description=module.__doc__,
+                                            formatter_class=parser.formatter_class))
 
 
 def run_from_args(args) -> int:
-    if args.experiment == "circumplex":
-        from . import reproduce_circumplex
-
-        return reproduce_circumplex.run_from_args(args)
-    if args.experiment == "compositional":
-        from . import reproduce_compositional
-
-        return reproduce_compositional.run_from_args(args)
-    if args.experiment == "defsent":
-        from . import reproduce_defsent
-
-        return reproduce_defsent.run_from_args(args)
+    if args.experiment in SUBCOMMANDS:
+        return _subcommand(args.experiment).run_from_args(args)
     return run(args.preset, args.out, args.backbone, args.steps, args.recipes, args.data_root, args.timeout_s)
 
 
