@@ -59,7 +59,7 @@ def test_missing_suite_is_reported_and_others_run(tiny_model, tmp_path, monkeypa
     real = importlib.import_module
 
     def fake_import(name, *a, **k):
-        if name == "spherekit.evaluation.stress":
+        if name == "spherekit.evaluation.evaluators.stress":
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return real(name, *a, **k)
 

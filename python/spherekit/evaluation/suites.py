@@ -20,23 +20,30 @@ they are and writes them to <out>/<suite>.json. An evaluator may also offer
 and an attribute `config` (a JSON-able dict: everything that changes its numbers, used to decide
 whether a saved result can be reused).
 
-Owners: concept, geometry, layerwise (evaluation task, spherekit.evaluation.evaluators.*);
-stress, nearmiss, emotion (data-rules task, spherekit.evaluation.stress / nearmiss / emotion).
-The runner imports a suite module only when that suite runs.
+Suites by what they measure (KINDS); every suite module is spherekit.evaluation.evaluators.<suite>:
+    ranking     does the model score the right text above the wrong ones?
+                concept (term-definition retrieval, pair ROC-AUC against random negatives), stress (pairs against
+                rule-based hard negatives), nearmiss (anchor-positive pairs against structural near-misses)
+    geometry    the shape of the embedding space: geometry (anisotropy, effective rank of the final embeddings),
+                layerwise (MRR and anisotropy of every layer's mean pool)
+    clustering  do texts of one label gather together? emotion (V-measure, CD-r on the emotion circumplex)
+SUITES lists them in the order `--suite all` runs them. The runner imports a suite module only when that suite runs.
 """
 
 from __future__ import annotations
 
 import importlib
 
-SUITES: dict[str, str] = {
-    "concept": "spherekit.evaluation.evaluators.concept",
-    "geometry": "spherekit.evaluation.evaluators.geometry",
-    "layerwise": "spherekit.evaluation.evaluators.layerwise",
-    "stress": "spherekit.evaluation.stress",
-    "nearmiss": "spherekit.evaluation.nearmiss",
-    "emotion": "spherekit.evaluation.emotion",
+# suite names by what they measure (see the module docstring)
+KINDS: dict[str, tuple[str, ...]] = {
+    "ranking": ("concept", "stress", "nearmiss"),
+    "geometry": ("geometry", "layerwise"),
+    "clustering": ("emotion",),
 }
+
+# suite name -> its module, in the order `--suite all` runs them
+SUITES: dict[str, str] = {name: f"spherekit.evaluation.evaluators.{name}"
+                          for name in ("concept", "geometry", "layerwise", "stress", "nearmiss", "emotion")}
 
 # suites that evaluate the WordNet split (the others bring their own data)
 NEEDS_SPLIT = frozenset({"concept", "geometry", "layerwise", "stress"})
@@ -52,7 +59,7 @@ def suite_names(spec: str) -> list[str]:
 
 
 def load_suite(name: str):
-    """The suite's module (imported now); a clear error if its owner has not written it yet."""
+    """The suite's module (imported now); a clear error if it is missing."""
     if name not in SUITES:
         raise ValueError(f"unknown suite {name!r}; expected one of {sorted(SUITES)}")
     try:
@@ -62,5 +69,6 @@ def load_suite(name: str):
             raise RuntimeError(f"suite {name!r} is not available: module {SUITES[name]} is missing") from exc
         raise
     if not hasattr(module, "make_evaluator"):
-        raise RuntimeError(f"suite {name!r}: module {SUITES[name]} has no make_evaluator(split, *, limit, seed, batch_size)")
+        raise RuntimeError(f"suite {name!r}: module {SUITES[name]} has no "
+                           "make_evaluator(split, *, limit, seed, batch_size)")
     return module

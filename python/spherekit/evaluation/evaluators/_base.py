@@ -1,10 +1,16 @@
-"""Shared pieces of the spherekit evaluators: the SentenceEvaluator base, record field access, limits."""
+"""Shared pieces of the spherekit evaluators: the SentenceEvaluator base, record field access, the test part of a
+split, limits, distinct-text encoding and the ROC-AUC of positive vs negative scores."""
 
 from __future__ import annotations
 
 import json
 import logging
 from pathlib import Path
+
+import torch
+
+from ..encode import encode
+from ..metrics import roc_auc
 
 try:  # sentence-transformers >= 6
     from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
@@ -24,13 +30,28 @@ def field(record, name: str):
     raise KeyError(f"record has no field {name!r}: {record!r:.200}")
 
 
+def split_test(split, suite: str) -> list:
+    """split.test of a WordNet split (spherekit.data.splits.make_split); a clear error for suite `suite` if None."""
+    if split is None:
+        raise ValueError(f"the {suite} suite needs a WordNet split (make_split(...)), got None")
+    return list(field(split, "test"))
+
+
+def check_limit(limit: int | None) -> int | None:
+    """`limit` itself if it is a positive integer or None; a ValueError otherwise."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
+    return limit
+
+
 def apply_limit(items: list, limit: int | None) -> list:
     """The first `limit` items (deterministic: the same limit keeps the same items)."""
-    if limit is None:
-        return list(items)
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
-    return list(items)[:limit]
+    return list(items) if check_limit(limit) is None else list(items)[:limit]
+
+
+def separation_auc(positive, negative) -> float:
+    """ROC-AUC of `positive` scores (label 1) against `negative` scores (label 0), 1-D tensors."""
+    return roc_auc(torch.cat([positive, negative]), torch.cat([torch.ones_like(positive), torch.zeros_like(negative)]))
 
 
 class SpherekitEvaluator(SentenceEvaluator):
@@ -68,6 +89,13 @@ class SpherekitEvaluator(SentenceEvaluator):
             except Exception:  # the model card is a convenience, never a failure
                 logger.debug("could not store metrics in the model card", exc_info=True)
         return metrics
+
+    def encode_distinct(self, model, texts):
+        """Encode every distinct text of `texts` once; -> rows(xs), the (len(xs), D) embeddings of the texts xs."""
+        distinct = list(dict.fromkeys(texts))
+        index = {t: i for i, t in enumerate(distinct)}
+        emb = encode(model, distinct, batch_size=self.batch_size, show_progress=self.show_progress)
+        return lambda xs: emb[torch.tensor([index[x] for x in xs], dtype=torch.long)]
 
     def write_plots(self, out_dir) -> list[str]:
         return []

@@ -14,8 +14,7 @@ from __future__ import annotations
 import torch
 
 from ..encode import encode
-from ..metrics import roc_auc
-from ._base import SpherekitEvaluator, apply_limit, field
+from ._base import SpherekitEvaluator, apply_limit, field, separation_auc, split_test
 from .retrieval import _named, retrieval_scores
 
 
@@ -108,8 +107,7 @@ class ConceptRetrievalEvaluator(SpherekitEvaluator):
         neg_cos = (t[ti[keep]] * d[neg[keep]]).sum(1)
         self.last_details = {"positive_cosines": pos_cos, "negative_cosines": neg_cos, "t2d": t2d, "d2t": d2t}
         if neg_cos.numel():
-            labels = torch.cat([torch.ones_like(pos_cos), torch.zeros_like(neg_cos)])
-            out["pair ROC-AUC (random negative)"] = roc_auc(torch.cat([pos_cos, neg_cos]), labels)
+            out["pair ROC-AUC (random negative)"] = separation_auc(pos_cos, neg_cos)
         return out
 
     def write_plots(self, out_dir) -> list[str]:
@@ -125,7 +123,5 @@ class ConceptRetrievalEvaluator(SpherekitEvaluator):
 
 def make_evaluator(split, *, limit: int | None = None, seed: int = 0, batch_size: int = 64, **options):
     """The concept suite on split.test (see spherekit.evaluation.suites)."""
-    if split is None:
-        raise ValueError("the concept suite needs a WordNet split (make_split(...)), got None")
-    records = apply_limit(field(split, "test"), limit)
+    records = apply_limit(split_test(split, "concept"), limit)
     return ConceptRetrievalEvaluator(records, seed=seed, batch_size=batch_size, **options)

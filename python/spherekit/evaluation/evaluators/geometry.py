@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..encode import encode
 from ..geometry import anisotropy, cosine_pairs, effective_rank, pca_project
-from ._base import SpherekitEvaluator, apply_limit, field
+from ._base import SpherekitEvaluator, apply_limit, field, split_test
 
 
 class GeometryEvaluator(SpherekitEvaluator):
@@ -63,7 +63,5 @@ def split_texts(records):
 
 def make_evaluator(split, *, limit: int | None = None, seed: int = 0, batch_size: int = 64, **options):
     """Geometry of the distinct terms and definitions of split.test (see spherekit.evaluation.suites)."""
-    if split is None:
-        raise ValueError("the geometry suite needs a WordNet split (make_split(...)), got None")
-    texts, labels = split_texts(apply_limit(field(split, "test"), limit))
+    texts, labels = split_texts(apply_limit(split_test(split, "geometry"), limit))
     return GeometryEvaluator(texts, labels, seed=seed, batch_size=batch_size, **options)

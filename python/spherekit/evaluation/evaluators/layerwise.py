@@ -10,7 +10,7 @@ import torch
 
 from ..encode import encode_layers
 from ..geometry import anisotropy
-from ._base import SpherekitEvaluator, apply_limit, field
+from ._base import SpherekitEvaluator, apply_limit, split_test
 from .concept import build_pools
 from .retrieval import first_relevant_rank
 
@@ -64,7 +64,5 @@ class LayerwiseEvaluator(SpherekitEvaluator):
 
 def make_evaluator(split, *, limit: int | None = None, seed: int = 0, batch_size: int = 32, **options):
     """Per-layer term-to-definition MRR and anisotropy on split.test (see spherekit.evaluation.suites)."""
-    if split is None:
-        raise ValueError("the layerwise suite needs a WordNet split (make_split(...)), got None")
-    terms, defs, t2d, _, _, _ = build_pools(apply_limit(field(split, "test"), limit))
+    terms, defs, t2d, _, _, _ = build_pools(apply_limit(split_test(split, "layerwise"), limit))
     return LayerwiseEvaluator(terms, defs, t2d, seed=seed, batch_size=batch_size, **options)

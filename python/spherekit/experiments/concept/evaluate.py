@@ -30,7 +30,7 @@ def evaluate(model, data, cfg, *, source_holdout: bool = False, progress: bool =
     from ...evaluation.evaluators.concept import ConceptRetrievalEvaluator, build_pools
     from ...evaluation.evaluators.geometry import GeometryEvaluator, split_texts
     from ...evaluation.evaluators.layerwise import LayerwiseEvaluator
-    from ...evaluation.stress import StressTestEvaluator
+    from ...evaluation.evaluators.stress import StressTestEvaluator
 
     start = time.perf_counter()
     cache = EmbeddingCache(model, batch_size=cfg.eval_batch_size, show_progress=progress)

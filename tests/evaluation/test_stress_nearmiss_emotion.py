@@ -1,5 +1,5 @@
-"""Stress-test, near-miss and emotion evaluators (data-rules suites): exact values on a stub encoder,
-values in range on the tiny BERT model, and the suite contract of spherekit.evaluation.suites."""
+"""Stress-test, near-miss and emotion evaluators (suites stress, nearmiss, emotion): exact values on a stub
+encoder, values in range on the tiny BERT model, and the suite contract of spherekit.evaluation.suites."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 from spherekit.data.hard_negatives import HardNegative
 from spherekit.data.nearmiss import NearMiss
 from spherekit.data.records import TermDefinition
-from spherekit.evaluation.emotion import EmotionCircumplexEvaluator
-from spherekit.evaluation.nearmiss import NearMissEvaluator, balanced_limit
-from spherekit.evaluation.stress import StressTestEvaluator
+from spherekit.evaluation.evaluators.emotion import EmotionCircumplexEvaluator
+from spherekit.evaluation.evaluators.nearmiss import NearMissEvaluator, balanced_limit
+from spherekit.evaluation.evaluators.stress import StressTestEvaluator
 from tests.evaluation._stub import StubModel
 
 @pytest.fixture(scope="module")
