@@ -21,6 +21,15 @@ def vectors(*xs):
     return tuple(None if x is None else x.contiguous() for x in xs)
 
 
+def named(names: str, values) -> dict:
+    """Keyword arguments of a kernel launch from a space-separated list of parameter names and their values, e.g.
+    named("x_ptr stride_xb stride_xr stride_xd", (x, *x.stride())) for a strided 3-D argument."""
+    keys = names.split()
+    values = tuple(values)
+    assert len(keys) == len(values), f"{len(keys)} names for {len(values)} values: {names}"
+    return dict(zip(keys, values))
+
+
 def dot_precision(dtype: torch.dtype) -> str:
     """tl.dot input precision: full fp32 ("ieee") for fp32 operands; ignored for fp16/bf16 operands."""
     return "ieee" if dtype == torch.float32 else "tf32"

@@ -30,7 +30,7 @@ import triton.language as tl
 
 from ._common import INTERPRET, dot_precision, dot_tile
 from ..ops.checks import KERNEL_DTYPES, check_same, check_shape, check_tokens
-from ._simmap_common import inv_valid_count, mask_arg, mask_strides, unit_last
+from ._sim_map_common import inv_valid_count, mask_arg, mask_strides, unit_last
 
 # pointer types for benches/triton_resources.py (None: the embedding dtype)
 PTR_TYPES = {"q_ptr": None, "d_ptr": None, "dq_ptr": None, "qm_ptr": "*u8", "dm_ptr": "*u8",
@@ -189,14 +189,14 @@ def _forward(q, q_mask, d4, d_mask4, shared, inv, store_max):
     smb, smk, smn = mask_strides(dm, has_dm, 3)
     smb = 0 if shared else smb
     _maxsim_fwd_kernel[(Bq * K, mb)](
-        part, part.stride(0), part.stride(1),
-        argmax, argmax.stride(0), argmax.stride(1),
-        maxima,
-        q, *q.stride(),
-        qm, *mask_strides(qm, has_qm, 2),
-        d4, sdb, d4.stride(1), d4.stride(2), d4.stride(3),
-        dm, smb, smk, smn,
-        inv, K, M, N, H,
+        part_ptr=part, stride_pa=part.stride(0), stride_pk=part.stride(1),
+        arg_ptr=argmax, stride_ga=argmax.stride(0), stride_gk=argmax.stride(1),
+        max_ptr=maxima,
+        q_ptr=q, stride_qb=q.stride(0), stride_qm=q.stride(1), stride_qd=q.stride(2),
+        qm_ptr=qm, **dict(zip(("stride_qmb", "stride_qmm"), mask_strides(qm, has_qm, 2))),
+        d_ptr=d4, stride_db=sdb, stride_dk=d4.stride(1), stride_dn=d4.stride(2), stride_dd=d4.stride(3),
+        dm_ptr=dm, stride_dmb=smb, stride_dmk=smk, stride_dmn=smn,
+        inv_ptr=inv, K=K, M=M, N=N, H=H,
         HAS_QMASK=has_qm, HAS_DMASK=has_dm, STORE_MAX=store_max, PRECISION=dot_precision(q.dtype),
         BLOCK_M=block_m, BLOCK_N=cfg["BLOCK_N"], BLOCK_H=cfg["BLOCK_H"],
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
@@ -205,7 +205,7 @@ def _forward(q, q_mask, d4, d_mask4, shared, inv, store_max):
     return scores, argmax, (maxima if store_max else None)
 
 
-def maxsim_fwd(q, q_mask, d4, d_mask4, shared: bool):
+def maxsim_fwd(q, q_mask, d4, d_mask4, *, shared: bool):
     """-> (scores (Bq, K) fp32, argmax (Bq, K, m) int32). q (Bq, m, h); d4 (Bq or 1, K, n, h), same dtype;
     masks bool (or uint8/int8) of the token axes, or None (all valid). See the module docstring."""
     scores, argmax, _ = _forward(q, q_mask, d4, d_mask4, bool(shared), None, False)
@@ -221,8 +221,7 @@ def row_max(x, x_mask, y, y_mask):
     return maxima[:, 0], argmax[:, 0]
 
 
-def maxsim_bwd(grad, q, q_mask, d4, d_mask4, argmax, shared: bool, need_dq: bool = True,
-               need_dd: bool = True):
+def maxsim_bwd(grad, q, q_mask, d4, d_mask4, argmax, *, shared: bool, need_dq: bool = True, need_dd: bool = True):
     """-> (grad_q like q, grad_d4 like d4); a gradient not asked for is None. grad (Bq, K);
     argmax from maxsim_fwd."""
     (Bq, K, M, N, H), _, _ = _check(q, q_mask, d4, d_mask4, shared)
@@ -245,15 +244,17 @@ def maxsim_bwd(grad, q, q_mask, d4, d_mask4, argmax, shared: bool, need_dq: bool
     sddb = 0 if (shared or not need_dd) else dd.stride(0)
     grid = (Bq, triton.cdiv(M, block_m), triton.cdiv(H, cfg["BLOCK_HV"]))
     if need_dq or need_dd:
+        dq_strides = dq.stride() if need_dq else (0, 0, 0)
+        dd_strides = dd.stride()[1:] if need_dd else (0, 0, 0)
         _maxsim_bwd_kernel[grid](
-            dq, *(dq.stride() if need_dq else (0, 0, 0)),
-            dd, sddb, *(dd.stride()[1:] if need_dd else (0, 0, 0)),
-            g, g.stride(0), g.stride(1),
-            inv,
-            argmax, argmax.stride(0), argmax.stride(1),
-            q, *q.stride(),
-            d4, sdb, d4.stride(1), d4.stride(2), d4.stride(3),
-            K, M, H,
+            dq_ptr=dq, stride_dqb=dq_strides[0], stride_dqm=dq_strides[1], stride_dqd=dq_strides[2],
+            dd_ptr=dd, stride_ddb=sddb, stride_ddk=dd_strides[0], stride_ddn=dd_strides[1], stride_ddd=dd_strides[2],
+            g_ptr=g, stride_gra=g.stride(0), stride_grk=g.stride(1),
+            inv_ptr=inv,
+            arg_ptr=argmax, stride_ga=argmax.stride(0), stride_gk=argmax.stride(1),
+            q_ptr=q, stride_qb=q.stride(0), stride_qm=q.stride(1), stride_qd=q.stride(2),
+            d_ptr=d4, stride_db=sdb, stride_dk=d4.stride(1), stride_dn=d4.stride(2), stride_dd=d4.stride(3),
+            K=K, M=M, H=H,
             NEED_DQ=bool(need_dq), NEED_DD=bool(need_dd), BLOCK_M=block_m, BLOCK_HV=cfg["BLOCK_HV"],
             num_warps=cfg["num_warps"],
         )

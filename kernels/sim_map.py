@@ -10,7 +10,7 @@ every channel 0 where i or j is padding. Output, in out_dtype: the map (B, m, n,
 the order asked, or with patch = p the patch sequence (B, ceil(m/p) * ceil(n/p), p * p * C): patches
 row-major over the patch grid (gi, gj), features inside a patch ordered (pi, pj, c), i.e. feature
 (pi * p + pj) * C + c of patch gi * ceil(n/p) + gj holds map[gi p + pi, gj p + pj, c], 0 beyond m or n
-(spherekit.reference.simmap.patchify: einops "b (gm p1) (gn p2) c -> b (gm gn) (p1 p2 c)").
+(spherekit.reference.sim_map.patchify: einops "b (gm p1) (gn p2) c -> b (gm gn) (p1 p2 c)").
 
 What is fused. Forward: rowmax / colmax need a full row / column before anything is written, so they
 come first, from the MaxSim row-statistics kernel (kernels/maxsim.py: row_max over q vs d and over d vs
@@ -44,9 +44,9 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import INTERPRET, dot_precision, dot_tile, load_valid
+from ._common import INTERPRET, dot_precision, dot_tile, load_valid, named
 from ..ops.checks import check_shape
-from ._simmap_common import check_paired, mask_strides, unit_last
+from ._sim_map_common import check_paired, mask_strides, unit_last
 
 CHANNELS = ("sim", "rowmax", "colmax")
 PTR_TYPES = {"q_ptr": None, "d_ptr": None, "x_ptr": None, "y_ptr": None, "out_ptr": None, "g_ptr": None,
@@ -294,28 +294,40 @@ def _grad_strides(grad, N, C, patch):
 
 
 def _prepare(q, q_mask, d, d_mask, all_pairs):
-    sizes, qmask, dmask = check_paired(q, q_mask, d, d_mask, all_pairs=bool(all_pairs))
-    return sizes, unit_last(q), unit_last(d), qmask, dmask
+    """(sizes, unit q, unit d, q side, d side); a side is (mask, its stride over sequences, over tokens, has mask)."""
+    sizes, (qm, has_qm), (dm, has_dm) = check_paired(q, q_mask, d, d_mask, all_pairs=bool(all_pairs))
+    qa = (qm, *mask_strides(qm, has_qm, 2), has_qm)
+    da = (dm, *mask_strides(dm, has_dm, 2), has_dm)
+    return sizes, unit_last(q), unit_last(d), qa, da
 
 
-def sim_map_fwd(q, q_mask, d, d_mask, patch, channels, clip: bool, out_dtype, *, all_pairs: bool = False):
+def _tokens(x, tag: str, axis: str) -> dict:
+    """A (sequences, tokens, h) argument by the kernels' names: {tag}_ptr, stride_{tag}b, stride_{tag}{axis},
+    stride_{tag}d."""
+    return named(f"{tag}_ptr stride_{tag}b stride_{tag}{axis} stride_{tag}d", (x, *x.stride()))
+
+
+def _mask(side, tag: str, axis: str, flag: str) -> dict:
+    """A side's token mask by the kernels' names: {tag}m_ptr, stride_{tag}mb, stride_{tag}m{axis} and its flag."""
+    return named(f"{tag}m_ptr stride_{tag}mb stride_{tag}m{axis} {flag}", side)
+
+
+def sim_map_fwd(q, q_mask, d, d_mask, *, patch, channels, clip: bool, out_dtype, all_pairs: bool = False):
     """-> (out, rowmax, rowarg, colmax, colarg). out: the map (P, m, n, C) or the patches
     (P, ceil(m/p) ceil(n/p), p p C) in out_dtype (see the module docstring), P = B paired or Bq Bd for
     all_pairs (pair a * Bd + b). For the backward, per pair: rowmax (P, m) fp32 / rowarg (P, m) int32 when
     "rowmax" is asked (else empty (0,) tensors), colmax / colarg (P, n) likewise for "colmax" (unclipped maxima
     over valid tokens; 0 / -1 at padding rows)."""
-    (B, M, N, H), q, d, (qm, has_qm), (dm, has_dm) = _prepare(q, q_mask, d, d_mask, all_pairs)
+    (B, M, N, H), q, d, qa, da = _prepare(q, q_mask, d, d_mask, all_pairs)
     BD = d.shape[0]
     pairs = B * BD if all_pairs else B
     slots = _channel_slots(channels)
     if not isinstance(out_dtype, torch.dtype) or not out_dtype.is_floating_point or out_dtype == torch.float64:
         raise TypeError(f"out_dtype must be torch.float32, float16 or bfloat16, got {out_dtype}")
-    shape, (MP, NP), P, (spr, sr, spc, sc, _) = _layout(pairs, M, N, len(channels), patch)
+    shape, (MP, NP), P, out_strides = _layout(pairs, M, N, len(channels), patch)
     empty_f = torch.empty(0, dtype=torch.float32, device=q.device)
     empty_i = torch.empty(0, dtype=torch.int32, device=q.device)
     cfg = _config(H, q.dtype)
-    qa = (qm, *mask_strides(qm, has_qm, 2), has_qm)
-    da = (dm, *mask_strides(dm, has_dm, 2), has_dm)
     rowmax, rowarg = _stats(q, qa, d, da, M, N, H, pairs, BD, all_pairs, False, cfg) if slots["rowmax"] >= 0 \
         else (empty_f, empty_i)
     colmax, colarg = _stats(d, da, q, qa, N, M, H, pairs, BD, all_pairs, True, cfg) if slots["colmax"] >= 0 \
@@ -323,12 +335,14 @@ def sim_map_fwd(q, q_mask, d, d_mask, patch, channels, clip: bool, out_dtype, *,
     out = torch.empty(shape, dtype=out_dtype, device=q.device)
     grid = (pairs, triton.cdiv(MP, cfg["BLOCK_M"]), triton.cdiv(NP, cfg["BLOCK_N"]))
     _sim_map_fwd_kernel[grid](
-        out, out.stride(0), spr, sr, spc, sc,
-        q, *q.stride(), qm, *mask_strides(qm, has_qm, 2), d, *d.stride(), dm, *mask_strides(dm, has_dm, 2),
-        rowmax.contiguous() if rowmax.numel() else empty_f, colmax.contiguous() if colmax.numel() else empty_f,
-        M, N, MP, NP, H, BD,
+        out_ptr=out, **named("stride_ob stride_opr stride_or stride_opc stride_oc", (out.stride(0), *out_strides[:4])),
+        **_tokens(q, "q", "m"), **_mask(qa, "q", "m", "HAS_QMASK"),
+        **_tokens(d, "d", "n"), **_mask(da, "d", "n", "HAS_DMASK"),
+        rmax_ptr=rowmax.contiguous() if rowmax.numel() else empty_f,
+        cmax_ptr=colmax.contiguous() if colmax.numel() else empty_f,
+        M=M, N=N, MP=MP, NP=NP, H=H, BD=BD,
         P=P, CH_SIM=slots["sim"], CH_ROW=slots["rowmax"], CH_COL=slots["colmax"], CLIP=bool(clip),
-        ALL_PAIRS=bool(all_pairs), HAS_QMASK=has_qm, HAS_DMASK=has_dm, PRECISION=dot_precision(q.dtype),
+        ALL_PAIRS=bool(all_pairs), PRECISION=dot_precision(q.dtype),
         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], BLOCK_H=cfg["BLOCK_H"],
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
     )
@@ -337,28 +351,34 @@ def sim_map_fwd(q, q_mask, d, d_mask, patch, channels, clip: bool, out_dtype, *,
 
 def _stats(x, xa, y, ya, R, S, H, pairs, BD, all_pairs, swap, cfg):
     """(max (pairs, R) fp32, argmax (pairs, R) int32): every pair's x rows against its y sequence; xa / ya are
-    (mask, mask strides..., has mask)."""
+    the sides (_prepare)."""
     maxima = torch.empty((pairs, R), dtype=torch.float32, device=x.device)
     arg = torch.empty((pairs, R), dtype=torch.int32, device=x.device)
     _sim_map_rowstat_kernel[(pairs, triton.cdiv(R, cfg["BLOCK_M"]))](
-        maxima, arg, x, *x.stride(), *xa[:3], y, *y.stride(), *ya[:3], R, S, H, BD, ALL_PAIRS=bool(all_pairs),
-        SWAP=swap, HAS_XMASK=xa[3], HAS_YMASK=ya[3], PRECISION=dot_precision(x.dtype), BLOCK_M=cfg["BLOCK_M"],
-        BLOCK_N=cfg["BLOCK_N"], BLOCK_H=cfg["BLOCK_H"], num_warps=cfg["num_warps"])
+        max_ptr=maxima, arg_ptr=arg, **_tokens(x, "x", "r"), **_mask(xa, "x", "r", "HAS_XMASK"),
+        **_tokens(y, "y", "s"), **_mask(ya, "y", "s", "HAS_YMASK"), R=R, S=S, H=H, BD=BD, ALL_PAIRS=bool(all_pairs),
+        SWAP=swap, PRECISION=dot_precision(x.dtype), BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
+        BLOCK_H=cfg["BLOCK_H"], num_warps=cfg["num_warps"])
     return maxima, arg
 
 
-def sim_map_bwd(grad_out, q, q_mask, d, d_mask, patch, channels, clip: bool, rowmax=None, rowarg=None, colmax=None,
-                colarg=None, need_dq: bool = True, need_dd: bool = True, all_pairs: bool = False):
+def _given(stats, i: int):
+    """Entry i of a sim_map_fwd statistics tuple, None when absent or empty (then the backward recomputes it)."""
+    x = None if stats is None else stats[i]
+    return None if x is None or x.numel() == 0 else x
+
+
+def sim_map_bwd(grad_out, q, q_mask, d, d_mask, *, patch, channels, clip: bool, stats=None, need_dq: bool = True,
+                need_dd: bool = True, all_pairs: bool = False):
     """-> (grad_q like q or None, grad_d like d or None) from the gradient of sim_map_fwd's output (P, ...)
-    (any strides, any float dtype). rowmax/rowarg and colmax/colarg: the statistics sim_map_fwd returned; None
-    recomputes them (one extra streaming pass over M per max channel)."""
-    (B, M, N, H), q, d, (qm, has_qm), (dm, has_dm) = _prepare(q, q_mask, d, d_mask, all_pairs)
+    (any strides, any float dtype). stats: the (rowmax, rowarg, colmax, colarg) sim_map_fwd returned; None (or
+    empty entries) recomputes them (one extra streaming pass over M per max channel)."""
+    (B, M, N, H), q, d, qa, da = _prepare(q, q_mask, d, d_mask, all_pairs)
     BD = d.shape[0]
     pairs = B * BD if all_pairs else B
     slots = _channel_slots(channels)
     cfg = _config(H, q.dtype)
-    qa = (qm, *mask_strides(qm, has_qm, 2), has_qm)
-    da = (dm, *mask_strides(dm, has_dm, 2), has_dm)
+    rowmax, rowarg, colmax, colarg = (_given(stats, i) for i in range(4))
     if slots["rowmax"] >= 0 and (rowmax is None or rowarg is None):
         rowmax, rowarg = _stats(q, qa, d, da, M, N, H, pairs, BD, all_pairs, False, cfg)
     if slots["colmax"] >= 0 and (colmax is None or colarg is None):
@@ -383,12 +403,15 @@ def sim_map_bwd(grad_out, q, q_mask, d, d_mask, patch, channels, clip: bool, row
     dummy_i = torch.empty(1, dtype=torch.int32, device=q.device)
     ap = bool(all_pairs)
 
+    def grad_args(strides):
+        return named("g_ptr stride_gb stride_gpr stride_gr stride_gpc stride_gc stride_gch", (grad_out, *strides))
+
     def chansum(ch, xa, ya, R, S, maxima, strides, swap):
         out = torch.empty((pairs, R), dtype=torch.float32, device=q.device)
         _sim_map_chansum_kernel[(pairs, triton.cdiv(R, cfg["BLOCK_M"]))](
-            out, grad_out, *strides, *xa[:3], *ya[:3], maxima.contiguous(), R, S, ch, BD, P=P, CLIP=bool(clip),
-            ALL_PAIRS=ap, SWAP=swap, HAS_XMASK=xa[3], HAS_YMASK=ya[3], BLOCK_M=cfg["BLOCK_M"],
-            BLOCK_N=cfg["BLOCK_N"], num_warps=cfg["num_warps"])
+            sum_ptr=out, **grad_args(strides), **_mask(xa, "x", "r", "HAS_XMASK"), **_mask(ya, "y", "s", "HAS_YMASK"),
+            max_ptr=maxima.contiguous(), R=R, S=S, CH=ch, BD=BD, P=P, CLIP=bool(clip), ALL_PAIRS=ap, SWAP=swap,
+            BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], num_warps=cfg["num_warps"])
         return out
 
     rsum = chansum(slots["rowmax"], qa, da, M, N, rowmax, gs, False) if has_row else dummy_f
@@ -400,12 +423,13 @@ def sim_map_bwd(grad_out, q, q_mask, d, d_mask, patch, channels, clip: bool, row
         dx = torch.empty_like(x)
         grid = (x.shape[0], triton.cdiv(R, cfg["BLOCK_M"]), triton.cdiv(H, cfg["BLOCK_HV"]))
         _sim_map_bwd_kernel[grid](
-            dx, *dx.stride(), grad_out, *strides, x, *x.stride(), *xa[:3], y, *y.stride(), *ya[:3], *row_stats,
-            *col_stats, R, S, H, BD, y.shape[0] if ap else 1, P=P, CH_SIM=slots["sim"], HAS_ROW=has_r,
-            HAS_COL=has_c, CLIP=bool(clip), ALL_PAIRS=ap, SWAP=swap, HAS_XMASK=xa[3], HAS_YMASK=ya[3],
-            PRECISION=dot_precision(q.dtype), BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
-            BLOCK_H=cfg["BLOCK_H"], BLOCK_HV=cfg["BLOCK_HV"], num_warps=cfg["num_warps"],
-            num_stages=cfg["num_stages"])
+            **_tokens(dx, "dx", "r"), **grad_args(strides), **_tokens(x, "x", "r"), **_mask(xa, "x", "r", "HAS_XMASK"),
+            **_tokens(y, "y", "s"), **_mask(ya, "y", "s", "HAS_YMASK"),
+            **named("rsum_ptr rarg_ptr csum_ptr carg_ptr", (*row_stats, *col_stats)),
+            R=R, S=S, H=H, BD=BD, NPART=y.shape[0] if ap else 1, P=P, CH_SIM=slots["sim"], HAS_ROW=has_r,
+            HAS_COL=has_c, CLIP=bool(clip), ALL_PAIRS=ap, SWAP=swap, PRECISION=dot_precision(q.dtype),
+            BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], BLOCK_H=cfg["BLOCK_H"], BLOCK_HV=cfg["BLOCK_HV"],
+            num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
         return dx
 
     gq = grad_of(q, qa, d, da, M, N, gs, (rsum, rarg), (csum, carg), has_row, has_col, False) if need_dq else None

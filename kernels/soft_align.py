@@ -28,7 +28,7 @@ import triton.language as tl
 
 from ._common import INTERPRET, dot_precision, dot_tile, load_valid, online_softmax_step
 from ..ops.checks import check_shape
-from ._simmap_common import check_paired, inv_valid_count, mask_strides, unit_last
+from ._sim_map_common import check_paired, inv_valid_count, mask_strides, unit_last
 
 PTR_TYPES = {"q_ptr": None, "d_ptr": None, "dq_ptr": None, "dd_ptr": None, "qm_ptr": "*u8", "dm_ptr": "*u8",
              "part_ptr": "*fp32", "lse_ptr": "*fp32", "s_ptr": "*fp32", "inv_ptr": "*fp32", "g_ptr": "*fp32",

@@ -6,7 +6,7 @@
     spherekit bench verifier-train --preset tiny|cpu-small|gpu|gpu-paper-f4 [--mem-limit-gib G] [--providers a,b]
     spherekit bench reproduce concept --preset cpu-small|gpu|tiny [--steps N] [--backbone B]
     spherekit bench reproduce circumplex --preset cpu-small|gpu|tiny [--backbone B]
-    spherekit bench simmap --preset tiny|cpu|gpu [--out benches/results] [--providers a,b]
+    spherekit bench sim-map --preset tiny|cpu|gpu [--out benches/results] [--providers a,b]
     spherekit bench ngpt --preset tiny|cpu|cpu-full|gpu [--out benches/results] [--repeats N] [--providers a,b]
     spherekit bench supervised --preset tiny|cpu [--sizes B ...] [--d D] [--out benches/results] [--providers a,b]
     spherekit data install wordnet|gcide|spacy|nrc|models|all
@@ -25,7 +25,7 @@ import sys
 BENCH_FAMILIES = {
     "contrastive": ("spherekit.bench.contrastive", "InfoNCE / MNRL providers side by side"),
     "ngpt": ("spherekit.bench.ngpt", "nGPT geodesic residual providers side by side, GB/s vs measured peak"),
-    "simmap": ("spherekit.bench.simmap", "MaxSim (token-similarity map) providers side by side"),
+    "sim-map": ("spherekit.bench.sim_map", "MaxSim (token-similarity map) providers side by side"),
     "supervised": ("spherekit.bench.supervised",
                    "SINCERE / SoftCSE / CircularCSE: the oracle vs spherekit's chunked CPU path"),
     "verifier-train": ("spherekit.bench.verifier_throughput",
@@ -34,6 +34,7 @@ BENCH_FAMILIES = {
                   "plain sentence-transformers recipe"),
     "plot": ("spherekit.bench.plot", "PNGs from <out>/<family>.csv"),
 }
+BENCH_ALIASES = {"simmap": "sim-map"}  # old names that still work (with a note on stderr)
 FAMILIES = ("contrastive",)  # the families `bench plot` draws (kept for compatibility: spherekit.bench.plot.PLOTTABLE)
 
 
@@ -81,6 +82,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"] and len(argv) > 1 and argv[1] in BENCH_ALIASES:
+        print(f"spherekit bench {argv[1]}: renamed to `spherekit bench {BENCH_ALIASES[argv[1]]}`", file=sys.stderr)
+        argv[1] = BENCH_ALIASES[argv[1]]
     if argv[:1] == ["bench"] and len(argv) > 1 and argv[1] in BENCH_FAMILIES:
         return bench_module(argv[1]).main(argv[2:])
     args = _parser().parse_args(argv)

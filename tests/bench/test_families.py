@@ -61,3 +61,13 @@ def test_preset_base_fields_are_keyword_only_after_device():
         ("cpu", "float32", 1, 1, 1, 5.0)
     with pytest.raises(TypeError):
         PresetBase("cpu", 10)  # the timing fields are keyword-only
+
+
+def test_old_family_names_still_run(capsys):
+    """`spherekit bench simmap` (the family's old name) runs `sim-map`, with a note naming the new command."""
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "simmap", "--help"])
+    assert exc.value.code == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("usage: spherekit bench sim-map")
+    assert "renamed to `spherekit bench sim-map`" in captured.err

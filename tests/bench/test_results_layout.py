@@ -1,5 +1,5 @@
 """The one CSV row layout: params / metrics cells read back as keys, and files of the older per-family layouts
-(contrastive-shaped B, N, d, k columns; ngpt's and simmap's own) read, upgraded and appended to with every
+(contrastive-shaped B, N, d, k columns; ngpt's and sim_map's own) read, upgraded and appended to with every
 measured number identical."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import io
 
 import pytest
 
-from spherekit.bench.results import (COLUMNS, LEGACY_LAYOUTS, append_rows, parse_fields, read_rows, set_fields,
-                                     upgrade_file)
+from spherekit.bench.results import (COLUMNS, LEGACY_LAYOUTS, RENAMED_FAMILIES, append_rows, parse_fields, read_rows,
+                                     set_fields, upgrade_file)
 
 # rows as the committed benches/results/*.csv had them before the one layout (header = LEGACY_LAYOUTS[...])
 _V1 = """\
@@ -23,11 +23,11 @@ _NGPT = """\
 2026-11-21T14:12:37+00:00,2026-11-21T14:12:35+00:00,cpu,AMD EPYC (2 cores),2.13.0+cpu,3.7.1,0.1.0,6.2.0,ngpt,peak,copy,67108864,67108864,1,0,float32,5,32.004,31.989,37.015,0.000,536870912,16.775,16.775,ok,busy machine: load 3.6 on 2 cores
 2026-11-21T14:13:30+00:00,2026-11-21T14:12:35+00:00,cpu,AMD EPYC (2 cores),2.13.0+cpu,3.7.1,0.1.0,6.2.0,ngpt,spherekit-cpu,fwd+bwd,8192,8192,768,0,float32,5,36.011,27.466,43.896,72.195,201424896,5.593,20.144,ok,busy machine: load 3.1 on 2 cores
 """
-_SIMMAP = """\
+_SIM_MAP = """\
 2026-11-21T14:02:41+00:00,2026-11-21T14:02:32+00:00,cpu,AMD EPYC (2 cores),2.13.0+cpu,3.7.1,0.1.0,simmap,rerank,einsum,fwd,1,1000,32,180,128,float32,5,241.091,232.107,244.187,44.137,ok,busy machine: load 6.8 on 2 cores
 2026-11-21T14:07:22+00:00,2026-11-21T14:02:32+00:00,cpu,AMD EPYC (2 cores),2.13.0+cpu,3.7.1,0.1.0,simmap,train,spherekit-cpu,fwd+bwd,64,32,32,180,128,float32,5,2693.076,2291.151,2860.409,381.727,ok,busy machine: load 7.5 on 2 cores
 """
-LEGACY = {"v1": _V1, "v1-ngpt": _NGPT, "v1-simmap": _SIMMAP}
+LEGACY = {"v1": _V1, "v1-ngpt": _NGPT, "v1-sim_map": _SIM_MAP}
 # columns of the old layouts whose values now live under another name in the params cell, per (layout, family)
 RENAMED = {("v1-ngpt", "peak"): {"B": "elements"}, ("v1-ngpt", "op"): {"B": "rows"},
            ("v1", "verifier_train"): {"N": "candidates", "d": "width", "k": "near_misses"}}
@@ -51,6 +51,8 @@ def _check_same_cells(old_rows, new_rows, layout):
                 assert value == (old[expected] if expected in old else expected), (col, old)
                 assert col not in parse_fields(new["params"])
                 continue
+            if col == "family":  # a renamed family reads under today's name
+                value = RENAMED_FAMILIES.get(value, value)
             assert new[renamed.get(col, col)] == value, (layout, col, old, new)  # the same string, not re-rounded
         assert new["device"] == "cpu"
 
@@ -107,7 +109,7 @@ def test_committed_results_read_in_the_one_layout():
     from pathlib import Path
 
     folder = Path(__file__).resolve().parents[2] / "benches" / "results"
-    expected = {"contrastive": {"B", "N", "d", "k"}, "supervised": {"B", "d"}, "simmap": {"workload", "B", "k", "d"},
+    expected = {"contrastive": {"B", "N", "d", "k"}, "supervised": {"B", "d"}, "sim_map": {"workload", "B", "k", "d"},
                 "verifier_train": {"B", "candidates", "width", "near_misses"}, "ngpt": {"rows", "d"}}
     for family, names in expected.items():
         path = folder / f"{family}.csv"
@@ -118,3 +120,9 @@ def test_committed_results_read_in_the_one_layout():
         assert rows and {r["family"] for r in rows} == {family}
         ops = [r for r in rows if r["provider"] != "peak"]
         assert all(names <= set(parse_fields(r["params"])) for r in ops), family
+
+
+def test_legacy_simmap_rows_read_as_sim_map(tmp_path):
+    path = tmp_path / "old.csv"
+    _write(path, "v1-sim_map")
+    assert {row["family"] for row in read_rows(path)} == {"sim_map"}

@@ -8,7 +8,7 @@ from spherekit import ops
 from spherekit.reference.paper_verifier import PaperStyleF4
 from spherekit.nn import (CNNVerifier, GlobalAverageVerifier, MaxSimVerifier, PatchTransformerVerifier,
                           SoftAlignVerifier, build_verifier)
-from spherekit.reference import simmap as ref
+from spherekit.reference import sim_map as ref
 
 KINDS = ("F0", "F1", "F2", "F3", "F4")
 

@@ -57,7 +57,8 @@ def test_every_family_module_is_listed():
     folder = pathlib.Path(ops.__file__).parent
     backends = {f"spherekit.ops.{p.stem}" for p in folder.glob("_*_*.py")
                 if p.stem.rsplit("_", 1)[-1] in ("cpu", "cpp", "cuda")}
-    unlisted = sorted(backends - listed - {"spherekit.ops._sim_map_cpu", "spherekit.ops._maxsim_cuda"})
+    # maxsim_ragged has one compiled backend (CUDA); its CPU path is plain torch inside the op: no family contract
+    unlisted = sorted(backends - listed - {"spherekit.ops._maxsim_cuda"})
     assert not unlisted, f"backend modules without a contract in spherekit.ops.contracts: {unlisted}"
 
 

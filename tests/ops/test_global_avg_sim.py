@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from spherekit.ops import global_avg_sim
-from spherekit.reference import simmap as ref
-from tests.ops._simmap_cases import DTYPES, compare, ragged_mask, tokens
+from spherekit.reference import sim_map as ref
+from tests.ops._sim_map_cases import DTYPES, compare, ragged_mask, tokens
 
 SHAPES = [(3, 37, 41, 24), (2, 1, 9, 16), (3, 6, 1, 8)]
 

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from spherekit import reference
 from spherekit.ops import circular_cse, info_nce, maxsim, sim_map, sincere, soft_align
-from spherekit.reference import simmap as ref_simmap
+from spherekit.reference import sim_map as ref_sim_map
 
 BACKENDS = ["cpu", "triton"]
 LAYOUTS = ["strided", "expanded"]
@@ -83,9 +83,9 @@ OPS = {
     "info_nce": (info_nce, reference.info_nce, _info_nce_case),
     "sincere": (sincere, reference.sincere, _sincere_case),
     "circular_cse": (circular_cse, reference.circular_cse, _circular_cse_case),
-    "maxsim": (maxsim, ref_simmap.maxsim, lambda: (_tokens_case(4), {})),
-    "soft_align": (soft_align, ref_simmap.soft_align, lambda: (_tokens_case(3), dict(lam=0.1, tau=0.2))),
-    "sim_map": (sim_map, ref_simmap.sim_map, lambda: (_tokens_case(3), dict(channels=("sim", "rowmax", "colmax")))),
+    "maxsim": (maxsim, ref_sim_map.maxsim, lambda: (_tokens_case(4), {})),
+    "soft_align": (soft_align, ref_sim_map.soft_align, lambda: (_tokens_case(3), dict(lam=0.1, tau=0.2))),
+    "sim_map": (sim_map, ref_sim_map.sim_map, lambda: (_tokens_case(3), dict(channels=("sim", "rowmax", "colmax")))),
 }
 CASES = [(op, arg) for op, (_, _, case) in OPS.items() for arg in case()[0]]
 # the op rejects labels that are all equal (no anchor has a negative): sincere has no expanded-labels case

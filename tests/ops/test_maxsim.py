@@ -18,10 +18,10 @@ import torch
 from spherekit.ops import maxsim
 from spherekit.ops import tokens as T
 from spherekit.ops.maxsim import to_layout
-from spherekit.reference import simmap as ref
+from spherekit.reference import sim_map as ref
 from tests._oracle import assert_close_to_oracle, grads_of, leaf
 
-from tests.ops._simmap_cases import DTYPES, compare, need_triton, ragged_mask, small_cpu_chunks, tokens  # noqa: F401
+from tests.ops._sim_map_cases import DTYPES, compare, need_triton, ragged_mask, small_cpu_chunks, tokens  # noqa: F401
 
 BACKENDS = ["cpu", "triton"]
 LAYOUTS = ["allpairs", "pairwise", "perquery"]

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from spherekit.ops import maxsim, maxsim_ragged
-from spherekit.reference import simmap as ref
+from spherekit.reference import sim_map as ref
 from tests._oracle import assert_close_to_oracle
-from tests.ops._simmap_cases import DTYPES, small_cpu_chunks, tokens  # noqa: F401
+from tests.ops._sim_map_cases import DTYPES, small_cpu_chunks, tokens  # noqa: F401
 
 LENGTHS = [1, 17, 40, 3, 1, 29, 8]
 

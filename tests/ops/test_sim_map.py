@@ -17,8 +17,8 @@ import torch
 import torch.nn.functional as F
 
 from spherekit.ops import sim_map, sim_map_patch_mask
-from spherekit.reference import simmap as ref
-from tests.ops._simmap_cases import DTYPES, compare, need_triton, ragged_mask, small_cpu_chunks, tokens  # noqa: F401
+from spherekit.reference import sim_map as ref
+from tests.ops._sim_map_cases import DTYPES, compare, need_triton, ragged_mask, small_cpu_chunks, tokens  # noqa: F401
 
 BACKENDS = ["cpu", "triton"]
 ALL = ("sim", "rowmax", "colmax")

@@ -1,5 +1,5 @@
 """sim_map(..., all_pairs=True), the B_q x B_d grid of maps of a verifier MNRL loss, against the fp64 oracle
-(spherekit.reference.simmap.sim_map(all_pairs=True)): maps and patch sequences, channel combinations, ragged masks,
+(spherekit.reference.sim_map.sim_map(all_pairs=True)): maps and patch sequences, channel combinations, ragged masks,
 sizes off the block and patch grids, Bq != Bd, Bd = 1, fp32 / fp16 (cpu and the triton interpreter), bf16 and fp64
 on cpu, values and both gradients under the project rule (<= 2x the same-precision torch error); the grid equals
 the paired op on explicitly repeated inputs; the all-pairs patch mask; the cpu backend's chunks hold whole query
@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from spherekit.ops import _sim_map_cpu, sim_map, sim_map_patch_mask
-from spherekit.reference import simmap as ref
-from tests.ops._simmap_cases import compare, need_triton, ragged_mask, small_cpu_chunks, tokens  # noqa: F401
+from spherekit.reference import sim_map as ref
+from tests.ops._sim_map_cases import compare, need_triton, ragged_mask, small_cpu_chunks, tokens  # noqa: F401
 
 ALL = ("sim", "rowmax", "colmax")
 CASES = [  # (Bq, Bd, m, n, h), patch, channels

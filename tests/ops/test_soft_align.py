@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from spherekit.ops import soft_align
-from spherekit.reference import simmap as ref
-from tests.ops._simmap_cases import DTYPES, compare, need_triton, ragged_mask, small_cpu_chunks, tokens  # noqa: F401
+from spherekit.reference import sim_map as ref
+from tests.ops._sim_map_cases import DTYPES, compare, need_triton, ragged_mask, small_cpu_chunks, tokens  # noqa: F401
 
 BACKENDS = ["cpu", "triton"]
 SHAPES = [(3, 37, 41, 24), (2, 1, 9, 16), (3, 6, 1, 8), (4, 20, 7, 32)]  # (B, m, n, h)

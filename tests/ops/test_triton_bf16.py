@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from spherekit import reference
 from spherekit.ops import checks, circular_cse, info_nce, maxsim, sim_map, sincere, soft_align
-from spherekit.reference import simmap as ref_simmap
+from spherekit.reference import sim_map as ref_sim_map
 
 GEN_SEED = 16
 LABELS = torch.arange(8) % 3
@@ -37,8 +37,8 @@ CALLS = {
     "sim_map": ("q", lambda fn, dt, **kw: fn(*_tokens(dt), normalize=False, **kw)),
 }
 OPS = {"info_nce": (info_nce, reference.info_nce), "sincere": (sincere, reference.sincere),
-       "circular_cse": (circular_cse, reference.circular_cse), "maxsim": (maxsim, ref_simmap.maxsim),
-       "soft_align": (soft_align, ref_simmap.soft_align), "sim_map": (sim_map, ref_simmap.sim_map)}
+       "circular_cse": (circular_cse, reference.circular_cse), "maxsim": (maxsim, ref_sim_map.maxsim),
+       "soft_align": (soft_align, ref_sim_map.soft_align), "sim_map": (sim_map, ref_sim_map.sim_map)}
 
 
 @pytest.mark.parametrize("op", list(CALLS))

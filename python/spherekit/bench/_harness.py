@@ -420,6 +420,24 @@ def start_run(family: str, preset: str, spec: PresetBase, settings: Settings, ta
     return csv_path, rows, emit
 
 
+def run_and_report(module: str, tasks: list[dict], settings: Settings, emit, rows: list[dict], csv_path, *,
+                   table, goals=None, progress: bool = True) -> float:
+    """The common end of a family's run: run the tasks (rows arrive through emit), print table(rows), then the
+    lines of goals(rows) when given, and where the rows went. Returns the wall time in seconds."""
+    t0 = time.perf_counter()
+    run_tasks(module, tasks, settings, emit, progress=progress)
+    wall = time.perf_counter() - t0
+    print()
+    print(table(rows))
+    if goals is not None:
+        print()
+        print("goals:")
+        for line in goals(rows):
+            print("  " + line)
+    print(f"\n{len(rows)} rows appended to {csv_path} in {wall:.0f} s")
+    return wall
+
+
 # ------------------------------------------------------------------------------------------------
 # the command line of a family: `spherekit bench <family> ...` and `python -m spherekit.bench.<module>`
 # ------------------------------------------------------------------------------------------------

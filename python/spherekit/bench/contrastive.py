@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -368,16 +367,9 @@ def run(preset: str = "cpu-small", out: str | Path = "benches/results", repeats:
         print("no measurements selected")
         return 2
     csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, params=PARAMS)
-    t0 = time.perf_counter()
-    H.run_tasks(MODULE, tasks, settings, emit, progress=progress)
-    wall = time.perf_counter() - t0
-    print()
-    print(format_table(rows))
-    print()
-    print("goals:")
-    for line in goal_checks(rows, "cpu" if spec.device == "cpu" else "cuda", peak_tflops):
-        print("  " + line)
-    print(f"\n{len(rows)} rows appended to {csv_path} in {wall:.0f} s")
+    device = "cpu" if spec.device == "cpu" else "cuda"
+    H.run_and_report(MODULE, tasks, settings, emit, rows, csv_path, table=format_table,
+                     goals=lambda rows: goal_checks(rows, device, peak_tflops), progress=progress)
     if plot:
         from . import plot as _plot
 

@@ -125,7 +125,7 @@ def _plain_eval(model, data, cfg) -> None:
     from ..evaluation.evaluators.concept import ConceptRetrievalEvaluator, build_pools
     from ..evaluation.evaluators.geometry import GeometryEvaluator, split_texts
     from ..evaluation.evaluators.layerwise import LayerwiseEvaluator
-    from ..evaluation.stress import StressTestEvaluator
+    from ..evaluation.evaluators.stress import StressTestEvaluator
 
     bs = cfg.eval_batch_size
     for kind, es in data.eval_sets.items():

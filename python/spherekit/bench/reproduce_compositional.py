@@ -23,7 +23,6 @@ Rows go to <out>/reproduce_compositional.csv.
 from __future__ import annotations
 
 import csv
-import os
 import statistics
 import time
 from dataclasses import dataclass

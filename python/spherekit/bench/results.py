@@ -9,7 +9,7 @@ One row layout for every family (``COLUMNS``, in order):
         the benchmark family, the implementation measured, what is timed (fwd, bwd, fwd+bwd, train-e2e, ...)
     params
         the family's own sizes by name, "name=value" separated by spaces, e.g. "B=1024 N=1024 d=384 k=0"
-        (contrastive), "rows=16384 d=1024" (ngpt), "workload=rerank B=1 k=1000 m=32 n=180 d=128" (simmap)
+        (contrastive), "rows=16384 d=1024" (ngpt), "workload=rerank B=1 k=1000 m=32 n=180 d=128" (sim_map)
     dtype, repeats, median_ms, p20_ms, p80_ms, peak_extra_mib
         the timing and memory of the measurement (spherekit.bench._harness)
     metrics
@@ -19,7 +19,7 @@ One row layout for every family (``COLUMNS``, in order):
 
 ``read_rows`` returns each row with its params and metrics also as keys of their own (strings, like every
 CSV cell), so ``row["B"]`` works for a contrastive row. It reads the older per-family layouts too
-(``LEGACY_LAYOUTS``: B, N, d, k columns, or simmap's and ngpt's own); ``append_rows`` upgrades a file in such a
+(``LEGACY_LAYOUTS``: B, N, d, k columns, or sim_map's and ngpt's own); ``append_rows`` upgrades a file in such a
 layout to ``COLUMNS`` before appending (every cell kept as written, numbers identical), and
 ``upgrade_file`` does it on its own.
 
@@ -48,13 +48,16 @@ STATUSES = ("ok", "oom", "skipped", "timeout", "error")
 _V1 = ["timestamp", "run_id", "preset", "machine", "torch", "triton", "spherekit", "sentence_transformers",
        "family", "provider", "mode", "B", "N", "d", "k", "dtype", "repeats",
        "median_ms", "p20_ms", "p80_ms", "peak_extra_mib", "status", "note"]
-LEGACY_LAYOUTS = {  # the headers written before COLUMNS: contrastive / supervised / verifier_train, ngpt, simmap
+LEGACY_LAYOUTS = {  # the headers written before COLUMNS: contrastive / supervised / verifier_train, ngpt, sim_map
     "v1": _V1,
     "v1-ngpt": _V1[:-2] + ["bytes_moved", "gb_per_s", "peak_gb_per_s", "status", "note"],
-    "v1-simmap": ["timestamp", "run_id", "preset", "machine", "torch", "triton", "spherekit", "family", "workload",
+    "v1-sim_map": ["timestamp", "run_id", "preset", "machine", "torch", "triton", "spherekit", "family", "workload",
                   "provider", "mode", "B", "k", "m", "n", "d", "dtype", "repeats", "median_ms", "p20_ms", "p80_ms",
                   "peak_extra_mib", "status", "note"],
 }
+
+
+RENAMED_FAMILIES = {"simmap": "sim_map"}  # family names that legacy rows carry -> today's
 
 
 def format_fields(row: dict, keys) -> str:
@@ -79,7 +82,7 @@ def set_fields(row: dict, params, metrics=()) -> dict:
 def _legacy_params(row: dict, layout: str) -> tuple[list[str], list[str], dict]:
     """(params names, metrics names, renamed values) of a row in a legacy layout."""
     family = row.get("family", "")
-    if layout == "v1-simmap":
+    if layout == "v1-sim_map":
         return ["workload", "B", "k", "m", "n", "d"], [], {}
     if layout == "v1-ngpt":
         metrics = ["bytes_moved", "gb_per_s", "peak_gb_per_s"]
@@ -99,6 +102,7 @@ def convert_legacy_row(row: dict, layout: str) -> dict:
     params, metrics, renamed = _legacy_params(row, layout)
     values = {**row, **renamed}
     out = {c: row.get(c, "") for c in COLUMNS}
+    out["family"] = RENAMED_FAMILIES.get(out["family"], out["family"])
     out["device"] = "cuda" if ";" in row.get("machine", "") else "cpu"  # machine_name puts the GPU first on CUDA
     out["params"] = " ".join(f"{k}={values[k]}" for k in params)
     out["metrics"] = " ".join(f"{k}={values[k]}" for k in metrics)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -143,11 +142,7 @@ def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int |
     spec = replace(spec, B=tuple(sizes or spec.B), d=d or spec.d)
     tasks = build_tasks(spec, providers)
     csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, params=PARAMS)
-    t0 = time.perf_counter()
-    H.run_tasks(MODULE, tasks, settings, emit, progress=progress)
-    print()
-    print(format_table(rows))
-    print(f"\n{len(rows)} rows appended to {csv_path} in {time.perf_counter() - t0:.0f} s")
+    H.run_and_report(MODULE, tasks, settings, emit, rows, csv_path, table=format_table, progress=progress)
     return 0 if all(r["status"] == "ok" for r in rows) else 1
 
 

@@ -1,7 +1,7 @@
 """The five rule-based hard negatives of "Principles of Concept Representation in Sentence Encoders"
 (arXiv:2606.06994), appendix G. Each rule turns a positive definition d+ of a (term, definition) pair into a
 negative d-; the same rules serve training (the BCE hard-negative term) and evaluation (the stress-test ROC-AUC,
-spherekit.evaluation.stress).
+spherekit.evaluation.evaluators.stress).
 
     RULES = ("antonym_flip", "negation", "pos_swap", "prefix_swap", "type_swap")
 

@@ -25,7 +25,7 @@ from torch import Tensor
 NEG_INF = float("-inf")
 # 2^21 fp32 elements = 8 MiB per work buffer: below glibc's largest dynamic mmap threshold, so a freed
 # buffer goes back to the OS instead of growing the heap (2^22 measured 33.5 MiB peak for a 10k-doc
-# rerank vs 9.9 MiB at 2^21, with the same speed; benches/results/simmap.csv).
+# rerank vs 9.9 MiB at 2^21, with the same speed; benches/results/sim_map.csv).
 CHUNK_ELEMENTS = int(os.environ.get("SPHEREKIT_CPU_CHUNK_ELEMENTS", 1 << 21))
 
 
@@ -71,7 +71,7 @@ def _best(qc: Tensor, dc: Tensor, pad: Tensor | None, shared: bool) -> tuple[Ten
     return sims.max(dim=2)
 
 
-def maxsim_fwd(q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, shared: bool) -> tuple[Tensor, Tensor]:
+def maxsim_fwd(q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, *, shared: bool) -> tuple[Tensor, Tensor]:
     """-> scores (Bq, K) fp32 (fp64 for fp64 tokens), argmax (Bq, K, m) int32 (-1 at padding query tokens)."""
     Bq, m, h = q.shape
     K, n = d4.shape[1:3]
@@ -97,8 +97,8 @@ def maxsim_fwd(q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, shared: b
     return scores, argmax
 
 
-def maxsim_bwd(grad: Tensor, q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, argmax: Tensor, shared: bool,
-               need_dq: bool = True, need_dd: bool = True) -> tuple[Tensor | None, Tensor | None]:
+def maxsim_bwd(grad: Tensor, q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, argmax: Tensor, *,
+               shared: bool, need_dq: bool = True, need_dd: bool = True) -> tuple[Tensor | None, Tensor | None]:
     """-> grad_q like q, grad_d4 like d4 (None where not needed). Only argmax entries receive gradient."""
     Bq, m, h = q.shape
     G, K, n = d4.shape[:3]

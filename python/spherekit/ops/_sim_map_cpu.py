@@ -6,7 +6,7 @@ Layouts: paired (pair b = query b with document b, P = B) or all pairs (pair a *
 document b, P = Bq Bd; a chunk holds whole query rows, and its maps come from one einsum over the Bq-chunk and
 all Bd documents: no token sequence is copied per pair).
 
-Forward per pair (see spherekit.reference.simmap.sim_map): M' = clamp(M, -1, 1) if clip; channels
+Forward per pair (see spherekit.reference.sim_map.sim_map): M' = clamp(M, -1, 1) if clip; channels
 sim = M', rowmax_i = max_{j in D} M'_ij, colmax_j = max_{i in Q} M'_ij, all 0 off the valid entries.
 Backward with upstream G (P, m, n, C), zeroed off the valid entries:
     dM' = G_sim + scatter of sum_j G_rowmax[i, j] to (i, argmax_j M'_ij)
@@ -53,10 +53,12 @@ def _pair_chunks(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, all_pairs
         yield a0 * bd, a1 * bd, a0, a1, qc, dc, sims, valid
 
 
-def sim_map_fwd(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, patch: int | None, channels: tuple[str, ...],
-                clip: bool, out_dtype: torch.dtype, all_pairs: bool = False) -> Tensor:
-    """-> (P, m, n, C) map, or (P, ceil(m/p) * ceil(n/p), p * p * C) patches, in out_dtype (padding 0); P = B
-    paired, Bq * Bd for all pairs (pair a * Bd + b)."""
+def sim_map_fwd(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, patch: int | None,
+                channels: tuple[str, ...], clip: bool, out_dtype: torch.dtype, all_pairs: bool = False
+                ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """-> (out, rowmax, rowarg, colmax, colarg): out the (P, m, n, C) map, or (P, ceil(m/p) * ceil(n/p), p * p * C)
+    patches, in out_dtype (padding 0); P = B paired, Bq * Bd for all pairs (pair a * Bd + b). The statistics are
+    empty: this backward recomputes the maxima chunk by chunk."""
     m, n, C = q.shape[1], d.shape[1], len(channels)
     P = q.shape[0] * (d.shape[0] if all_pairs else 1)
     dt = _math_dtype(q)
@@ -86,7 +88,7 @@ def sim_map_fwd(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, patch: int
         if patch is not None:
             out[p0:p1].view(pc, gm, gn, patch, patch, C).copy_(
                 dest.view(pc, gm, patch, gn, patch, C).permute(0, 1, 3, 2, 4, 5))
-    return out
+    return (out, *(q.new_empty(0, dtype=dt) for dt in (torch.float32, torch.int32) * 2))
 
 
 def _grad_map(grad_out: Tensor, b0: int, b1: int, m: int, n: int, C: int, patch: int | None, dt) -> Tensor:
@@ -100,10 +102,11 @@ def _grad_map(grad_out: Tensor, b0: int, b1: int, m: int, n: int, C: int, patch:
     return g[:, :m, :n]
 
 
-def sim_map_bwd(grad_out: Tensor, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, patch: int | None,
-                channels: tuple[str, ...], clip: bool, need_dq: bool = True, need_dd: bool = True,
+def sim_map_bwd(grad_out: Tensor, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, patch: int | None,
+                channels: tuple[str, ...], clip: bool, stats=None, need_dq: bool = True, need_dd: bool = True,
                 all_pairs: bool = False) -> tuple[Tensor | None, Tensor | None]:
-    """-> grad_q like q, grad_d like d (None where not needed); grad_out in sim_map_fwd's (P, ...) layout."""
+    """-> grad_q like q, grad_d like d (None where not needed); grad_out in sim_map_fwd's (P, ...) layout. stats
+    (sim_map_fwd's statistics) is accepted for the common contract and unused: the maxima are recomputed."""
     m, n, C = q.shape[1], d.shape[1], len(channels)
     dt = _math_dtype(q)
     gq = torch.empty(q.shape, dtype=dt, device=q.device) if need_dq else None

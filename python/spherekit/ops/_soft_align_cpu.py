@@ -1,7 +1,7 @@
 """The "cpu" backend of soft_align: chunked over the batch (torch, BLAS for the products); M exists for one
 chunk of pairs at a time and the backward recomputes it. All math is fp32 (fp64 for fp64 tokens).
 
-Per pair (see spherekit.reference.simmap.soft_align), over valid doc tokens j:
+Per pair (see spherekit.reference.sim_map.soft_align), over valid doc tokens j:
     z_ij = (M_ij - lam |i - j|) / tau,  lse_i = logsumexp_j z_ij,  A_ij = exp(z_ij - lse_i),
     s_i = sum_j A_ij M_ij,  score = (1/|Q|) sum_{i in Q} s_i
 Backward with upstream g and c_i = g [i in Q] / |Q|:

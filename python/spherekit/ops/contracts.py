@@ -12,6 +12,7 @@ names and parameters:
                    ops/_ngpt_cpu.py
     maxsim         kernels/maxsim.py, ops/_maxsim_cpu.py                              MaxSimBackend
     soft_align     kernels/soft_align.py, ops/_soft_align_cpu.py                      SoftAlignBackend
+    sim_map        kernels/sim_map.py, ops/_sim_map_cpu.py                            SimMapBackend
 
 Conventions (tests/ops/test_contracts.py checks every implementation against its Protocol):
   - launchers are named ``<op>_fwd`` / ``<op>_bwd``; a CPU path that returns a scalar loss and its gradients
@@ -111,13 +112,26 @@ class NGPTBackend(Protocol):
 
 
 class MaxSimBackend(Protocol):
-    def maxsim_fwd(self, q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor,
+    def maxsim_fwd(self, q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, *,
                    shared: bool) -> tuple[Tensor, Tensor]:
         """-> (scores (Bq, K), argmax (Bq, K, m) int32, -1 at padding query tokens)."""
 
-    def maxsim_bwd(self, grad: Tensor, q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, argmax: Tensor,
+    def maxsim_bwd(self, grad: Tensor, q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, argmax: Tensor, *,
                    shared: bool, need_dq: bool, need_dd: bool) -> tuple[Grad, Grad]:
         """-> (grad_q, grad_d4); only argmax entries receive gradient."""
+
+
+class SimMapBackend(Protocol):
+    def sim_map_fwd(self, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, patch: Optional[int],
+                    channels: tuple[str, ...], clip: bool, out_dtype, all_pairs: bool
+                    ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        """-> (out (P, ...) map or patches, rowmax, rowarg, colmax, colarg): the row / column maxima and argmax the
+        backward may reuse, or empty tensors (a backend that recomputes them)."""
+
+    def sim_map_bwd(self, grad_out: Tensor, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *,
+                    patch: Optional[int], channels: tuple[str, ...], clip: bool, stats, need_dq: bool, need_dd: bool,
+                    all_pairs: bool) -> tuple[Grad, Grad]:
+        """-> (grad_q, grad_d); stats: the four statistics sim_map_fwd returned (None or empty: recompute)."""
 
 
 class SoftAlignBackend(Protocol):
@@ -143,4 +157,5 @@ IMPLEMENTATIONS: dict[str, tuple[type, tuple[str, ...]]] = {
                            "spherekit.ops._ngpt_cpu")),
     "maxsim": (MaxSimBackend, ("spherekit.kernels.maxsim", "spherekit.ops._maxsim_cpu")),
     "soft_align": (SoftAlignBackend, ("spherekit.kernels.soft_align", "spherekit.ops._soft_align_cpu")),
+    "sim_map": (SimMapBackend, ("spherekit.kernels.sim_map", "spherekit.ops._sim_map_cpu")),
 }

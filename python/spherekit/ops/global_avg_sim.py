@@ -4,7 +4,7 @@ Generalization" (arXiv:2604.16351) eq. 5), computed without M.
     (1/(|Q| |D|)) sum_{i in Q} sum_{j in D} <qn_i, dn_j>  =  <sum_{i in Q} qn_i, sum_{j in D} dn_j> / (|Q| |D|)
 
 so the cost is O(B (m + n) h) instead of O(B m n h). Plain torch (masked sums and a dot product: torch autograd
-and torch.compile handle it directly); the materialising oracle is spherekit.reference.simmap.global_avg_sim.
+and torch.compile handle it directly); the materialising oracle is spherekit.reference.sim_map.global_avg_sim.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from .. import _backend
-from ..reference import simmap as ref
+from ..reference import sim_map as ref
 from . import checks as C
 from . import tokens as T
 

@@ -1,7 +1,7 @@
 """maxsim: F1 / late-interaction MaxSim ("Training for Compositional Sensitivity Reduces Dense Retrieval
 Generalization" (arXiv:2604.16351) eq. 6) over token embeddings with padding masks, without storing the token map
 M: the forward keeps per-token argmax indices, the backward gathers / scatters through them. The math is in
-spherekit.reference.simmap.maxsim.
+spherekit.reference.sim_map.maxsim.
 
 The public function validates, normalises the tokens (autograd through spherekit's Norm), brings the
 three candidate layouts to one (d4, d_mask4, shared) layout, then calls two torch.library custom ops
@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from .. import _backend
-from ..reference import simmap as ref
+from ..reference import sim_map as ref
 from . import _maxsim_cpu
 from . import checks as C
 from . import tokens as T

@@ -1,5 +1,5 @@
 """maxsim_ragged: MaxSim scoring of one query against documents packed without padding (reranking), no
-autograd. The math is in spherekit.reference.simmap.maxsim_ragged.
+autograd. The math is in spherekit.reference.sim_map.maxsim_ragged.
 
 Backends: "cuda" (csrc/cuda/maxsim.cu through spherekit.ops._maxsim_cuda, normalising inside the kernel),
 "cpu" (chunked torch on any device: documents are normalised chunk by chunk, so no normalised copy of
@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .. import _backend
-from ..reference import simmap as ref
+from ..reference import sim_map as ref
 from . import _maxsim_cpu
 from . import checks as C
 from . import tokens as T

@@ -2,7 +2,7 @@
 patches) of "Training for Compositional Sensitivity Reduces Dense Retrieval Generalization" (arXiv:2604.16351)
 consume, optionally with the row-max / column-max channels of the paper's code and cut into a patch sequence,
 written in one pass (no (B, m, n) intermediate beyond a chunk on cpu). The math is in
-spherekit.reference.simmap.sim_map.
+spherekit.reference.sim_map.sim_map.
 
 The public function validates, normalises the tokens (autograd through spherekit's Norm), then calls
 two torch.library custom ops (spherekit::sim_map_fwd / spherekit::sim_map_bwd); the backward recomputes
@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from .. import _backend
-from ..reference import simmap as ref
+from ..reference import sim_map as ref
 from . import _sim_map_cpu
 from . import checks as C
 from . import tokens as T
@@ -34,21 +34,24 @@ def _out_shape(q: Tensor, d: Tensor, patch: int, n_channels: int, all_pairs: boo
     return (*lead, gm * gn, patch * patch * n_channels)
 
 
+def _impl(backend: str):
+    if backend == "triton":
+        return _backend.triton_kernels("sim_map")
+    return _sim_map_cpu
+
+
 @torch.library.custom_op("spherekit::sim_map_fwd", mutates_args=())
 def _sim_map_fwd(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, patch: int, channels: str, clip: bool,
-                 out_dtype: torch.dtype, all_pairs: bool, backend: str) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+                 out_dtype: torch.dtype, all_pairs: bool, backend: str
+                 ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """-> (out, rowmax, rowarg, colmax, colarg). patch = 0: out is the (B, m, n, C) map, patch = p the patches
     (B, ceil(m/p) ceil(n/p), p p C), with (Bq, Bd) leading instead of B for all_pairs; channels comma-joined.
     The statistics are what the triton backward reuses, per pair (P = B, or Bq Bd for all_pairs): rowmax /
     rowarg (P, m) fp32 / int32 when "rowmax" is asked, colmax / colarg (P, n) for "colmax", else empty (the cpu
     backend returns them empty and recomputes)."""
     names, p = tuple(channels.split(",")), (patch or None)
-    if backend == "triton":
-        out, *stats = _backend.triton_kernels("sim_map").sim_map_fwd(q, q_mask, d, d_mask, p, names, clip, out_dtype,
-                                                                     all_pairs=all_pairs)
-    else:
-        out = _sim_map_cpu.sim_map_fwd(q, q_mask, d, d_mask, p, names, clip, out_dtype, all_pairs)
-        stats = [q.new_empty(0, dtype=dt) for dt in (torch.float32, torch.int32) * 2]
+    out, *stats = _impl(backend).sim_map_fwd(q, q_mask, d, d_mask, patch=p, channels=names, clip=clip,
+                                             out_dtype=out_dtype, all_pairs=all_pairs)
     out = out.view(_out_shape(q, d, patch, len(names), all_pairs))
     # fresh empties: the launcher may hand back one shared empty tensor, and custom-op outputs must not alias
     return (out.to(out_dtype), *(x if x.numel() else q.new_empty(0, dtype=x.dtype) for x in stats))
@@ -73,14 +76,9 @@ def _sim_map_bwd(grad_out: Tensor, q: Tensor, q_mask: Tensor, d: Tensor, d_mask:
     names, p = tuple(channels.split(",")), (patch or None)
     if all_pairs:  # the backends read the (Bq, Bd, ...) gradient as (Bq Bd, ...) pairs
         grad_out = grad_out.reshape(-1, *grad_out.shape[2:])
-    if backend == "triton":
-        stats = [None if x.numel() == 0 else x for x in (rowmax, rowarg, colmax, colarg)]
-        gq, gd = _backend.triton_kernels("sim_map").sim_map_bwd(grad_out, q, q_mask, d, d_mask, p, names, clip,
-                                                               *stats, need_dq=need_dq, need_dd=need_dd,
-                                                               all_pairs=all_pairs)
-    else:
-        gq, gd = _sim_map_cpu.sim_map_bwd(grad_out, q, q_mask, d, d_mask, p, names, clip, need_dq, need_dd,
-                                          all_pairs)
+    gq, gd = _impl(backend).sim_map_bwd(grad_out, q, q_mask, d, d_mask, patch=p, channels=names, clip=clip,
+                                        stats=(rowmax, rowarg, colmax, colarg), need_dq=need_dq, need_dd=need_dd,
+                                        all_pairs=all_pairs)
     return (gq.to(q.dtype) if need_dq else q.new_empty(0), gd.to(d.dtype) if need_dd else q.new_empty(0))
 
 

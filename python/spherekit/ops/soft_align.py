@@ -1,6 +1,6 @@
 """soft_align: F2, soft alignment with a positional bias ("Training for Compositional Sensitivity Reduces Dense
 Retrieval Generalization" (arXiv:2604.16351) eqs. 7 and 10), paired, with learnable lam and tau. The math is in
-spherekit.reference.simmap.soft_align.
+spherekit.reference.sim_map.soft_align.
 
 The public function validates, normalises the tokens (autograd through spherekit's Norm), then calls two
 torch.library custom ops (spherekit::soft_align_fwd / spherekit::soft_align_bwd); the forward keeps only
@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from .. import _backend
-from ..reference import simmap as ref
+from ..reference import sim_map as ref
 from . import checks as C
 from . import tokens as T
 from . import _soft_align_cpu

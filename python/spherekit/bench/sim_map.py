@@ -1,0 +1,446 @@
+"""Benchmark of the token-similarity-map family (MaxSim, "Training for Compositional Sensitivity Reduces Dense
+Retrieval Generalization" (arXiv:2604.16351)'s F1): providers side by side in one run.
+
+Workloads (a registry, WORKLOADS; more can be added with register_workload, e.g. an F4 end-to-end workload):
+    rerank  one query of m=32 tokens against k documents of n=180 tokens (all valid), h=128: scores (1, k),
+            forward only under torch.no_grad(). Tokens arrive unit-normalised and no provider normalises
+            (normalize=False), as with a stored ColBERT-style index.
+    train   B=64 queries, each with its own k=32 candidates (the per-query (B, K, n, h) layout), m=32, n=180,
+            h=128, query lengths uniform in [m/2, m], documents in [n/2, n] (padding masked);
+            forward + backward of a cross-entropy over each query's candidates (target 0, scale 20); every
+            provider normalises the raw tokens with autograd.
+
+Providers:
+    einsum               PyLate-style: torch.einsum("ash,bth->abst") (rerank) / ("bsh,bkth->bkst") (train)
+                         materialises the 4-D token-similarity tensor, then masked max over t, masked mean
+    bmm                  the paper code's map construction: one (m x n) map per (query, document) pair from
+                         torch.bmm over the pairs (queries expanded), then masked max and mean
+    spherekit-<backend>  spherekit.ops.maxsim(..., backend=<backend>) for cpu (chunked torch, any device),
+                         triton (CUDA) and reference (the materialising oracle)
+    spherekit-ragged-<backend>  spherekit.ops.maxsim_ragged over the documents packed without padding
+                         (rerank only; cpu, or cuda with spherekit._cuda)
+
+Presets: tiny (tests), cpu (rerank k = 1,000 and 10,000, train; fp32), gpu (the same shapes and rerank
+k = 100,000 in bf16 on CUDA). Rows are appended atomically to <out>/sim_map.csv (spherekit.bench.results.COLUMNS;
+params: workload, B = queries, k = candidates per query, m / n = query / document tokens, d = hidden size h).
+Time: median and 20/80% quantiles; memory: peak extra memory of one call (spherekit.bench.memory). See
+spherekit.bench._harness for how each row is measured.
+
+Goals (printed as PASS / FAIL / N/A): CPU, rerank k=10,000: spherekit-cpu peak memory >= 20x below einsum's and
+its median time no slower; GPU, rerank k=10,000: spherekit-triton >= 5x faster than einsum.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from . import _harness as H
+from .results import COLUMNS as RESULT_COLUMNS
+from .results import number, timing_cells
+
+FAMILY = "sim_map"
+MODULE = "spherekit.bench.sim_map"
+COLUMNS = RESULT_COLUMNS  # deprecated alias: every family writes spherekit.bench.results.COLUMNS
+PARAMS = ("workload", "B", "k", "m", "n", "d")  # the params cell: queries, candidates per query, tokens, width
+CE_SCALE = 20.0
+
+
+# ------------------------------------------------------------------------------------------------
+# workloads and providers
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Workload:
+    """make_inputs(task, device) -> dict of tensors; providers[name](task, inputs) -> a step returning the
+    output (the scores, or the loss for fwd+bwd modes); predict_bytes(task) -> process memory bound (CPU skips);
+    needs(provider) -> None or why the provider cannot run on a device ("cuda" / "cpu")."""
+
+    name: str
+    modes: tuple[str, ...]
+    make_inputs: Callable[[dict, str], dict]
+    providers: dict[str, Callable[[dict, dict], Callable]]
+    predict_bytes: Callable[[dict], int]
+
+
+WORKLOADS: dict[str, Workload] = {}
+
+
+def register_workload(workload: Workload) -> None:
+    WORKLOADS[workload.name] = workload
+
+
+def _dtype(task):
+    import torch
+
+    return getattr(torch, task["dtype"])
+
+
+def _masked_maxsim(sims, q_mask, d_mask):
+    """sims (..., m, n) with masks broadcastable to (..., 1, n) and (..., m): masked max over n, mean over m."""
+    best = sims.masked_fill(~d_mask, float("-inf")).amax(-1)
+    qm = q_mask.to(best.dtype)
+    return (best * qm).sum(-1) / qm.sum(-1)
+
+
+def _rerank_inputs(task: dict, device: str) -> dict:
+    import torch
+    import torch.nn.functional as F
+
+    gen = torch.Generator().manual_seed(0)
+    m, n, h, k = task["m"], task["n"], task["d"], task["k"]
+    dtype = _dtype(task)
+    q = F.normalize(torch.randn(1, m, h, generator=gen), dim=-1).to(device=device, dtype=dtype)
+    d = torch.empty(k, n, h, dtype=dtype, device=device)
+    for start in range(0, k, 1000):  # fill in slices: no fp32 copy of the whole corpus
+        block = torch.randn(min(1000, k - start), n, h, generator=gen)
+        d[start:start + block.shape[0]] = F.normalize(block, dim=-1).to(dtype)
+    out = dict(q=q, q_mask=torch.ones(1, m, dtype=torch.bool, device=device), d=d,
+               d_mask=torch.ones(k, n, dtype=torch.bool, device=device))
+    if task["provider"].startswith("spherekit-ragged"):
+        out["docs"] = d.view(k * n, h)  # every token valid: the packed layout is a view, no copy
+        out["offsets"] = torch.arange(k + 1, device=device) * n
+    return out
+
+
+def _rerank_providers() -> dict:
+    def einsum(task, x):
+        import torch
+
+        q, d = x["q"], x["d"]
+        return lambda: _masked_maxsim(torch.einsum("ash,bth->abst", q, d), x["q_mask"][:, None, :],
+                                      x["d_mask"][None, :, None, :])
+
+    def bmm(task, x):
+        import torch
+
+        q, d = x["q"], x["d"]
+
+        def step():
+            sims = torch.bmm(q.expand(d.shape[0], -1, -1), d.transpose(1, 2))  # (k, m, n), one map per pair
+            return _masked_maxsim(sims, x["q_mask"], x["d_mask"][:, None, :])[None]
+
+        return step
+
+    def spherekit(backend):
+        def make(task, x):
+            from ..ops import maxsim
+
+            return lambda: maxsim(x["q"], x["q_mask"], x["d"], x["d_mask"], normalize=False, backend=backend)
+        return make
+
+    def ragged(backend):
+        def make(task, x):
+            from ..ops import maxsim_ragged
+
+            return lambda: maxsim_ragged(x["q"][0], x["q_mask"][0], x["docs"], x["offsets"], normalize=False,
+                                         backend=backend)[None]
+        return make
+
+    out = {"einsum": einsum, "bmm": bmm}
+    out.update({f"spherekit-{b}": spherekit(b) for b in ("cpu", "triton", "reference")})
+    out.update({f"spherekit-ragged-{b}": ragged(b) for b in ("cpu", "cuda")})
+    return out
+
+
+def _rerank_bytes(task: dict) -> int:
+    k, m, n, h, p = task["k"], task["m"], task["n"], task["d"], task["provider"]
+    es = 2 if task["dtype"] in ("float16", "bfloat16") else 4
+    inputs = k * n * h * es + k * n
+    sims = k * m * n * 4
+    work = {"einsum": 2 * sims, "bmm": 2 * sims, "spherekit-reference": 3 * sims}.get(p, 64 << 20)
+    return inputs + work + (512 << 20)
+
+
+def _train_inputs(task: dict, device: str) -> dict:
+    import torch
+
+    gen = torch.Generator().manual_seed(0)
+    B, K, m, n, h = task["B"], task["k"], task["m"], task["n"], task["d"]
+    dtype = _dtype(task)
+    q = torch.randn(B, m, h, generator=gen).to(device=device, dtype=dtype).requires_grad_()
+    d = torch.randn(B, K, n, h, generator=gen).to(device=device, dtype=dtype).requires_grad_()
+    q_len = torch.randint(max(1, m // 2), m + 1, (B,), generator=gen)
+    d_len = torch.randint(max(1, n // 2), n + 1, (B, K), generator=gen)
+    q_mask = (torch.arange(m) < q_len[:, None]).to(device)
+    d_mask = (torch.arange(n) < d_len[..., None]).to(device)
+    return dict(q=q, q_mask=q_mask, d=d, d_mask=d_mask, leaves=[q, d])
+
+
+def _ce(scores):
+    import torch
+    import torch.nn.functional as F
+
+    target = torch.zeros(scores.shape[0], dtype=torch.long, device=scores.device)
+    return F.cross_entropy(scores.float() * CE_SCALE, target)
+
+
+def _train_providers() -> dict:
+    def einsum(task, x):
+        import torch
+        import torch.nn.functional as F
+
+        def step():
+            qn, dn = F.normalize(x["q"], dim=-1), F.normalize(x["d"], dim=-1)
+            sims = torch.einsum("bsh,bkth->bkst", qn, dn)
+            return _ce(_masked_maxsim(sims, x["q_mask"][:, None, :], x["d_mask"][:, :, None, :]))
+
+        return step
+
+    def bmm(task, x):
+        import torch
+        import torch.nn.functional as F
+
+        def step():
+            B, K, n, h = x["d"].shape
+            m = x["q"].shape[1]
+            qn = F.normalize(x["q"], dim=-1)[:, None].expand(B, K, m, h).reshape(B * K, m, h)
+            dn = F.normalize(x["d"], dim=-1).reshape(B * K, n, h)
+            sims = torch.bmm(qn, dn.transpose(1, 2))  # one (m x n) map per (query, candidate) pair
+            qm = x["q_mask"][:, None].expand(B, K, m).reshape(B * K, m)
+            return _ce(_masked_maxsim(sims, qm, x["d_mask"].reshape(B * K, 1, n)).view(B, K))
+
+        return step
+
+    def spherekit(backend):
+        def make(task, x):
+            from ..ops import maxsim
+
+            return lambda: _ce(maxsim(x["q"], x["q_mask"], x["d"], x["d_mask"], backend=backend))
+        return make
+
+    out = {"einsum": einsum, "bmm": bmm}
+    out.update({f"spherekit-{b}": spherekit(b) for b in ("cpu", "triton", "reference")})
+    return out
+
+
+def _train_bytes(task: dict) -> int:
+    B, K, m, n, h = task["B"], task["k"], task["m"], task["n"], task["d"]
+    es = 2 if task["dtype"] in ("float16", "bfloat16") else 4
+    tokens = (B * m + B * K * n) * h
+    inputs = 4 * tokens * max(es, 4)  # tokens, gradients, normalised copies and their gradients
+    sims = B * K * m * n * 4
+    work = {"einsum": 5 * sims, "bmm": 5 * sims, "spherekit-reference": 6 * sims}.get(task["provider"], 128 << 20)
+    return inputs + work + (512 << 20)
+
+
+register_workload(Workload("rerank", ("fwd",), _rerank_inputs, _rerank_providers(), _rerank_bytes))
+register_workload(Workload("train", ("fwd+bwd",), _train_inputs, _train_providers(), _train_bytes))
+PROVIDER_ORDER = ("einsum", "bmm", "spherekit-reference", "spherekit-cpu", "spherekit-triton",
+                  "spherekit-ragged-cpu", "spherekit-ragged-cuda")
+
+
+# ------------------------------------------------------------------------------------------------
+# presets
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Block:
+    workload: str
+    providers: tuple[str, ...]
+    B: tuple[int, ...]
+    k: tuple[int, ...]
+    m: int = 32
+    n: int = 180
+    d: int = 128
+
+
+@dataclass(frozen=True)
+class Preset(H.PresetBase):
+    dtype: str
+    blocks: tuple[Block, ...]
+
+
+_CPU_RERANK = ("einsum", "bmm", "spherekit-reference", "spherekit-cpu", "spherekit-ragged-cpu")
+_CPU_TRAIN = ("einsum", "bmm", "spherekit-reference", "spherekit-cpu")
+PRESETS = {
+    "tiny": Preset("cpu", "float32", (Block("rerank", _CPU_RERANK, (1,), (50,), m=8, n=12, d=16),
+                                      Block("train", _CPU_TRAIN, (4,), (3,), m=8, n=12, d=16)),
+                   repeats=1, warmup=1, min_repeats=1, budget_s=5.0),
+    "cpu": Preset("cpu", "float32", (Block("rerank", _CPU_RERANK, (1,), (1000, 10000)),
+                                     Block("train", _CPU_TRAIN, (64,), (32,))),
+                  repeats=5, warmup=1, budget_s=30.0),
+    "gpu": Preset("cuda", "bfloat16", (
+        Block("rerank", ("einsum", "bmm", "spherekit-reference", "spherekit-cpu", "spherekit-triton",
+                         "spherekit-ragged-cpu", "spherekit-ragged-cuda"), (1,), (1000, 10000, 100000)),
+        Block("train", ("einsum", "bmm", "spherekit-reference", "spherekit-cpu", "spherekit-triton"), (64,), (32,)),
+    ), repeats=20, warmup=3, budget_s=20.0),
+}
+
+
+def build_tasks(preset: Preset, providers: list[str] | None = None) -> list[dict]:
+    """Tasks of a preset, grouped by provider (one worker each), then by workload and size."""
+    tasks = []
+    for block in preset.blocks:
+        workload = WORKLOADS[block.workload]
+        for p, B, k, mode in itertools.product(block.providers, block.B, block.k, workload.modes):
+            if providers and p not in providers:
+                continue
+            tasks.append(dict(family=FAMILY, workload=block.workload, provider=p, mode=mode, B=B, k=k, m=block.m,
+                              n=block.n, d=block.d, dtype=preset.dtype))
+    order = {p: i for i, p in enumerate(PROVIDER_ORDER)}
+    return sorted(tasks, key=lambda t: (order.get(t["provider"], len(order)), t["provider"], t["workload"], t["k"]))
+
+
+# ------------------------------------------------------------------------------------------------
+# the family interface used by the harness: static_skip, predict_bytes, run_task
+# ------------------------------------------------------------------------------------------------
+
+
+def static_skip(task: dict, settings: H.Settings) -> str | None:
+    cuda = settings.device.startswith("cuda")
+    if task["provider"] == "spherekit-triton" and not cuda:
+        return "spherekit-triton needs CUDA tensors"
+    if task["provider"] == "spherekit-ragged-cuda":
+        if not cuda:
+            return "spherekit-ragged-cuda needs CUDA tensors"
+        from .. import _backend
+
+        if not hasattr(_backend.cuda_extension(), "maxsim_ragged"):
+            return "spherekit._cuda is not built with maxsim_ragged"
+    if task["provider"] not in WORKLOADS[task["workload"]].providers:
+        return f"no {task['provider']} provider for the {task['workload']} workload"
+    return None
+
+
+def predict_bytes(task: dict) -> int:
+    return WORKLOADS[task["workload"]].predict_bytes(task)
+
+
+def make_step(task: dict, device: str) -> tuple[Callable, list]:
+    """-> (the measured step: returns the scores (fwd) or the loss (fwd+bwd), the tensors whose .grad to clear)."""
+    workload = WORKLOADS[task["workload"]]
+    inputs = workload.make_inputs(task, device)
+    return workload.providers[task["provider"]](task, inputs), inputs.get("leaves", [])
+
+
+def run_task(task: dict, settings: H.Settings) -> dict:
+    import torch
+
+    step, leaves = make_step(task, settings.device)
+
+    def clear_grads():
+        for t in leaves:
+            t.grad = None
+
+    if task["mode"] == "fwd":
+        def measured():
+            with torch.no_grad():
+                return step()
+        result = H.measure(measured, settings)
+    elif task["mode"] == "fwd+bwd":
+        result = H.measure(lambda: step().backward(), settings, teardown=clear_grads)
+    else:
+        raise ValueError(f"mode must be 'fwd' or 'fwd+bwd', got {task['mode']!r}")
+    del step
+    leaves.clear()
+    if settings.device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    return result
+
+
+# ------------------------------------------------------------------------------------------------
+# reporting
+# ------------------------------------------------------------------------------------------------
+
+
+def format_table(rows: list[dict]) -> str:
+    order = {p: i for i, p in enumerate(PROVIDER_ORDER)}
+    rows = sorted(rows, key=lambda r: (r["workload"], int(r["k"]), order.get(r["provider"], 99)))
+    head = f"{'workload':<8} {'B':>3} {'k':>6} {'mode':<8} {'provider':<22} {'median ms':>11} {'p20-p80 ms':>21} " \
+           f"{'peak MiB':>10}  status"
+    lines = [head, "-" * len(head)]
+    last = None
+    for r in rows:
+        group = (r["workload"], r["k"])
+        if last is not None and group != last:
+            lines.append("")
+        last = group
+        med, q, mem, status = timing_cells(r)
+        lines.append(f"{r['workload']:<8} {r['B']:>3} {r['k']:>6} {r['mode']:<8} {r['provider']:<22} {med} {q:>21} "
+                     f"{mem}  {status}")
+    return "\n".join(lines)
+
+
+def _find(rows, provider, workload, k):
+    for r in rows:
+        if (r["provider"], r["workload"], int(r["k"])) == (provider, workload, k) and r["status"] == "ok":
+            return r
+    return None
+
+
+def goal_checks(rows: list[dict], device: str) -> list[str]:
+    """The issue's goals as PASS / FAIL / N/A lines, computed from measured rows."""
+    k = 10000
+    ein = _find(rows, "einsum", "rerank", k)
+    if device == "cpu":
+        sk = _find(rows, "spherekit-cpu", "rerank", k)
+        if not (ein and sk):
+            return [f"N/A   CPU goals, rerank k={k}: einsum and spherekit-cpu not both measured ok (preset cpu)"]
+        mem = number(ein, "peak_extra_mib") / max(number(sk, "peak_extra_mib"), 1e-9)
+        tim = number(sk, "median_ms") / number(ein, "median_ms")
+        return [
+            f"{'PASS' if mem >= 20 else 'FAIL'}  CPU memory, rerank 1 x {k} docs: spherekit-cpu "
+            f"{number(sk, 'peak_extra_mib'):.1f} MiB vs einsum {number(ein, 'peak_extra_mib'):.1f} MiB = "
+            f"{mem:.1f}x less (goal >= 20x)",
+            f"{'PASS' if tim <= 1.0 else 'FAIL'}  CPU time, rerank 1 x {k} docs: spherekit-cpu "
+            f"{number(sk, 'median_ms'):.0f} ms vs einsum {number(ein, 'median_ms'):.0f} ms = {tim:.2f}x (goal <= 1x)",
+        ]
+    sk = _find(rows, "spherekit-triton", "rerank", k)
+    if not (ein and sk):
+        return [f"N/A   GPU goal, rerank k={k}: einsum and spherekit-triton not both measured ok (preset gpu)"]
+    speed = number(ein, "median_ms") / number(sk, "median_ms")
+    return [f"{'PASS' if speed >= 5 else 'FAIL'}  GPU time, rerank 1 x {k} docs: spherekit-triton "
+            f"{number(sk, 'median_ms'):.3f} ms vs einsum {number(ein, 'median_ms'):.3f} ms = {speed:.1f}x faster "
+            "(goal >= 5x)"]
+
+
+# ------------------------------------------------------------------------------------------------
+# entry points
+# ------------------------------------------------------------------------------------------------
+
+
+def provider_names() -> list[str]:
+    """Every provider of every registered workload, sorted."""
+    return sorted({p for w in WORKLOADS.values() for p in w.providers})
+
+
+def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int | None = None,
+        providers: list[str] | None = None, isolate: str = "provider", mem_limit_gib: float | None = None,
+        budget_s: float | None = None, timeout_s: float = 1800.0, progress: bool = True) -> int:
+    """Run a preset, append rows to <out>/sim_map.csv, print the table and the goal checks."""
+    prepared = H.prepare_run(PRESETS, preset, providers, provider_names(), repeats=repeats, budget_s=budget_s,
+                             timeout_s=timeout_s, isolate=isolate, mem_limit_gib=mem_limit_gib)
+    if prepared is None:
+        return 2
+    spec, settings = prepared
+    tasks = build_tasks(spec, providers)
+    if not tasks:
+        print("no measurements selected")
+        return 2
+    csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, params=PARAMS)
+    device = "cpu" if spec.device == "cpu" else "cuda"
+    H.run_and_report(MODULE, tasks, settings, emit, rows, csv_path, table=format_table,
+                     goals=lambda rows: goal_checks(rows, device), progress=progress)
+    return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `spherekit bench sim-map` (run_from_args passes them to run)."""
+    H.add_run_arguments(parser, PRESETS, "cpu", provider_names())
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    return run(**H.run_options(args))
+
+
+main = H.family_entry(__name__)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
