@@ -12,40 +12,12 @@ from ..ops import info_nce
 from ._common import check_columns, check_labels, check_positive, normalize
 
 
-# elements of one (rows x entries) block of logits on the CPU: 16 MiB of fp32 (benchmarked: 32 MiB blocks need 3x
-# the peak memory at E = 400k, B = 256, smaller ones are slower)
-BLOCK_ELEMENTS = 1 << 22
-
-
 def frozen_bank_cross_entropy(h: Tensor, bank: Tensor, labels: Tensor, temperature: float = 1.0,
-                              backend: str = "auto", block_elements: int = BLOCK_ELEMENTS) -> Tensor:
-    """mean_i [ logsumexp_e (h_i . X_e / tau) - h_i . X_{y_i} / tau ] over a frozen bank X (E, d), no B x E logits.
-
-    On a GPU (or with a bank that fits one block) this is one spherekit.ops.info_nce call with
-    candidate_grad=False. On the CPU the bank is cut into column blocks X_k of width W = block_elements // B, so
-    that every block of logits holds all B rows and each pass reads the bank once (info_nce's CPU backend chunks
-    rows, which re-reads a large bank once per chunk of rows). Per block, info_nce's per-row loss with target 0
-    gives the block's logsumexp
-
-        LSE_k(i) = info_nce(h, X_k, 0)_i + h_i . X_k[0] / tau
-
-    and the loss is logsumexp_k LSE_k(i) - h_i . X_{y_i} / tau; autograd combines the blocks' gradients.
-    """
-    n_entries = bank.shape[0]
-    width = max(2, block_elements // max(1, h.shape[0]))
-    if h.device.type != "cpu" or backend not in ("auto", "cpu") or n_entries <= width:
-        return info_nce(h, bank, labels, temperature=temperature, candidate_grad=False, backend=backend)
-    n_blocks = min(-(-n_entries // width), n_entries // 2)  # equal blocks (sizes differ by <= 1), each >= 2
-    bounds = [n_entries * k // n_blocks for k in range(n_blocks + 1)]
-    zero = torch.zeros_like(labels)
-    lse = []
-    for start, stop in zip(bounds, bounds[1:]):
-        block = bank[start:stop]
-        rows = info_nce(h, block, zero, temperature=temperature, candidate_grad=False, reduction="none",
-                        backend=backend)
-        lse.append(rows + (h * block[0]).sum(1) / temperature)
-    target = (h * bank[labels]).sum(1) / temperature
-    return (torch.logsumexp(torch.stack(lse, 1), 1) - target).mean()
+                              backend: str = "auto") -> Tensor:
+    """mean_i [ logsumexp_e (h_i . X_e / tau) - h_i . X_{y_i} / tau ] over a frozen bank X (E, d), no B x E logits:
+    one spherekit.ops.info_nce call with the bank as candidates and candidate_grad=False (its CPU path reads a
+    bank too wide for whole-row tiles in column blocks, once per pass)."""
+    return info_nce(h, bank, labels, temperature=temperature, candidate_grad=False, backend=backend)
 
 
 class EntryBankLoss(nn.Module):
@@ -71,9 +43,9 @@ class EntryBankLoss(nn.Module):
         L2-normalised) and then defaults to ``temperature=0.05``, the usual scale for cosines.
 
         Computed by :func:`spherekit.ops.info_nce` with the bank as candidates and
-        ``candidate_grad=False`` (on the CPU over column blocks of the bank, see
-        :func:`frozen_bank_cross_entropy`): the B x E logits are never materialised and no gradient
-        (or memory for one) is made for the bank.
+        ``candidate_grad=False`` (:func:`frozen_bank_cross_entropy`): the B x E logits are never
+        materialised (on the CPU a wide bank is read in column blocks) and no gradient (or memory for
+        one) is made for the bank.
 
         The bank is a non-persistent buffer: it moves with ``loss.to(device)`` (the trainer moves
         losses to the model's device) but is not saved in ``state_dict()``. It is data rebuilt from
@@ -121,7 +93,7 @@ class EntryBankLoss(nn.Module):
                 })
                 loss = EntryBankLoss(model, bank)
                 trainer = SentenceTransformerTrainer(model=model, train_dataset=train, loss=loss)
-                trainer.train()  # one epoch, as in 001; then rebuild the bank and loss.set_bank(...)
+                trainer.train()  # one epoch, as in DefSent+; then rebuild the bank and loss.set_bank(...)
         """
         super().__init__()
         self.model = model

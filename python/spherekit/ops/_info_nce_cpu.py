@@ -1,151 +1,231 @@
-"""The "cpu" backend of info_nce: chunked torch, BLAS for the products, O(rows x N) peak memory.
+"""The "cpu" backend of info_nce: tiled torch, BLAS for the products, peak memory O(CHUNK_ELEMENTS), never B x N.
 
-Rows are processed `rows_per_chunk` at a time and all math is fp32 whatever the input dtype. Two
-ways to get gradients:
+The (B x N) logits exist one tile at a time (spherekit.ops._cpu_budget.CHUNK_ELEMENTS elements; fp32 math
+whatever the input dtype). A tile holds whole rows (all N candidates) when at least MIN_ROWS rows (or all B) fit
+the budget. Otherwise (a large bank: DefSent+'s softmax over ~150k dictionary entries) a tile is a column block
+of a row chunk and each row's logsumexp is accumulated over the blocks,
+
+    lse_i <- logaddexp(lse_i, logsumexp_j in block s_ij),
+
+so the bank is read once per chunk of up to ~sqrt(CHUNK_ELEMENTS) rows instead of once per handful of rows.
+
+Two ways to get gradients:
   - info_nce_fwd + info_nce_bwd: the forward keeps only per-row statistics (loss, logsumexp) and the backward
-    recomputes each chunk's logits (4 matrix products in all);
-  - info_nce_fwd_bwd: for a scalar loss (mean / sum) the upstream gradient is one scalar times known
-    row weights, so one pass computes the loss AND the gradients (3 products); the autograd backward
-    only scales them.
+    recomputes each tile's logits (4 matrix products in all);
+  - info_nce_fwd_bwd: for a scalar loss (mean / sum) the upstream gradient is one scalar times known row weights,
+    so with whole-row tiles one pass computes the loss AND the gradients (3 products); with column blocks the
+    logsumexp must be complete before any gradient, so it runs the forward's pass, then the backward's.
 Runs on any device torch supports (it is also the CUDA fallback when Triton is missing).
-See spherekit.reference.info_nce for the math.
+Math and symbols (s, lse, G, Gh, beta): spherekit.reference.contrastive.info_nce.
 """
 
 from __future__ import annotations
 
-import os
+import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from ..reference.contrastive import IGNORE_INDEX
+from . import _cpu_budget
 
-# Elements of one (rows x N) fp32 chunk buffer; a few such buffers are alive at once.
-CHUNK_ELEMENTS = int(os.environ.get("SPHEREKIT_CPU_CHUNK_ELEMENTS", 1 << 23))
+MIN_ROWS = 64  # whole-row tiles of fewer rows make memory-bound products: block the columns instead
 
 
 def rows_per_chunk(n_cols: int) -> int:
-    return max(1, CHUNK_ELEMENTS // max(1, n_cols))
+    """Rows of n_cols columns that fit one work buffer (the whole-row chunking of the sincere and circular_cse
+    CPU paths)."""
+    return max(1, _cpu_budget.CHUNK_ELEMENTS // max(1, n_cols))
 
 
-def _fp32(q, c, h, label_bias):
-    return q.float(), c.float(), None if h is None else h.float(), None if label_bias is None else label_bias.float()
+def tile_shape(B: int, N: int) -> tuple[int, int]:
+    """(rows, columns) of one logits tile: whole rows when min(B, MIN_ROWS) rows of N fit CHUNK_ELEMENTS, else
+    column blocks of up to max(MIN_ROWS, sqrt(CHUNK_ELEMENTS)) rows, about CHUNK_ELEMENTS elements each."""
+    budget = max(1, _cpu_budget.CHUNK_ELEMENTS)
+    rows = budget // max(1, N)
+    if rows >= min(B, MIN_ROWS):
+        return max(1, min(B, rows)), N
+    rows = max(1, min(B, max(MIN_ROWS, math.isqrt(budget))))
+    return rows, max(1, min(N, budget // rows))
 
 
-def _chunk_logits(qr, c32, t, qlr, cl, lb, inv_tau):
-    """-> (logits (rows, N) with bias on negatives and false negatives at -inf, target dots (rows,))."""
-    x = qr @ c32.T
-    rows = torch.arange(x.shape[0], device=x.device)
-    target_dot = x[rows, t]
-    x.mul_(inv_tau)
-    if lb is not None:
-        x.add_(lb[qlr][:, cl])
-    if qlr is not None:
-        x.masked_fill_(qlr[:, None] == cl[None, :], float("-inf"))
-    x[rows, t] = target_dot * inv_tau  # the target: no bias, never masked
-    return x, target_dot
+@dataclass
+class _Problem:
+    """The inputs in fp32 and the options, shared by every tile."""
+
+    q: Tensor
+    c: Tensor
+    h: Tensor | None
+    ql: Tensor | None
+    cl: Tensor | None
+    label_bias: Tensor | None
+    inv_tau: float
+    valid: Tensor  # rows that take part (target != IGNORE_INDEX)
+    t: Tensor  # targets, 0 on ignored rows
+    hn_softmax: bool
+    bce_weight: float
+    bce_scale: float
+    bce_bias: float
+
+    @classmethod
+    def of(cls, q, c, targets, h, tau, ql, cl, label_bias, *, hn_softmax, bce_weight, bce_scale, bce_bias):
+        valid = targets != IGNORE_INDEX
+        return cls(q.float(), c.float(), None if h is None else h.float(), ql, cl,
+                   None if label_bias is None else label_bias.float(), 1.0 / tau, valid,
+                   torch.where(valid, targets, torch.zeros_like(targets)), hn_softmax, bce_weight, bce_scale, bce_bias)
+
+    @property
+    def bce(self) -> bool:
+        return self.h is not None and self.bce_weight != 0.0
+
+    def rows(self, sl: slice) -> "_Rows":
+        qr, t = self.q[sl], self.t[sl]
+        hr = None if self.h is None else self.h[sl]
+        return _Rows(sl, qr, t, None if self.ql is None else self.ql[sl], hr, (qr * self.c[t]).sum(1),
+                     None if hr is None else torch.bmm(hr, qr[:, :, None]).squeeze(2))
+
+    def blocks(self, width: int):
+        """(c0, candidate block, its labels) over the candidates, width columns at a time."""
+        for c0 in range(0, self.c.shape[0], width):
+            yield c0, self.c[c0:c0 + width], None if self.cl is None else self.cl[c0:c0 + width]
 
 
-def _hard_negative_dots(qr: Tensor, hr: Tensor | None) -> Tensor | None:
-    return None if hr is None else torch.bmm(hr, qr[:, :, None]).squeeze(2)
+@dataclass
+class _Rows:
+    """One row chunk: its slice, queries, targets, query labels, hard negatives and the dots x_it and y_ik."""
+
+    sl: slice
+    q: Tensor
+    t: Tensor
+    ql: Tensor | None
+    h: Tensor | None
+    target_dot: Tensor
+    hd: Tensor | None
 
 
-def _row_lse_and_loss(s, target_dot, hd, inv_tau, hn_softmax, bce_weight, bce_scale, bce_bias):
-    row_lse = torch.logsumexp(s, dim=1)
-    if hd is not None and hn_softmax:
-        row_lse = torch.logaddexp(row_lse, torch.logsumexp(hd * inv_tau, dim=1))
-    row_loss = row_lse - target_dot * inv_tau
-    if hd is not None and bce_weight != 0.0:
-        z_pos = bce_scale * target_dot + bce_bias
-        z_neg = bce_scale * hd + bce_bias
-        bce = (F.softplus(-z_pos) + F.softplus(z_neg).sum(1)) / (hd.shape[1] + 1)
-        row_loss = row_loss + bce_weight * bce
+def _target_cells(t: Tensor, c0: int, width: int) -> tuple[Tensor, Tensor]:
+    """(rows, columns) of the tile cells that hold a row's target, for the block of columns c0 .. c0 + width."""
+    rows = ((t >= c0) & (t < c0 + width)).nonzero().squeeze(1)
+    return rows, t[rows] - c0
+
+
+def _tile_logits(p: _Problem, r: _Rows, c0: int, cb: Tensor, clb: Tensor | None) -> Tensor:
+    """s of the rows against the candidate block cb = c[c0:]: bias on negatives, false negatives at -inf, the
+    target cell x_it / tau (no bias, never masked)."""
+    x = (r.q @ cb.T).mul_(p.inv_tau)
+    if p.label_bias is not None:
+        x.add_(p.label_bias[r.ql][:, clb])
+    if r.ql is not None:
+        x.masked_fill_(r.ql[:, None] == clb[None, :], float("-inf"))
+    rows, cols = _target_cells(r.t, c0, x.shape[1])
+    x[rows, cols] = r.target_dot[rows] * p.inv_tau
+    return x
+
+
+def _candidate_lse(p: _Problem, r: _Rows, width: int) -> Tensor:
+    """logsumexp_j s_ij over every candidate, one column block at a time."""
+    lse = None
+    for c0, cb, clb in p.blocks(width):
+        block = torch.logsumexp(_tile_logits(p, r, c0, cb, clb), dim=1)
+        lse = block if lse is None else torch.logaddexp(lse, block)
+    return lse
+
+
+def _row_lse_and_loss(p: _Problem, r: _Rows, cand_lse: Tensor) -> tuple[Tensor, Tensor]:
+    """(lse_i, loss_i) from the candidates' logsumexp, adding the hard negatives (softmax modes) and BCE."""
+    row_lse = cand_lse
+    if r.hd is not None and p.hn_softmax:
+        row_lse = torch.logaddexp(row_lse, torch.logsumexp(r.hd * p.inv_tau, dim=1))
+    row_loss = row_lse - r.target_dot * p.inv_tau
+    if p.bce:
+        z_pos = p.bce_scale * r.target_dot + p.bce_bias
+        z_neg = p.bce_scale * r.hd + p.bce_bias
+        bce = (F.softplus(-z_pos) + F.softplus(z_neg).sum(1)) / (r.hd.shape[1] + 1)
+        row_loss = row_loss + p.bce_weight * bce
     return row_lse, row_loss
 
 
-def _chunk_grads(s, row_lse, g, qr, c32, hr, t, target_dot, hd, inv_tau, hn_softmax, bce_weight, bce_scale,
-                 bce_bias, dc, dh_rows, want_dtau):
-    """Overwrites the logits buffer s with G = dL/dx (x the dots); accumulates dc, fills dh_rows.
+def _row_grads(p: _Problem, r: _Rows, row_lse: Tensor, g: Tensor, width: int, dc: Tensor | None,
+               dh_rows: Tensor | None, want_dtau: bool, s: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+    """dq of the row chunk (and its dtau part); accumulates dc, fills dh_rows. s: the logits of a whole-row tile
+    already computed (overwritten), else every tile is recomputed. With gs_i = g_i / tau:
 
-        G_ij  = g_i / tau * (p_ij - [j = t_i]) + [j = t_i] * beta_i,   beta_i from the BCE positive pair
+        G_ij  = gs_i (p_ij - [j = t_i]) + [j = t_i] beta_i,    p_ij = exp(s_ij - lse_i)
         dq_i  = sum_j G_ij c_j + sum_k Gh_ik h_ik,   dc_j = sum_i G_ij q_i,   dh_ik = Gh_ik q_i
-        dtau  = -(1/tau) * sum_i <q_i, softmax part of dq_i>
-    -> (dq_rows, dtau contribution or None)
+        dtau  = -(1/tau) sum_i <q_i, dq_i without the BCE terms>
+    -> (dq_rows, dtau part or None)
     """
-    rows = torch.arange(s.shape[0], device=s.device)
-    G = s.sub_(row_lse[:, None]).exp_().mul_((g * inv_tau)[:, None])
-    G[rows, t] -= g * inv_tau
-    Gh = None
-    if hd is not None and hn_softmax:
-        Gh = torch.exp(hd * inv_tau - row_lse[:, None]) * (g * inv_tau)[:, None]
-    dq_rows = G @ c32
-    if Gh is not None:
-        dq_rows += torch.bmm(Gh[:, None, :], hr).squeeze(1)
-    dtau = -(qr * dq_rows).sum() * inv_tau if want_dtau else None
-    if hd is not None and bce_weight != 0.0:  # d softplus(-z)/dz = -sigmoid(-z); d softplus(z)/dz = sigmoid(z)
-        coef = g * (bce_weight * bce_scale / (hd.shape[1] + 1))
-        beta = -torch.sigmoid(-(bce_scale * target_dot + bce_bias)) * coef
-        Gh_bce = torch.sigmoid(bce_scale * hd + bce_bias) * coef[:, None]
-        Gh = Gh_bce if Gh is None else Gh + Gh_bce
-        G[rows, t] += beta
-        dq_rows += beta[:, None] * c32[t] + torch.bmm(Gh_bce[:, None, :], hr).squeeze(1)
-    if dc is not None:
-        dc.addmm_(G.T, qr)
-    if dh_rows is not None and Gh is not None:
-        dh_rows.copy_(Gh[:, :, None] * qr[:, None, :])
+    gs = g * p.inv_tau
+    beta = gh_bce = gh_soft = None
+    if r.hd is not None and p.hn_softmax:
+        gh_soft = torch.exp(r.hd * p.inv_tau - row_lse[:, None]) * gs[:, None]
+    if p.bce:  # d softplus(-z)/dz = -sigmoid(-z); d softplus(z)/dz = sigmoid(z)
+        coef = g * (p.bce_weight * p.bce_scale / (r.hd.shape[1] + 1))
+        beta = -torch.sigmoid(-(p.bce_scale * r.target_dot + p.bce_bias)) * coef
+        gh_bce = torch.sigmoid(p.bce_scale * r.hd + p.bce_bias) * coef[:, None]
+    dq_rows = torch.zeros_like(r.q)
+    for c0, cb, clb in p.blocks(width):
+        G = (s if s is not None else _tile_logits(p, r, c0, cb, clb)).sub_(row_lse[:, None]).exp_()
+        G.mul_(gs[:, None])
+        rows, cols = _target_cells(r.t, c0, G.shape[1])
+        G[rows, cols] -= gs[rows]
+        dq_rows.addmm_(G, cb)
+        if dc is not None:
+            if beta is not None:
+                G[rows, cols] += beta[rows]
+            dc[c0:c0 + cb.shape[0]].addmm_(G.T, r.q)
+    if gh_soft is not None:
+        dq_rows += torch.bmm(gh_soft[:, None, :], r.h).squeeze(1)
+    dtau = -(r.q * dq_rows).sum() * p.inv_tau if want_dtau else None
+    if beta is not None:
+        dq_rows += beta[:, None] * p.c[r.t] + torch.bmm(gh_bce[:, None, :], r.h).squeeze(1)
+    gh = gh_bce if gh_soft is None else (gh_soft if gh_bce is None else gh_soft + gh_bce)
+    if dh_rows is not None and gh is not None:
+        dh_rows.copy_(gh[:, :, None] * r.q[:, None, :])
     return dq_rows, dtau
 
 
-def _targets(targets):
-    valid = targets != IGNORE_INDEX
-    return valid, torch.where(valid, targets, torch.zeros_like(targets))
+def _grad_buffers(p: _Problem, need_dq, need_dc, need_dh):
+    dq = torch.zeros_like(p.q) if need_dq else None
+    dc = torch.zeros_like(p.c) if need_dc else None
+    dh = torch.zeros_like(p.h) if need_dh else None
+    return dq, dc, dh
+
+
+def _row_chunks(p: _Problem):
+    """(row chunk, tile width) over every query row."""
+    rows, width = tile_shape(p.q.shape[0], p.c.shape[0])
+    for r0 in range(0, p.q.shape[0], rows):
+        yield p.rows(slice(r0, r0 + rows)), width
 
 
 def info_nce_fwd(q, c, targets, h, tau, ql, cl, label_bias, *, hn_softmax, bce_weight, bce_scale, bce_bias):
     """-> (loss per row (B,) fp32, logsumexp per row (B,) fp32); ignored rows get loss 0."""
-    q32, c32, h32, lb = _fp32(q, c, h, label_bias)
-    inv_tau = 1.0 / tau
-    valid, t_all = _targets(targets)
+    p = _Problem.of(q, c, targets, h, tau, ql, cl, label_bias, hn_softmax=hn_softmax, bce_weight=bce_weight,
+                    bce_scale=bce_scale, bce_bias=bce_bias)
     loss = torch.empty(q.shape[0], dtype=torch.float32, device=q.device)
     lse = torch.empty_like(loss)
-    step = rows_per_chunk(c.shape[0])
-    for r0 in range(0, q.shape[0], step):
-        sl = slice(r0, r0 + step)
-        s, target_dot = _chunk_logits(q32[sl], c32, t_all[sl], None if ql is None else ql[sl], cl, lb, inv_tau)
-        hd = _hard_negative_dots(q32[sl], None if h32 is None else h32[sl])
-        lse[sl], row_loss = _row_lse_and_loss(s, target_dot, hd, inv_tau, hn_softmax, bce_weight, bce_scale,
-                                              bce_bias)
-        loss[sl] = torch.where(valid[sl], row_loss, torch.zeros_like(row_loss))
+    for r, width in _row_chunks(p):
+        lse[r.sl], row_loss = _row_lse_and_loss(p, r, _candidate_lse(p, r, width))
+        loss[r.sl] = torch.where(p.valid[r.sl], row_loss, torch.zeros_like(row_loss))
     return loss, lse
-
-
-def _grad_buffers(q32, c32, h32, need_dq, need_dc, need_dh):
-    dq = torch.zeros_like(q32) if need_dq else None
-    dc = torch.zeros_like(c32) if need_dc else None
-    dh = torch.zeros_like(h32) if need_dh else None
-    return dq, dc, dh
 
 
 def info_nce_bwd(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, *, hn_softmax, bce_weight, bce_scale,
                  bce_bias, need_dq, need_dc, need_dh, need_dtau):
-    """-> (dq, dc, dh, dtau) in fp32, recomputing each chunk's logits; entries not needed are None."""
-    q32, c32, h32, lb = _fp32(q, c, h, label_bias)
-    inv_tau = 1.0 / tau
-    valid, t_all = _targets(targets)
-    g_all = torch.where(valid, grad_rows.float(), torch.zeros_like(lse))
-    dq, dc, dh = _grad_buffers(q32, c32, h32, need_dq, need_dc, need_dh)
+    """-> (dq, dc, dh, dtau) in fp32, recomputing each tile's logits; entries not needed are None."""
+    p = _Problem.of(q, c, targets, h, tau, ql, cl, label_bias, hn_softmax=hn_softmax, bce_weight=bce_weight,
+                    bce_scale=bce_scale, bce_bias=bce_bias)
+    g_all = torch.where(p.valid, grad_rows.float(), torch.zeros_like(lse))
+    dq, dc, dh = _grad_buffers(p, need_dq, need_dc, need_dh)
     dtau = torch.zeros((), dtype=torch.float32, device=q.device)
-    step = rows_per_chunk(c.shape[0])
-    for r0 in range(0, q.shape[0], step):
-        sl = slice(r0, r0 + step)
-        qr, hr, t = q32[sl], None if h32 is None else h32[sl], t_all[sl]
-        s, target_dot = _chunk_logits(qr, c32, t, None if ql is None else ql[sl], cl, lb, inv_tau)
-        dq_rows, dtau_part = _chunk_grads(
-            s, lse[sl], g_all[sl], qr, c32, hr, t, target_dot, _hard_negative_dots(qr, hr), inv_tau, hn_softmax,
-            bce_weight, bce_scale, bce_bias, dc, None if dh is None else dh[sl], need_dtau)
+    for r, width in _row_chunks(p):
+        dq_rows, dtau_part = _row_grads(p, r, lse[r.sl], g_all[r.sl], width, dc, None if dh is None else dh[r.sl],
+                                        need_dtau)
         if dq is not None:
-            dq[sl] = dq_rows
+            dq[r.sl] = dq_rows
         if need_dtau:
             dtau += dtau_part
     return dq, dc, dh, dtau if need_dtau else None
@@ -153,35 +233,29 @@ def info_nce_bwd(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, *, h
 
 def info_nce_fwd_bwd(q, c, targets, h, tau, ql, cl, label_bias, *, hn_softmax, bce_weight, bce_scale, bce_bias,
                      reduction, need_dq, need_dc, need_dh, need_dtau):
-    """Scalar loss (reduction "mean" or "sum") and its gradients in one pass over the chunks.
+    """Scalar loss (reduction "mean" or "sum") and its gradients, in one pass over whole-row tiles.
 
     Row weights w_i: 1/(number of valid rows) for "mean" (0 if none), 1 for "sum", 0 for ignored rows;
     loss = sum_i w_i loss_i and the gradients are those of that sum (upstream g_i = w_i).
     -> (loss 0-dim fp32, dq, dc, dh, dtau) with None for the gradients not needed.
     """
-    q32, c32, h32, lb = _fp32(q, c, h, label_bias)
-    inv_tau = 1.0 / tau
-    valid, t_all = _targets(targets)
-    weights = valid.float()
+    p = _Problem.of(q, c, targets, h, tau, ql, cl, label_bias, hn_softmax=hn_softmax, bce_weight=bce_weight,
+                    bce_scale=bce_scale, bce_bias=bce_bias)
+    weights = p.valid.float()
     if reduction == "mean":
-        weights /= valid.sum().clamp_min(1)
-    dq, dc, dh = _grad_buffers(q32, c32, h32, need_dq, need_dc, need_dh)
+        weights /= p.valid.sum().clamp_min(1)
+    dq, dc, dh = _grad_buffers(p, need_dq, need_dc, need_dh)
     loss = torch.zeros((), dtype=torch.float32, device=q.device)
     dtau = torch.zeros_like(loss)
-    step = rows_per_chunk(c.shape[0])
-    for r0 in range(0, q.shape[0], step):
-        sl = slice(r0, r0 + step)
-        qr, hr, t = q32[sl], None if h32 is None else h32[sl], t_all[sl]
-        s, target_dot = _chunk_logits(qr, c32, t, None if ql is None else ql[sl], cl, lb, inv_tau)
-        hd = _hard_negative_dots(qr, hr)
-        row_lse, row_loss = _row_lse_and_loss(s, target_dot, hd, inv_tau, hn_softmax, bce_weight, bce_scale,
-                                              bce_bias)
-        loss += (weights[sl] * torch.where(valid[sl], row_loss, torch.zeros_like(row_loss))).sum()
-        dq_rows, dtau_part = _chunk_grads(
-            s, row_lse, weights[sl], qr, c32, hr, t, target_dot, hd, inv_tau, hn_softmax, bce_weight, bce_scale,
-            bce_bias, dc, None if dh is None else dh[sl], need_dtau)
+    for r, width in _row_chunks(p):
+        s = _tile_logits(p, r, 0, p.c, p.cl) if width == p.c.shape[0] else None  # one tile: reused by the grads
+        cand_lse = torch.logsumexp(s, dim=1) if s is not None else _candidate_lse(p, r, width)
+        row_lse, row_loss = _row_lse_and_loss(p, r, cand_lse)
+        loss += (weights[r.sl] * torch.where(p.valid[r.sl], row_loss, torch.zeros_like(row_loss))).sum()
+        dq_rows, dtau_part = _row_grads(p, r, row_lse, weights[r.sl], width, dc, None if dh is None else dh[r.sl],
+                                        need_dtau, s)
         if dq is not None:
-            dq[sl] = dq_rows
+            dq[r.sl] = dq_rows
         if need_dtau:
             dtau += dtau_part
     return loss, dq, dc, dh, dtau if need_dtau else None

@@ -17,16 +17,12 @@ Backward with upstream g (Bq, K) and w_bk = g_bk / |Q_b|, a = argmax:
 
 from __future__ import annotations
 
-import os
-
 import torch
 from torch import Tensor
 
+from . import _cpu_budget
+
 NEG_INF = float("-inf")
-# 2^21 fp32 elements = 8 MiB per work buffer: below glibc's largest dynamic mmap threshold, so a freed
-# buffer goes back to the OS instead of growing the heap (2^22 measured 33.5 MiB peak for a 10k-doc
-# rerank vs 9.9 MiB at 2^21, with the same speed; benches/results/sim_map.csv).
-CHUNK_ELEMENTS = int(os.environ.get("SPHEREKIT_CPU_CHUNK_ELEMENTS", 1 << 21))
 
 
 def _math_dtype(x: Tensor) -> torch.dtype:
@@ -37,7 +33,7 @@ def plan(Bq: int, K: int, per_pair: int, per_cand: int, shared: bool) -> tuple[i
     """(queries per chunk, candidates per chunk) so that a chunk's work buffers hold about CHUNK_ELEMENTS:
     per_pair elements per (query, candidate) pair, plus per_cand per candidate when candidates are shared
     (their fp32 copy). Whole candidate rows first, so per-query candidate slices stay contiguous."""
-    budget = max(1, CHUNK_ELEMENTS)
+    budget = max(1, _cpu_budget.CHUNK_ELEMENTS)
     if not shared:
         if K * per_pair <= budget:
             return max(1, min(Bq, budget // (K * per_pair))), K
