@@ -1,4 +1,5 @@
-"""nGPT ops: every bad input raises a clear error naming the argument; the custom ops pass torch.library.opcheck
+"""nGPT ops (geodesic_residual, l2_normalize, renormalize_): every bad input raises a clear error naming the argument
+(shapes, dtypes, float64 on the fp32-only backends, backends, NaN / Inf); the custom ops pass torch.library.opcheck
 and torch.compile traces them without graph breaks."""
 
 from __future__ import annotations
@@ -6,7 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from spherekit import ops
+from spherekit import _backend, ops
+from spherekit.ops import ngpt as ngpt_ops
 from spherekit.reference import ngpt as ref
 
 D = 41
@@ -74,6 +76,36 @@ def test_renormalize_bad_inputs(weights, dims, exc, match):
 def test_renormalize_bad_eps():
     with pytest.raises(ValueError, match="eps must be a finite float > 0"):
         ops.renormalize_([torch.randn(3)], [0], eps=0)
+
+
+def test_float64_refused_by_triton_and_cuda(monkeypatch):
+    """The Triton and CUDA kernels are fp32: float64 raises naming the argument and the backend; auto on CUDA
+    tensors picks the cpu backend (the torch composition, float64 math) instead."""
+    x = torch.randn(3, 8, dtype=torch.float64)
+    with pytest.raises(TypeError, match=r"x: float64 is not supported by backend 'triton'"):
+        ops.l2_normalize(x, backend="triton")
+    with pytest.raises(TypeError, match=r"h: float64 is not supported by backend 'triton'"):
+        ops.geodesic_residual(x, x, torch.ones(8, dtype=torch.float64), backend="triton")
+    w = [torch.randn(3, 4), x.clone()]
+    with pytest.raises(TypeError, match=r"weights\[1\]: float64 is not supported by backend 'triton'"):
+        ops.renormalize_(w, [0, 1], backend="triton")
+    cuda = torch.device("cuda")
+    monkeypatch.setattr(ngpt_ops._ngpt_cuda, "available", lambda: True)
+    monkeypatch.setattr(_backend, "_triton_usable", lambda device: (True, "fake"))
+    monkeypatch.setattr(_backend, "usable", lambda b, dev: (True, "fake"))
+    assert ngpt_ops._resolve("l2_normalize", "auto", cuda, 8, float64_arg="x") == "cpu"
+    with pytest.raises(TypeError, match=r"x: float64 is not supported by backend 'cuda'"):
+        ngpt_ops._resolve("l2_normalize", "cuda", cuda, 8, float64_arg="x")
+
+
+def test_cuda_backend_without_ngpt_kernels_is_refused(monkeypatch):
+    """spherekit._cuda built without the nGPT kernels: an explicit backend='cuda' raises (auto falls back to triton:
+    test_ngpt.py::test_auto_on_cuda_prefers_cuda_then_triton)."""
+    cuda = torch.device("cuda")
+    monkeypatch.setattr(ngpt_ops._ngpt_cuda, "available", lambda: False)
+    monkeypatch.setattr(_backend, "usable", lambda b, dev: (True, "fake"))
+    with pytest.raises(RuntimeError, match="no nGPT kernels"):
+        ngpt_ops._resolve("geodesic_residual", "cuda", cuda)
 
 
 # ---- torch.library / torch.compile ------------------------------------------------------------------------

@@ -119,13 +119,3 @@ def test_all_pairs_cpu_chunks_hold_whole_query_rows_and_copy_no_sequence():
     for p0, p1, a0, a1, qc, dc, sims, valid in chunks:
         assert qc.data_ptr() == q[a0].data_ptr() and dc.data_ptr() == d.data_ptr()
         assert sims.shape == (p1 - p0, m, n) and valid.shape == (p1 - p0, m, n)
-
-
-def test_all_pairs_errors():
-    q, d = torch.randn(2, 5, 8), torch.randn(3, 6, 8)
-    with pytest.raises(ValueError, match="batch size"):
-        sim_map(q, None, d, None, backend="cpu")  # paired needs Bq == Bd
-    with pytest.raises(ValueError, match="d_mask"):
-        sim_map(q, None, d, torch.ones(2, 6, dtype=torch.bool), all_pairs=True, backend="cpu")
-    with pytest.raises((TypeError, ValueError), match="all_pairs"):
-        sim_map(q, None, d, None, all_pairs=1, backend="cpu")

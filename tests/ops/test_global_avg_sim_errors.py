@@ -1,0 +1,15 @@
+"""Bad input to global_avg_sim gets a clear error naming the argument, the expected and the actual value: the token
+checks shared with the other token-similarity ops (_errors_cases.PAIRED)."""
+
+from __future__ import annotations
+
+import pytest
+
+from spherekit.ops import global_avg_sim
+from tests.ops._errors_cases import PAIRED, apply_case, call, ids
+
+
+@pytest.mark.parametrize("override, error, match", PAIRED, ids=ids(PAIRED))
+def test_common_errors(override, error, match):
+    with pytest.raises(error, match=match):
+        call(global_avg_sim, apply_case(override))
