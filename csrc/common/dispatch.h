@@ -29,11 +29,25 @@
 //
 //   FLOAT_DTYPE_SWITCH(dtype, T, float, __half, __nv_bfloat16, [&] { my_kernel<T><<<...>>>(...); });
 //
-// An unknown code throws std::invalid_argument naming "dtype".
+// An unknown code throws std::invalid_argument naming "dtype"; check_float_dtype(code) throws the same
+// error up front (for an entry point that validates before it may return early).
+#include <cstdint>
+#include <sstream>
+
 #include "common/checks.h"
 
 namespace spherekit {
 enum DTypeCode : int { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
+
+[[noreturn]] inline void throw_bad_float_dtype(std::int64_t code) {
+  std::ostringstream os;
+  os << "dtype: expected 0 (float32), 1 (float16) or 2 (bfloat16), got " << code;
+  throw_invalid_argument(os.str());
+}
+
+inline void check_float_dtype(std::int64_t code) {
+  if (code != kFloat32 && code != kFloat16 && code != kBFloat16) throw_bad_float_dtype(code);
+}
 }  // namespace spherekit
 
 #define FLOAT_DTYPE_SWITCH(CODE, NAME, F32_T, F16_T, BF16_T, ...)                                   \
@@ -42,7 +56,6 @@ enum DTypeCode : int { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
       case ::spherekit::kFloat32: { using NAME = F32_T; return __VA_ARGS__(); }                  \
       case ::spherekit::kFloat16: { using NAME = F16_T; return __VA_ARGS__(); }                  \
       case ::spherekit::kBFloat16: { using NAME = BF16_T; return __VA_ARGS__(); }                \
-      default:                                                                                   \
-        CHECK_ARG(false, "dtype: expected 0 (float32), 1 (float16) or 2 (bfloat16), got " << (CODE)); \
+      default: ::spherekit::throw_bad_float_dtype(CODE);                                        \
     }                                                                                            \
   }()

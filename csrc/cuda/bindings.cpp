@@ -39,7 +39,8 @@ PYBIND11_MODULE(_cuda, m) {
         py::arg("n_docs"), py::arg("total_tokens"), py::arg("dtype"), py::arg("normalize"), py::arg("eps"),
         py::arg("stream"), py::call_guard<py::gil_scoped_release>(),
         "Ragged MaxSim: scores (N,) fp32 of one query (m, h) against N documents packed in docs (T, h) by "
-        "offsets (N+1,) int64 (csrc/cuda/maxsim.h). q_mask = 0: all query tokens valid.");
+        "offsets (N+1,) int64 (csrc/cuda/maxsim.h). q_mask = 0: all query tokens valid; dtype: 0 float32, "
+        "1 float16, 2 bfloat16.");
   // nGPT (csrc/cuda/ngpt.h; Python launchers: spherekit/ops/_ngpt_cuda.py)
   m.def("geodesic_residual_fwd", &spherekit::cuda::geodesic_residual_fwd, py::arg("out"), py::arg("stride_out"),
         py::arg("norms"), py::arg("h"), py::arg("stride_h"), py::arg("f"), py::arg("stride_f"), py::arg("alpha"),

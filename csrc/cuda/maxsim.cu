@@ -245,7 +245,7 @@ void launch(float* scores, const T* q, std::int64_t stride_q, const std::uint8_t
 
 void maxsim_ragged(std::uintptr_t scores, std::uintptr_t q, std::int64_t stride_q, std::uintptr_t q_mask,
                    std::uintptr_t docs, std::int64_t stride_docs, std::uintptr_t offsets, std::int64_t m,
-                   std::int64_t h, std::int64_t n_docs, std::int64_t total_tokens, const std::string& dtype,
+                   std::int64_t h, std::int64_t n_docs, std::int64_t total_tokens, std::int64_t dtype,
                    bool normalize, double eps, std::uintptr_t stream) {
   constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
   CHECK_PTR_NOT_NULL("scores", scores);
@@ -262,8 +262,7 @@ void maxsim_ragged(std::uintptr_t scores, std::uintptr_t q, std::int64_t stride_
   CHECK_ARG(stride_q >= h, "stride_q: expected >= h (" << h << "), got " << stride_q);
   CHECK_ARG(stride_docs >= h, "stride_docs: expected >= h (" << h << "), got " << stride_docs);
   CHECK_ARG(!normalize || eps > 0.0, "eps: expected > 0 with normalize, got " << eps);
-  CHECK_ARG(dtype == "float32" || dtype == "float16" || dtype == "bfloat16",
-            "dtype: expected 'float32', 'float16' or 'bfloat16', got '" << dtype << "'");
+  check_float_dtype(dtype);
   if (n_docs == 0) return;
 
   // 16-byte vector loads need whole vectors inside every row and 16-byte aligned rows
@@ -275,17 +274,10 @@ void maxsim_ragged(std::uintptr_t scores, std::uintptr_t q, std::int64_t stride_
   auto st = reinterpret_cast<cudaStream_t>(stream);
   const float feps = static_cast<float>(eps);
   const int mi = static_cast<int>(m), hi = static_cast<int>(h);
-  if (dtype == "float32") {
-    launch(out, reinterpret_cast<const float*>(q), stride_q, mask, reinterpret_cast<const float*>(docs), stride_docs,
-           offs, mi, hi, n_docs, total_tokens, normalize, feps, vec, st);
-  } else if (dtype == "float16") {
-    launch(out, reinterpret_cast<const __half*>(q), stride_q, mask, reinterpret_cast<const __half*>(docs),
-           stride_docs, offs, mi, hi, n_docs, total_tokens, normalize, feps, vec, st);
-  } else {
-    launch(out, reinterpret_cast<const __nv_bfloat16*>(q), stride_q, mask,
-           reinterpret_cast<const __nv_bfloat16*>(docs), stride_docs, offs, mi, hi, n_docs, total_tokens, normalize,
-           feps, vec, st);
-  }
+  FLOAT_DTYPE_SWITCH(dtype, T, float, __half, __nv_bfloat16, [&] {
+    launch(out, reinterpret_cast<const T*>(q), stride_q, mask, reinterpret_cast<const T*>(docs), stride_docs, offs,
+           mi, hi, n_docs, total_tokens, normalize, feps, vec, st);
+  });
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) {
     throw std::runtime_error(std::string("maxsim_ragged: kernel launch failed: ") + cudaGetErrorString(err));

@@ -16,8 +16,7 @@ import torch
 from torch import Tensor
 
 from .. import _backend
-
-DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
+from ._cuda_dtype import DTYPE_CODES, dtype_code
 
 
 def _check(q, q_mask, docs, offsets) -> None:
@@ -26,8 +25,8 @@ def _check(q, q_mask, docs, offsets) -> None:
             raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
         if x.dim() != ndim:
             raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(x.shape)}")
-    if q.dtype not in DTYPE_NAMES:
-        raise TypeError(f"q must have dtype in {[str(d) for d in DTYPE_NAMES]}, got {q.dtype}")
+    if q.dtype not in DTYPE_CODES:
+        raise TypeError(f"q must have dtype in {[str(d) for d in DTYPE_CODES]}, got {q.dtype}")
     if docs.dtype != q.dtype:
         raise TypeError(f"docs must have the dtype of q ({q.dtype}), got {docs.dtype}")
     if docs.shape[1] != q.shape[1]:
@@ -99,5 +98,5 @@ def maxsim_ragged(q: Tensor, q_mask: Tensor | None, docs: Tensor, offsets: Tenso
         stream = torch.cuda.current_stream(q.device).cuda_stream
         ext.maxsim_ragged(scores.data_ptr(), q.data_ptr(), stride_q, 0 if mask is None else mask.data_ptr(),
                           docs.data_ptr(), stride_docs, offsets.data_ptr(), q.shape[0], q.shape[1], n_docs, T,
-                          DTYPE_NAMES[q.dtype], normalize, float(eps), stream)
+                          dtype_code(q.dtype), normalize, float(eps), stream)
     return scores

@@ -21,8 +21,8 @@ import torch
 from torch import Tensor
 
 from .. import _backend
+from ._cuda_dtype import DTYPE_CODES, dtype_code
 
-DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 DEVICE_TYPE = "cuda"  # tests of the argument plumbing swap in "cpu" with a fake extension
 ENTRY_POINTS = ("geodesic_residual_fwd", "geodesic_residual_bwd", "geodesic_residual_bwd_partials",
                 "l2_normalize_fwd", "l2_normalize_bwd", "renormalize_")
@@ -89,7 +89,7 @@ def geodesic_residual_fwd(h: Tensor, f: Tensor, alpha: Tensor, *, eps: float) ->
         _ext().geodesic_residual_fwd(
             out=out.data_ptr(), stride_out=out.stride(0), norms=norms.data_ptr(), h=h.data_ptr(),
             stride_h=_row_stride(h), f=f.data_ptr(), stride_f=_row_stride(f), alpha=alpha.data_ptr(), rows=R, d=d,
-            eps=float(eps), dtype=DTYPE_CODES[h.dtype], stream=_stream(h.device))
+            eps=float(eps), dtype=dtype_code(h.dtype), stream=_stream(h.device))
     return out, norms
 
 
@@ -115,7 +115,7 @@ def geodesic_residual_bwd(grad_out: Tensor, h: Tensor, f: Tensor, alpha: Tensor,
             stride_grad_f=grad_f.stride(0), grad_alpha=grad_alpha.data_ptr(), workspace=workspace.data_ptr(),
             partials=partials, grad_out=grad_out.data_ptr(), stride_grad_out=_row_stride(grad_out), h=h.data_ptr(),
             stride_h=_row_stride(h), f=f.data_ptr(), stride_f=_row_stride(f), alpha=alpha.data_ptr(),
-            norms=norms.data_ptr(), rows=R, d=d, eps=float(eps), dtype=DTYPE_CODES[h.dtype],
+            norms=norms.data_ptr(), rows=R, d=d, eps=float(eps), dtype=dtype_code(h.dtype),
             stream=_stream(h.device))
     return grad_h, grad_f, grad_alpha
 
@@ -130,7 +130,7 @@ def l2_normalize_fwd(x: Tensor, *, eps: float) -> tuple[Tensor, Tensor]:
     with _on_device(x.device):
         _ext().l2_normalize_fwd(
             out=out.data_ptr(), stride_out=out.stride(0), norms=norms.data_ptr(), x=x.data_ptr(),
-            stride_x=_row_stride(x), rows=R, d=d, eps=float(eps), dtype=DTYPE_CODES[x.dtype],
+            stride_x=_row_stride(x), rows=R, d=d, eps=float(eps), dtype=dtype_code(x.dtype),
             stream=_stream(x.device))
     return out, norms
 
@@ -147,7 +147,7 @@ def l2_normalize_bwd(grad_out: Tensor, x: Tensor, norms: Tensor, *, eps: float) 
         _ext().l2_normalize_bwd(
             grad_x=grad_x.data_ptr(), stride_grad_x=grad_x.stride(0), grad_out=grad_out.data_ptr(),
             stride_grad_out=_row_stride(grad_out), x=x.data_ptr(), stride_x=_row_stride(x), norms=norms.data_ptr(),
-            rows=R, d=d, eps=float(eps), dtype=DTYPE_CODES[x.dtype], stream=_stream(x.device))
+            rows=R, d=d, eps=float(eps), dtype=dtype_code(x.dtype), stream=_stream(x.device))
     return grad_x
 
 
@@ -173,5 +173,5 @@ def renormalize_(views, *, eps: float) -> None:
     with _on_device(device):
         _ext().renormalize_(
             ptrs=[v.data_ptr() for v in views], outer=[v.shape[0] for v in views], n=[v.shape[1] for v in views],
-            inner=[v.shape[2] for v in views], dtypes=[DTYPE_CODES[v.dtype] for v in views],
+            inner=[v.shape[2] for v in views], dtypes=[dtype_code(v.dtype) for v in views],
             workspace=workspace.data_ptr(), workspace_len=workspace.numel(), eps=float(eps), stream=_stream(device))
