@@ -6,7 +6,10 @@
 // 16-byte aligned and d % VEC == 0, element loads otherwise), so a row is read from memory once. Rows
 // longer than TPR * ITEMS (d > 8192) take the STREAM variant, which walks the row in chunks of TPR * ITEMS
 // and re-reads it for each pass. Sums over a row: butterfly warp shuffles (every lane gets the bitwise
-// same value), then, for TPR > 32, a fixed-order sum over the warps' values in shared memory.
+// same value), then, for TPR > 32, a fixed-order sum over the warps' values in shared memory. The row kernels are
+// built from the helpers of "row sweeps" (load_chunk, row_sum, store_chunk) and of the row normalisation
+// (row_norms, store_scaled, norm_bwd): geodesic forward = normalise h and f, the step y, normalise y; the backward
+// goes back through each.
 //
 // grad_alpha without atomics: the backward runs a bounded grid whose thread groups stride over the rows and
 // keep their share of sum (fn - hn) g_y in registers (STREAM: in their own workspace row), write it to
@@ -187,99 +190,197 @@ __device__ __forceinline__ RowNorm robust_norm(float ss, float ss_small, float e
   return {s / c, c / fmaxf(s, c * eps)};
 }
 
+// ---- row sweeps: the pieces the row kernels are built from -------------------------------------------------------
+//
+// A row is swept chunk by chunk (CHUNK = TPR * ITEMS elements). Thread `lane` of the row group holds items
+// i = j * VEC + k of each chunk, at elements item_index(c0, j, lane) + k. A cached row (!STREAM) is loaded once,
+// before the first sweep, and every sweep reads the registers; a STREAM row re-reads each chunk (load(c0)).
+
+template <class C>
+__device__ __forceinline__ int row_lane() { return threadIdx.x % C::TPR; }
+
+// The row of this thread's group (in the grid-stride backward: its first row).
+template <class C>
+__device__ __forceinline__ i64 row_group() { return static_cast<i64>(blockIdx.x) * C::GROUPS + threadIdx.x / C::TPR; }
+
+// First element of this thread's vector j in the chunk that starts at c0.
+template <class C, int VEC>
+__device__ __forceinline__ i64 item_index(i64 c0, int j, int lane) {
+  return c0 + (static_cast<i64>(j) * C::TPR + lane) * VEC;
+}
+
+// A row operand in memory and the registers that receive this thread's items: RowIn in the row dtype T, F32In
+// for alpha (float32, read in float4 pieces).
+template <typename T>
+struct RowIn {
+  const T* p;
+  float* v;
+};
+struct F32In {
+  const float* p;
+  float* v;
+};
+
+template <int VEC, typename T>
+__device__ __forceinline__ void load_at(const RowIn<T>& in, i64 e, int i) {
+  load_vec<T, VEC>(in.p + e, in.v + i);
+}
+template <int VEC>
+__device__ __forceinline__ void load_at(const F32In& in, i64 e, int i) {
+  load_f32<VEC>(in.p + e, in.v + i);
+}
+template <int VEC, typename In>
+__device__ __forceinline__ void zero_at(const In& in, int i) {
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) in.v[i + k] = 0.f;
+}
+
+// This thread's items of the chunk at c0 into the registers of each operand (zeros past d).
+template <class C, int VEC, typename... In>
+__device__ __forceinline__ void load_chunk(i64 c0, i64 d, int lane, const In&... ins) {
+#pragma unroll
+  for (int j = 0; j < C::ITEMS / VEC; ++j) {
+    const i64 e = item_index<C, VEC>(c0, j, lane);
+    if (e < d) {
+      (load_at<VEC>(ins, e, j * VEC), ...);
+    } else {
+      (zero_at<VEC>(ins, j * VEC), ...);
+    }
+  }
+}
+
+// fn(c0) for each chunk of the row (a STREAM row: after load(c0)).
+template <class C, typename Load, typename F>
+__device__ __forceinline__ void sweep(i64 d, Load& load, F&& fn) {
+  for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
+    if constexpr (C::STREAM) load(c0);
+    fn(c0);
+  }
+}
+
+// fn(j, e) for each vector j of this thread in the chunk at c0 that starts inside the row (e < d).
+template <class C, int VEC, typename F>
+__device__ __forceinline__ void for_vectors(i64 c0, i64 d, int lane, F&& fn) {
+#pragma unroll
+  for (int j = 0; j < C::ITEMS / VEC; ++j) {
+    const i64 e = item_index<C, VEC>(c0, j, lane);
+    if (e < d) fn(j, e);
+  }
+}
+
+// out[e] = value(i) for this thread's items of the chunk at c0 inside the row (out: the row's first element).
+template <class C, int VEC, typename T, typename V>
+__device__ __forceinline__ void store_chunk(T* __restrict__ out, i64 c0, i64 d, int lane, V&& value) {
+  for_vectors<C, VEC>(c0, d, lane, [&](int j, i64 e) {
+    float o[VEC];
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) o[k] = value(j * VEC + k);
+    store_vec<T, VEC>(out + e, o);
+  });
+}
+
+// A sum over the row: add(c0, i) accumulates item i of the chunk at c0 into acc, over every chunk; then acc is
+// summed over the row group (group_sum: with TPR > 32 every thread of the block must call this).
+template <class C, int N, typename Load, typename Add>
+__device__ __forceinline__ void row_sum(float (&acc)[N], i64 d, Load& load, float* smem, Add&& add) {
+  for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
+    if constexpr (C::STREAM) load(c0);
+#pragma unroll
+    for (int i = 0; i < C::ITEMS; ++i) add(c0, i);
+  }
+  group_sum<C::TPR>(acc, smem);
+}
+
+// ---- the row normalisation Norm(x) = x / max(||x||, eps) and its backward ----------------------------------------
+
+// ||x|| and 1 / max(||x||, eps) of N rows, whose items v[n] hold: the sums of squares and, only where one of them
+// overflowed (the same on every thread of the group), a second sweep for the sums of (kSmall x)^2 (robust_norm).
+// On a cached row each sweep is a loop that runs once and nvcc hoists its invariant products, so whether a square
+// and its add fuse into an fma follows from how it unrolls the loop: the expressions keep the shape they had before
+// these helpers were factored out (e.g. (x kSmall) (x kSmall), not a temporary squared); compare the PTX when
+// changing them.
+template <class C, int N, typename Load>
+__device__ __forceinline__ void row_norms(RowNorm (&out)[N], float (&v)[N][C::ITEMS], i64 d, Load& load, float* smem,
+                                          float eps) {
+  float s[N], t[N];
+#pragma unroll
+  for (int n = 0; n < N; ++n) s[n] = t[n] = 0.f;
+  row_sum<C>(s, d, load, smem, [&](i64, int i) {
+#pragma unroll
+    for (int n = 0; n < N; ++n) s[n] += v[n][i] * v[n][i];
+  });
+  bool big = false;
+#pragma unroll
+  for (int n = 0; n < N; ++n) big = big || isinf(s[n]);
+  if (big) {  // rare
+    row_sum<C>(t, d, load, smem, [&](i64, int i) {
+#pragma unroll
+      for (int n = 0; n < N; ++n) t[n] += (v[n][i] * kSmall) * (v[n][i] * kSmall);
+    });
+  }
+#pragma unroll
+  for (int n = 0; n < N; ++n) out[n] = robust_norm(s[n], t[n], eps);
+}
+
+// out = value(i) r over the row (out: the row's first element): the output side of a normalisation.
+template <class C, int VEC, typename T, typename Load, typename V>
+__device__ __forceinline__ void store_scaled(T* __restrict__ out, i64 d, int lane, Load& load, float r, V&& value) {
+  sweep<C>(d, load, [&](i64 c0) { store_chunk<C, VEC>(out, c0, d, lane, [&](int i) { return value(i) * r; }); });
+}
+
+// Backward of u = x r (r = 1 / max(||x||, eps)) for one item: g_x = r (g_u - k u), k = <g_u, u> over the row
+// (k = 0 on a clamped row: the Jacobian is I / eps there).
+__device__ __forceinline__ float norm_bwd(float r, float gu, float k, float u) { return r * (gu - k * u); }
+
 // ---- geodesic residual ---------------------------------------------------------------------------------------
+
+// The step between the normalised rows: y = hn + a (fn - hn), a = |alpha| (the output normalisation puts y back
+// on the sphere). Its backward for one item: g_hn = (1 - a) g_y, g_fn = a g_y.
+__device__ __forceinline__ float lerp_step(float hn, float fn, float a) { return hn + a * (fn - hn); }
+struct LerpGrad {
+  float h, f;
+};
+__device__ __forceinline__ LerpGrad lerp_step_bwd(float gy, float a) { return {(1.f - a) * gy, a * gy}; }
+
+// Backward of out = y ry through the output normalisation for one item: g_y = ry g - k_y out, k_y = py <g, out> ry
+// (in this operation order: ry g - (k_y y) ry).
+__device__ __forceinline__ float out_norm_bwd(float g, float y, float ry, float k_y) { return ry * g - k_y * y * ry; }
 
 template <typename T, int VEC, class C>
 __global__ void __launch_bounds__(C::BLOCK, C::MIN_BLOCKS)
     geodesic_fwd_kernel(T* __restrict__ out, i64 s_out, float* __restrict__ norms, const T* __restrict__ h,
                         i64 s_h, const T* __restrict__ f, i64 s_f, const float* __restrict__ alpha, i64 rows,
                         i64 d, float eps) {
-  constexpr int NV = C::ITEMS / VEC;
   __shared__ float smem[(C::BLOCK / 32) * 2];
-  const int lane = threadIdx.x % C::TPR;
-  const i64 row = static_cast<i64>(blockIdx.x) * C::GROUPS + threadIdx.x / C::TPR;
+  const int lane = row_lane<C>();
+  const i64 row = row_group<C>();
   if (row >= rows) return;  // only a whole warp (TPR == 32): the grid covers the rows exactly otherwise
-  const T* hr = h + row * s_h;
-  const T* fr = f + row * s_f;
-  T* orow = out + row * s_out;
-  float hv[C::ITEMS], fv[C::ITEMS], av[C::ITEMS];
+  float hf[2][C::ITEMS], av[C::ITEMS];
+  float(&hv)[C::ITEMS] = hf[0];
+  float(&fv)[C::ITEMS] = hf[1];
   auto load = [&](i64 c0) {
-#pragma unroll
-    for (int j = 0; j < NV; ++j) {
-      const i64 e = c0 + (static_cast<i64>(j) * C::TPR + lane) * VEC;
-      if (e < d) {
-        load_vec<T, VEC>(hr + e, hv + j * VEC);
-        load_vec<T, VEC>(fr + e, fv + j * VEC);
-        load_f32<VEC>(alpha + e, av + j * VEC);
-      } else {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) hv[j * VEC + k] = fv[j * VEC + k] = av[j * VEC + k] = 0.f;
-      }
-    }
+    load_chunk<C, VEC>(c0, d, lane, RowIn<T>{h + row * s_h, hv}, RowIn<T>{f + row * s_f, fv}, F32In{alpha, av});
   };
   if constexpr (!C::STREAM) load(0);
-  float s[2] = {0.f, 0.f}, t[2] = {0.f, 0.f};  // sums of squares of h, f and (if they overflow) kSmall h, kSmall f
-  for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
-    if constexpr (C::STREAM) load(c0);
-#pragma unroll
-    for (int i = 0; i < C::ITEMS; ++i) {
-      s[0] += hv[i] * hv[i];
-      s[1] += fv[i] * fv[i];
-    }
-  }
-  group_sum<C::TPR>(s, smem);
-  if (isinf(s[0]) || isinf(s[1])) {  // rare; the same on every thread of the group
-    for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
-      if constexpr (C::STREAM) load(c0);
-#pragma unroll
-      for (int i = 0; i < C::ITEMS; ++i) {
-        const float hs = hv[i] * kSmall, fs = fv[i] * kSmall;
-        t[0] += hs * hs;
-        t[1] += fs * fs;
-      }
-    }
-    group_sum<C::TPR>(t, smem);
-  }
-  const RowNorm nh = robust_norm(s[0], t[0], eps), nf = robust_norm(s[1], t[1], eps);
-  const float rh = nh.inv, rf = nf.inv;
+  // the inputs' normalisation: hn = h rh, fn = f rf
+  RowNorm n[2];
+  row_norms<C>(n, hf, d, load, smem, eps);
+  const float rh = n[0].inv, rf = n[1].inv;
+  // the step y and ||y|| (the cached row keeps y)
+  auto y_at = [&](int i) { return lerp_step(hv[i] * rh, fv[i] * rf, fabsf(av[i])); };
   float sy[1] = {0.f};
-  for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
-    if constexpr (C::STREAM) load(c0);
-#pragma unroll
-    for (int i = 0; i < C::ITEMS; ++i) {
-      const float hn = hv[i] * rh, fn = fv[i] * rf;
-      const float y = hn + fabsf(av[i]) * (fn - hn);
-      sy[0] += y * y;
-      if constexpr (!C::STREAM) hv[i] = y;  // the cached row keeps y
-    }
-  }
-  group_sum<C::TPR>(sy, smem);
+  row_sum<C>(sy, d, load, smem, [&](i64, int i) {
+    const float y = y_at(i);
+    sy[0] += y * y;
+    if constexpr (!C::STREAM) hv[i] = y;
+  });
   const float ny = sqrtf(sy[0]);
-  const float ry = inv_norm(ny, eps);
-  for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
-    if constexpr (C::STREAM) load(c0);
-#pragma unroll
-    for (int j = 0; j < NV; ++j) {
-      const i64 e = c0 + (static_cast<i64>(j) * C::TPR + lane) * VEC;
-      if (e < d) {
-        float o[VEC];
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-          const int i = j * VEC + k;
-          float y = hv[i];
-          if constexpr (C::STREAM) {
-            const float hn = hv[i] * rh, fn = fv[i] * rf;
-            y = hn + fabsf(av[i]) * (fn - hn);
-          }
-          o[k] = y * ry;
-        }
-        store_vec<T, VEC>(orow + e, o);
-      }
-    }
-  }
+  // the output normalisation: out = y ry
+  store_scaled<C, VEC>(out + row * s_out, d, lane, load, inv_norm(ny, eps),
+                       [&](int i) { return C::STREAM ? y_at(i) : hv[i]; });
   if (lane == 0) {
-    norms[row * 3] = nh.norm;
-    norms[row * 3 + 1] = nf.norm;
+    norms[row * 3] = n[0].norm;
+    norms[row * 3 + 1] = n[1].norm;
     norms[row * 3 + 2] = ny;
   }
 }
@@ -290,10 +391,9 @@ __global__ void __launch_bounds__(C::BLOCK, C::MIN_BLOCKS)
                         const T* __restrict__ go, i64 s_go, const T* __restrict__ h, i64 s_h,
                         const T* __restrict__ f, i64 s_f, const float* __restrict__ alpha,
                         const float* __restrict__ norms, i64 rows, i64 d, float eps) {
-  constexpr int NV = C::ITEMS / VEC;
   __shared__ float smem[(C::BLOCK / 32) * 2];
-  const int lane = threadIdx.x % C::TPR;
-  const i64 group = static_cast<i64>(blockIdx.x) * C::GROUPS + threadIdx.x / C::TPR;
+  const int lane = row_lane<C>();
+  const i64 group = row_group<C>();
   const i64 n_groups = static_cast<i64>(gridDim.x) * C::GROUPS;
   float* wrow = work + group * d;
   float hv[C::ITEMS], fv[C::ITEMS], gv[C::ITEMS], av[C::ITEMS], acc[C::ITEMS];
@@ -304,24 +404,10 @@ __global__ void __launch_bounds__(C::BLOCK, C::MIN_BLOCKS)
     const float nh = norms[row * 3], nf = norms[row * 3 + 1], ny = norms[row * 3 + 2];
     const float rh = inv_norm(nh, eps), rf = inv_norm(nf, eps), ry = inv_norm(ny, eps);
     const float ph = proj_flag(nh, eps), pf = proj_flag(nf, eps), py = proj_flag(ny, eps);
-    const T* hr = h + row * s_h;
-    const T* fr = f + row * s_f;
-    const T* gr = go + row * s_go;
-    // hv, fv hold hn, fn (the norms are known up front); gv holds g, later g_y
+    // the inputs' normalisation with the known norms: hv, fv hold hn, fn, av |alpha|; gv holds g, later g_y
     auto load = [&](i64 c0) {
-#pragma unroll
-      for (int j = 0; j < NV; ++j) {
-        const i64 e = c0 + (static_cast<i64>(j) * C::TPR + lane) * VEC;
-        if (e < d) {
-          load_vec<T, VEC>(hr + e, hv + j * VEC);
-          load_vec<T, VEC>(fr + e, fv + j * VEC);
-          load_vec<T, VEC>(gr + e, gv + j * VEC);
-          load_f32<VEC>(alpha + e, av + j * VEC);
-        } else {
-#pragma unroll
-          for (int k = 0; k < VEC; ++k) hv[j * VEC + k] = fv[j * VEC + k] = gv[j * VEC + k] = av[j * VEC + k] = 0.f;
-        }
-      }
+      load_chunk<C, VEC>(c0, d, lane, RowIn<T>{h + row * s_h, hv}, RowIn<T>{f + row * s_f, fv},
+                         RowIn<T>{go + row * s_go, gv}, F32In{alpha, av});
 #pragma unroll
       for (int i = 0; i < C::ITEMS; ++i) {
         hv[i] *= rh;
@@ -329,73 +415,54 @@ __global__ void __launch_bounds__(C::BLOCK, C::MIN_BLOCKS)
         av[i] = fabsf(av[i]);
       }
     };
-    // <g, out>
     if constexpr (!C::STREAM) load(0);
+    auto y_at = [&](int i) { return lerp_step(hv[i], fv[i], av[i]); };
+    // backward through the output normalisation: k_y from <g, out>
     float s1[1] = {0.f};
-    for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
-      if constexpr (C::STREAM) load(c0);
-#pragma unroll
-      for (int i = 0; i < C::ITEMS; ++i) s1[0] += gv[i] * (hv[i] + av[i] * (fv[i] - hv[i])) * ry;
-    }
-    group_sum<C::TPR>(s1, smem);
-    const float k_y = py * s1[0] * ry;  // g_y = ry g - k_y out, out = y ry
-    // g_y, its alpha contribution, <g_hn, hn>, <g_fn, fn>
+    row_sum<C>(s1, d, load, smem, [&](i64, int i) { s1[0] += gv[i] * y_at(i) * ry; });
+    const float k_y = py * s1[0] * ry;
+    auto g_y = [&](int i) { return out_norm_bwd(gv[i], y_at(i), ry, k_y); };
+    // backward through the step: g_y (into gv), alpha's share (fn - hn) g_y, <g_hn, hn> and <g_fn, fn>
     float s2[2] = {0.f, 0.f};
-    for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
-      if constexpr (C::STREAM) load(c0);
+    row_sum<C>(s2, d, load, smem, [&](i64 c0, int i) {
+      const float gy = g_y(i);
+      gv[i] = gy;
+      const LerpGrad gs = lerp_step_bwd(gy, av[i]);
+      s2[0] += gs.h * hv[i];
+      s2[1] += gs.f * fv[i];
+      if constexpr (C::STREAM) {
+        const i64 e = item_index<C, VEC>(c0, i / VEC, lane);
+        if (e < d) wrow[e + i % VEC] += (fv[i] - hv[i]) * gy;  // this thread owns element e + i % VEC of the row
+      } else {
+        acc[i] += (fv[i] - hv[i]) * gy;
+      }
+    });
+    const float kh = ph * s2[0], kf = pf * s2[1];
+    // backward through the inputs' normalisation: g_h = rh (g_hn - kh hn), g_f = rf (g_fn - kf fn)
+    sweep<C>(d, load, [&](i64 c0) {
+      if constexpr (C::STREAM) {
 #pragma unroll
-      for (int j = 0; j < NV; ++j) {
-        const i64 e = c0 + (static_cast<i64>(j) * C::TPR + lane) * VEC;
+        for (int i = 0; i < C::ITEMS; ++i) gv[i] = g_y(i);
+      }
+      for_vectors<C, VEC>(c0, d, lane, [&](int j, i64 e) {
+        float oh[VEC], of[VEC];
 #pragma unroll
         for (int k = 0; k < VEC; ++k) {
           const int i = j * VEC + k;
-          const float diff = fv[i] - hv[i];
-          const float gy = ry * gv[i] - k_y * (hv[i] + av[i] * diff) * ry;
-          gv[i] = gy;
-          s2[0] += (1.f - av[i]) * gy * hv[i];
-          s2[1] += av[i] * gy * fv[i];
-          if constexpr (C::STREAM) {
-            if (e < d) wrow[e + k] += diff * gy;  // this thread owns element e + k of its group's row
-          } else {
-            acc[i] += diff * gy;
-          }
+          const LerpGrad gs = lerp_step_bwd(gv[i], av[i]);
+          oh[k] = norm_bwd(rh, gs.h, kh, hv[i]);
+          of[k] = norm_bwd(rf, gs.f, kf, fv[i]);
         }
-      }
-    }
-    group_sum<C::TPR>(s2, smem);
-    const float kh = ph * s2[0], kf = pf * s2[1];
-    for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
-      if constexpr (C::STREAM) {
-        load(c0);
-#pragma unroll
-        for (int i = 0; i < C::ITEMS; ++i) gv[i] = ry * gv[i] - k_y * (hv[i] + av[i] * (fv[i] - hv[i])) * ry;
-      }
-#pragma unroll
-      for (int j = 0; j < NV; ++j) {
-        const i64 e = c0 + (static_cast<i64>(j) * C::TPR + lane) * VEC;
-        if (e < d) {
-          float oh[VEC], of[VEC];
-#pragma unroll
-          for (int k = 0; k < VEC; ++k) {
-            const int i = j * VEC + k;
-            oh[k] = rh * ((1.f - av[i]) * gv[i] - kh * hv[i]);
-            of[k] = rf * (av[i] * gv[i] - kf * fv[i]);
-          }
-          store_vec<T, VEC>(gh + row * s_gh + e, oh);
-          store_vec<T, VEC>(gf + row * s_gf + e, of);
-        }
-      }
-    }
+        store_vec<T, VEC>(gh + row * s_gh + e, oh);
+        store_vec<T, VEC>(gf + row * s_gf + e, of);
+      });
+    });
   }
-  if constexpr (!C::STREAM) {
+  if constexpr (!C::STREAM) {  // the cached row's share of grad_alpha
+    for_vectors<C, VEC>(0, d, lane, [&](int j, i64 e) {
 #pragma unroll
-    for (int j = 0; j < NV; ++j) {
-      const i64 e = (static_cast<i64>(j) * C::TPR + lane) * VEC;
-      if (e < d) {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) wrow[e + k] = acc[j * VEC + k];
-      }
-    }
+      for (int k = 0; k < VEC; ++k) wrow[e + k] = acc[j * VEC + k];
+    });
   }
 }
 
@@ -428,110 +495,43 @@ template <typename T, int VEC, class C>
 __global__ void __launch_bounds__(C::BLOCK, C::MIN_BLOCKS)
     l2_fwd_kernel(T* __restrict__ out, i64 s_out, float* __restrict__ norms, const T* __restrict__ x, i64 s_x,
                   i64 rows, i64 d, float eps) {
-  constexpr int NV = C::ITEMS / VEC;
   __shared__ float smem[C::BLOCK / 32];
-  const int lane = threadIdx.x % C::TPR;
-  const i64 row = static_cast<i64>(blockIdx.x) * C::GROUPS + threadIdx.x / C::TPR;
+  const int lane = row_lane<C>();
+  const i64 row = row_group<C>();
   if (row >= rows) return;
-  const T* xr = x + row * s_x;
-  float xv[C::ITEMS];
-  auto load = [&](i64 c0) {
-#pragma unroll
-    for (int j = 0; j < NV; ++j) {
-      const i64 e = c0 + (static_cast<i64>(j) * C::TPR + lane) * VEC;
-      if (e < d) {
-        load_vec<T, VEC>(xr + e, xv + j * VEC);
-      } else {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) xv[j * VEC + k] = 0.f;
-      }
-    }
-  };
+  float xs[1][C::ITEMS];  // the list of one row that row_norms takes
+  float(&xv)[C::ITEMS] = xs[0];
+  auto load = [&](i64 c0) { load_chunk<C, VEC>(c0, d, lane, RowIn<T>{x + row * s_x, xv}); };
   if constexpr (!C::STREAM) load(0);
-  float s[1] = {0.f}, t[1] = {0.f};  // sums of squares of x and (if that overflows) kSmall x
-  for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
-    if constexpr (C::STREAM) load(c0);
-#pragma unroll
-    for (int i = 0; i < C::ITEMS; ++i) s[0] += xv[i] * xv[i];
-  }
-  group_sum<C::TPR>(s, smem);
-  if (isinf(s[0])) {  // rare; the same on every thread of the group
-    for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
-      if constexpr (C::STREAM) load(c0);
-#pragma unroll
-      for (int i = 0; i < C::ITEMS; ++i) t[0] += (xv[i] * kSmall) * (xv[i] * kSmall);
-    }
-    group_sum<C::TPR>(t, smem);
-  }
-  const RowNorm nx = robust_norm(s[0], t[0], eps);
-  const float r = nx.inv;
-  for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
-    if constexpr (C::STREAM) load(c0);
-#pragma unroll
-    for (int j = 0; j < NV; ++j) {
-      const i64 e = c0 + (static_cast<i64>(j) * C::TPR + lane) * VEC;
-      if (e < d) {
-        float o[VEC];
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) o[k] = xv[j * VEC + k] * r;
-        store_vec<T, VEC>(out + row * s_out + e, o);
-      }
-    }
-  }
-  if (lane == 0) norms[row] = nx.norm;
+  RowNorm n[1];
+  row_norms<C>(n, xs, d, load, smem, eps);
+  store_scaled<C, VEC>(out + row * s_out, d, lane, load, n[0].inv, [&](int i) { return xv[i]; });
+  if (lane == 0) norms[row] = n[0].norm;
 }
 
 template <typename T, int VEC, class C>
 __global__ void __launch_bounds__(C::BLOCK, C::MIN_BLOCKS)
     l2_bwd_kernel(T* __restrict__ gx, i64 s_gx, const T* __restrict__ go, i64 s_go, const T* __restrict__ x,
                   i64 s_x, const float* __restrict__ norms, i64 rows, i64 d, float eps) {
-  constexpr int NV = C::ITEMS / VEC;
   __shared__ float smem[C::BLOCK / 32];
-  const int lane = threadIdx.x % C::TPR;
-  const i64 row = static_cast<i64>(blockIdx.x) * C::GROUPS + threadIdx.x / C::TPR;
+  const int lane = row_lane<C>();
+  const i64 row = row_group<C>();
   if (row >= rows) return;
   const float nx = norms[row];
   const float r = inv_norm(nx, eps), p = proj_flag(nx, eps);
-  const T* xr = x + row * s_x;
-  const T* gr = go + row * s_go;
   float uv[C::ITEMS], gv[C::ITEMS];  // out = x r, g
   auto load = [&](i64 c0) {
-#pragma unroll
-    for (int j = 0; j < NV; ++j) {
-      const i64 e = c0 + (static_cast<i64>(j) * C::TPR + lane) * VEC;
-      if (e < d) {
-        load_vec<T, VEC>(xr + e, uv + j * VEC);
-        load_vec<T, VEC>(gr + e, gv + j * VEC);
-      } else {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) uv[j * VEC + k] = gv[j * VEC + k] = 0.f;
-      }
-    }
+    load_chunk<C, VEC>(c0, d, lane, RowIn<T>{x + row * s_x, uv}, RowIn<T>{go + row * s_go, gv});
 #pragma unroll
     for (int i = 0; i < C::ITEMS; ++i) uv[i] *= r;
   };
   if constexpr (!C::STREAM) load(0);
   float s[1] = {0.f};
-  for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
-    if constexpr (C::STREAM) load(c0);
-#pragma unroll
-    for (int i = 0; i < C::ITEMS; ++i) s[0] += gv[i] * uv[i];
-  }
-  group_sum<C::TPR>(s, smem);
+  row_sum<C>(s, d, load, smem, [&](i64, int i) { s[0] += gv[i] * uv[i]; });
   const float k = p * s[0];
-  for (i64 c0 = 0; c0 < d; c0 += C::CHUNK) {
-    if constexpr (C::STREAM) load(c0);
-#pragma unroll
-    for (int j = 0; j < NV; ++j) {
-      const i64 e = c0 + (static_cast<i64>(j) * C::TPR + lane) * VEC;
-      if (e < d) {
-        float o[VEC];
-#pragma unroll
-        for (int q = 0; q < VEC; ++q) o[q] = r * (gv[j * VEC + q] - k * uv[j * VEC + q]);
-        store_vec<T, VEC>(gx + row * s_gx + e, o);
-      }
-    }
-  }
+  sweep<C>(d, load, [&](i64 c0) {
+    store_chunk<C, VEC>(gx + row * s_gx, c0, d, lane, [&](int i) { return norm_bwd(r, gv[i], k, uv[i]); });
+  });
 }
 
 // ---- multi-tensor renormalisation ------------------------------------------------------------------------------
@@ -666,8 +666,7 @@ void check_cuda(cudaError_t err, const char* op, const char* what) {
 }
 
 int dtype_size(i64 dtype) {
-  CHECK_ARG(dtype == kFloat32 || dtype == kFloat16 || dtype == kBFloat16,
-            "dtype: expected 0 (float32), 1 (float16) or 2 (bfloat16), got " << dtype);
+  check_float_dtype(dtype);
   return dtype == kFloat32 ? 4 : 2;
 }
 
