@@ -31,7 +31,7 @@ def _written_by_every_writer(folder) -> list:
     import torch
 
     from spherekit.bench.results import append_rows
-    from spherekit.data import _store
+    from spherekit import _store
     from spherekit.evaluation.plots import plot_layer_curves
     from spherekit.evaluation.runner import write_json_atomic
     from spherekit.experiments import card

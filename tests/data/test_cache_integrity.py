@@ -1,6 +1,6 @@
 """Damaged on-disk caches: every cache entry carries a sha256 of its content, a file that fails it (random
 bytes, a pickle of another structure, one changed byte, a truncation) is rebuilt with a warning naming it,
-and what is loaded afterwards equals what was built. Covers the shared mechanism (spherekit.data._store)
+and what is loaded afterwards equals what was built. Covers the shared mechanism (spherekit._store)
 and each cache: WordNet records and pairs, GCIDE senses and pairs, near-misses, circumplex token states."""
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def test_nearmiss_cache(tmp_path, monkeypatch, damage):
 
 
 def test_shared_mechanism(tmp_path):
-    from spherekit.data._store import cached, read_cache, write_cache
+    from spherekit._store import cached, read_cache, write_cache
 
     path = tmp_path / "c" / "entry.pkl"
     assert read_cache(path) is None  # absent: no warning
@@ -164,7 +164,7 @@ def _token_cache(tmp_path):
 @pytest.mark.parametrize("damage, file", [("one-byte", "states.safetensors"), ("truncated", "states.safetensors"),
                                           ("one-byte", "texts.json"), ("empty", "meta.json")])
 def test_token_state_cache(tmp_path, damage, file, monkeypatch):
-    from spherekit.data._store import CacheDamagedError
+    from spherekit._store import CacheDamagedError
     from spherekit.experiments.circumplex.cache import CachedTokenStates, TokenStateCache
 
     folder = _token_cache(tmp_path)

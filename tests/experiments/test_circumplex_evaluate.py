@@ -237,7 +237,7 @@ def test_plots_write_pngs(tmp_path, ring_data, ring_result):
 
 def test_angle_colors_are_cyclic():
     c = plots.angle_colors(list(EMOTIONS), ANGLES)
-    assert np.allclose(c["love"], plots._plt().get_cmap("hsv")(0.0))
+    assert np.allclose(c["love"], plots.pyplot().get_cmap("hsv")(0.0))
     with pytest.raises(ValueError, match="angles"):
         plots.angle_colors(["neutral"], ANGLES)
     with pytest.raises(ValueError, match="shape"):

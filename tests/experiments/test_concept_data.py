@@ -91,7 +91,7 @@ def test_damaged_data_cache_is_rebuilt_with_a_warning_naming_it(tmp_path, damage
     elif damage == "wrong structure":  # checksums rewritten to match: only the structure is wrong
         (folder / "eval.json").write_text(json.dumps({"in-domain": {"records": [{"nope": 1}]}}))
         sums = json.loads((folder / "checksums.json").read_text())
-        from spherekit.data._store import sha256_file
+        from spherekit._store import sha256_file
 
         sums["eval.json"] = sha256_file(folder / "eval.json")
         (folder / "checksums.json").write_text(json.dumps(sums))

@@ -182,7 +182,7 @@ def test_bad_data_dir_file_names_file_line_and_field(tmp_path, backbone_dir, cap
 
 
 def test_missing_offline_data_says_what_to_install(tmp_path, backbone_dir, capsys, monkeypatch):
-    from spherekit.data._store import DataMissingError
+    from spherekit._store import DataMissingError
 
     def missing(*a, **k):
         raise DataMissingError("wordnet", "WordNet 3.0 not found")

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from spherekit.losses.entry_bank import frozen_bank_cross_entropy
-from spherekit.ops import _cpu_budget, _info_nce_cpu
+from spherekit.ops import cpu_budget, _info_nce_cpu
 
 
 def _value_and_grad(fn, h):
@@ -29,7 +29,7 @@ def test_blocks_match_full_softmax(monkeypatch, n_entries, tile_elements, temper
     oracle = _value_and_grad(lambda x: F.cross_entropy(x @ bank.double().T / temperature, labels), h.double())
     whole = _value_and_grad(lambda x: frozen_bank_cross_entropy(x, bank, labels, temperature), h)
     torch32 = _value_and_grad(lambda x: F.cross_entropy(x @ bank.T / temperature, labels), h)
-    monkeypatch.setattr(_cpu_budget, "CHUNK_ELEMENTS", tile_elements)
+    monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", tile_elements)
     rows, cols = _info_nce_cpu.tile_shape(7, n_entries)
     assert rows == 7 and (cols == n_entries) == (tile_elements == 1 << 21)  # blocks of every row, or one tile
     ours = _value_and_grad(lambda x: frozen_bank_cross_entropy(x, bank, labels, temperature), h)

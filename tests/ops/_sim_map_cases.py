@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from spherekit import _backend
-from spherekit.ops import _cpu_budget
+from spherekit.ops import cpu_budget
 from tests._oracle import assert_close_to_oracle, grads_of, leaf
 
 DTYPES = [torch.float32, torch.float16]
@@ -35,7 +35,7 @@ def ragged_mask(*shape, seed: int) -> torch.Tensor:
 @pytest.fixture
 def small_cpu_chunks(monkeypatch):
     """Force the cpu backends through several uneven chunks even at test sizes."""
-    monkeypatch.setattr(_cpu_budget, "CHUNK_ELEMENTS", 700)
+    monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", 700)
 
 
 def need_triton(module: str) -> None:

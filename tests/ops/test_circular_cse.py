@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from spherekit import reference
-from spherekit.ops import _cpu_budget, circular_cse
+from spherekit.ops import cpu_budget, circular_cse
 from tests._oracle import assert_close_to_oracle, grads_of, leaf
 
 BACKENDS = ["cpu", "triton"]
@@ -24,7 +24,7 @@ ANGLES = torch.arange(N_ANGLES, dtype=torch.float64) * (math.pi / 6)  # i * 30 d
 @pytest.fixture(autouse=True)
 def small_cpu_chunks(monkeypatch):
     """Force the cpu backend through several (uneven) row chunks even at these small batch sizes."""
-    monkeypatch.setattr(_cpu_budget, "CHUNK_ELEMENTS", 1000)
+    monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", 1000)
 
 
 def _labels(B, layout, gen):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from spherekit.ops import _cpu_budget, _info_nce_cpu, info_nce
+from spherekit.ops import cpu_budget, _info_nce_cpu, info_nce
 from tests.ops.test_info_nce import _case, _run_and_compare
 
 # (elements per tile, MIN_ROWS) -> the (rows, columns) tiles they give for B = 23 rows, N = 45 candidates
@@ -20,7 +20,7 @@ TILINGS = {"whole-rows": ((1 << 21, 8), (23, 45)), "row-chunks": ((400, 8), (8, 
 @pytest.fixture(params=sorted(TILINGS))
 def tiling(request, monkeypatch):
     (elements, min_rows), _ = TILINGS[request.param]
-    monkeypatch.setattr(_cpu_budget, "CHUNK_ELEMENTS", elements)
+    monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", elements)
     monkeypatch.setattr(_info_nce_cpu, "MIN_ROWS", min_rows)
     return request.param
 
@@ -40,7 +40,7 @@ def test_every_tiling_matches_the_oracle(tiling, mode, reduction):
 @pytest.mark.parametrize("reduction", ["none", "mean"])
 def test_a_wide_frozen_bank_is_read_in_column_blocks(monkeypatch, reduction):
     """A bank too wide for MIN_ROWS whole rows is cut into column blocks that hold every row (B <= MIN_ROWS)."""
-    monkeypatch.setattr(_cpu_budget, "CHUNK_ELEMENTS", 4096)
+    monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", 4096)
     assert _info_nce_cpu.tile_shape(16, 5000) == (16, 256)
     widths = []
     real = _info_nce_cpu._tile_logits
@@ -56,7 +56,7 @@ def test_a_wide_frozen_bank_is_read_in_column_blocks(monkeypatch, reduction):
 
 
 def test_fused_and_two_pass_paths_agree_on_column_blocks(monkeypatch):
-    monkeypatch.setattr(_cpu_budget, "CHUNK_ELEMENTS", 29 * 5)
+    monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", 29 * 5)
     monkeypatch.setattr(_info_nce_cpu, "MIN_ROWS", 8)
     case = _case(29, 31, 24, 2, seed=9, ignore=True, labels=True, bias=True)
     q, c, h = (case[k].float().requires_grad_() for k in ("queries", "candidates", "hard_negatives"))

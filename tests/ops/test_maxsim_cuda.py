@@ -1,5 +1,5 @@
 """Ragged MaxSim CUDA kernel (csrc/cuda/maxsim.cu via spherekit.ops._maxsim_cuda) against the fp64 oracle
-spherekit.reference.simmap.maxsim_ragged: ragged document lengths around the 128-token tile (incl. 0 and 1),
+spherekit.reference.sim_map.maxsim_ragged: ragged document lengths around the 128-token tile (incl. 0 and 1),
 query lengths around the 32-token tile, fp32/fp16/bf16, normalize on/off, masks, vector and scalar load
 paths (h % 8, row strides), and the argument errors (which need no GPU)."""
 
@@ -10,7 +10,7 @@ import torch
 
 from spherekit import _backend
 from spherekit.ops import _maxsim_cuda
-from spherekit.reference import simmap as ref
+from spherekit.reference import sim_map as ref
 from tests._oracle import assert_close_to_oracle
 
 LENGTHS = [1, 127, 128, 129, 300, 7, 64, 2]

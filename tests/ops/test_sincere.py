@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from spherekit import reference
-from spherekit.ops import _cpu_budget, sincere
+from spherekit.ops import cpu_budget, sincere
 from tests._oracle import assert_close_to_oracle, grads_of, leaf
 
 BACKENDS = ["cpu", "triton"]
@@ -26,7 +26,7 @@ SOFTCSE_BIAS = torch.log1p(-torch.cos(ANGLES[:, None] - ANGLES[None, :]))
 @pytest.fixture(autouse=True)
 def small_cpu_chunks(monkeypatch):
     """Force the cpu backend through several (uneven) row chunks even at these small batch sizes."""
-    monkeypatch.setattr(_cpu_budget, "CHUNK_ELEMENTS", 1000)
+    monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", 1000)
 
 
 def _labels(B, layout, gen):

@@ -139,9 +139,9 @@ def predict_bytes(task: dict) -> int:
     elif p == "st-cached-mnrl":
         work = 6 * min(B, CACHED_MINI_BATCH) * N * 4 + 2 * rows * d * es
     elif p == "spherekit-cpu":
-        from ..ops import _cpu_budget
+        from ..ops import cpu_budget
 
-        work = 6 * min(B * N, _cpu_budget.CHUNK_ELEMENTS) * 4
+        work = 6 * min(B * N, cpu_budget.CHUNK_ELEMENTS) * 4
     else:
         work = 0
     return inputs + work + (512 << 20)  # + the process (interpreter, torch, libraries)

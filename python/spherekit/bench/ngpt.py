@@ -106,9 +106,9 @@ def static_skip(task: dict, settings: H.Settings) -> str | None:
     if p in GPU_ONLY and not settings.device.startswith("cuda"):
         return f"{p} needs CUDA tensors"
     if p == "spherekit-cuda":
-        from ..ops import _ngpt_cuda
+        from ..ops.ngpt import cuda_kernels_available
 
-        if not _ngpt_cuda.available():
+        if not cuda_kernels_available():
             return "spherekit._cuda is not built with the nGPT kernels"
     return None
 

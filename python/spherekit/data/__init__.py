@@ -13,7 +13,7 @@ Submodules are imported on demand (nothing heavy happens on `import spherekit.da
 
 from __future__ import annotations
 
-from ._store import DataMissingError, cache_dir, nltk_data_dir
+from .._store import DataMissingError, cache_dir, nltk_data_dir
 from .records import DefinitionPair, SynonymPair, TermDefinition
 
 __all__ = ["DataMissingError", "DefinitionPair", "SynonymPair", "TermDefinition", "cache_dir", "nltk_data_dir"]

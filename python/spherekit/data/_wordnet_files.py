@@ -15,7 +15,8 @@ import re
 import shutil
 from pathlib import Path
 
-from ._store import atomic_dir, nltk_data_dir, nltk_data_dirs
+from .._atomic import atomic_dir
+from .._store import nltk_data_dir, nltk_data_dirs
 
 DEBIAN_WORDNET_DIR = Path("/usr/share/wordnet")
 LEXNAMES_MAN_PAGE = Path("/usr/share/man/man5/lexnames.5WN.gz")

@@ -131,7 +131,7 @@ def nrc_lexicon_path():
     """Path of nrclex's nrc_en.json; DataMissingError when nrclex is not installed."""
     from pathlib import Path
 
-    from ._store import DataMissingError
+    from .._store import DataMissingError
 
     try:
         import nrclex

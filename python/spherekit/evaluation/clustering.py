@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .geometry import _check_embeddings
+from .geometry import check_embeddings
 from .metrics import pearson
 
 
@@ -79,7 +79,7 @@ def _lloyd(x: Tensor, centers: Tensor, max_iter: int, tol: float):
 
 def spherical_kmeans(x, k: int, *, n_init: int = 10, max_iter: int = 300, tol: float = 1e-7, seed: int = 0):
     """-> (labels LongTensor (n,), centroids (k, d) unit rows, inertia float) of the best of n_init runs."""
-    x = _check_embeddings("x", x).double()
+    x = check_embeddings("x", x).double()
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= x.shape[0]:
         raise ValueError(f"k must be an integer in [1, n={x.shape[0]}], got {k!r}")
     if n_init < 1 or max_iter < 1:
@@ -145,7 +145,7 @@ def clustering_v_measure(embeddings, labels, *, n_init: int = 10, seed: int = 0,
     """Spherical k-means with k = number of distinct labels (10 inits, minimum inertia) -> V-measure."""
     vals = labels.tolist() if isinstance(labels, (Tensor, np.ndarray)) else list(labels)
     ids, order = _label_ids(vals, list(dict.fromkeys(vals)))  # V-measure does not depend on the label order
-    x = _check_embeddings("embeddings", embeddings)
+    x = check_embeddings("embeddings", embeddings)
     if x.shape[0] != ids.numel():
         raise ValueError(f"embeddings has {x.shape[0]} rows but labels has {ids.numel()} entries")
     pred, _, _ = spherical_kmeans(x, k or len(order), n_init=n_init, seed=seed)
@@ -154,7 +154,7 @@ def clustering_v_measure(embeddings, labels, *, n_init: int = 10, seed: int = 0,
 
 def label_cosine_matrix(embeddings, labels, label_order: Sequence | None = None):
     """AvgCosSim (E, E) of eq. 11 (mean cosine between the samples of two labels) and the label order."""
-    x = torch.nn.functional.normalize(_check_embeddings("embeddings", embeddings).double(), dim=1)
+    x = torch.nn.functional.normalize(check_embeddings("embeddings", embeddings).double(), dim=1)
     ids, order = _label_ids(labels, label_order)
     if x.shape[0] != ids.numel():
         raise ValueError(f"embeddings has {x.shape[0]} rows but labels has {ids.numel()} entries")

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 
-def _check_embeddings(name: str, x, min_rows: int = 1) -> Tensor:
+def check_embeddings(name: str, x, min_rows: int = 1) -> Tensor:
     if not isinstance(x, Tensor):
         x = torch.as_tensor(x)
     if x.dim() != 2:
@@ -51,7 +51,7 @@ def random_pairs(n: int, n_pairs: int, seed: int = 0) -> tuple[Tensor, Tensor]:
 
 def anisotropy(x, n_pairs: int = 10_000, seed: int = 0) -> float:
     """Mean cosine similarity over `n_pairs` seeded random pairs of distinct rows of x (n, d)."""
-    x = _check_embeddings("x", x, min_rows=2)
+    x = check_embeddings("x", x, min_rows=2)
     i, j = random_pairs(x.shape[0], n_pairs, seed)
     xn = torch.nn.functional.normalize(x.double(), dim=1)
     return float((xn[i] * xn[j]).sum(1).mean())
@@ -59,7 +59,7 @@ def anisotropy(x, n_pairs: int = 10_000, seed: int = 0) -> float:
 
 def cosine_pairs(x, n_pairs: int = 10_000, seed: int = 0) -> Tensor:
     """The cosines of the random pairs anisotropy averages (for distribution plots)."""
-    x = _check_embeddings("x", x, min_rows=2)
+    x = check_embeddings("x", x, min_rows=2)
     i, j = random_pairs(x.shape[0], n_pairs, seed)
     xn = torch.nn.functional.normalize(x.double(), dim=1)
     return (xn[i] * xn[j]).sum(1)
@@ -67,7 +67,7 @@ def cosine_pairs(x, n_pairs: int = 10_000, seed: int = 0) -> Tensor:
 
 def effective_rank(x, *, normalize: bool = True, center: bool = False) -> float:
     """exp of the Shannon entropy of the L1-normalised singular values of x (see the module docstring)."""
-    x = _check_embeddings("x", x).double()
+    x = check_embeddings("x", x).double()
     if normalize:
         x = torch.nn.functional.normalize(x, dim=1)
     if center:
@@ -85,7 +85,7 @@ def pca_project(x, n_components: int = 2, seed: int = 0):
     """-> (coords (n, n_components) float64 numpy, explained_variance_ratio (n_components,))."""
     from sklearn.decomposition import PCA
 
-    x = _check_embeddings("x", x, min_rows=2)
+    x = check_embeddings("x", x, min_rows=2)
     if not 1 <= n_components <= min(x.shape):
         raise ValueError(f"n_components must be in [1, {min(x.shape)}] for x of shape {tuple(x.shape)}, got {n_components}")
     pca = PCA(n_components=n_components, random_state=seed)
@@ -100,7 +100,7 @@ def mds_project(x, n_components: int = 2, seed: int = 0, max_iter: int = 300):
 
     from sklearn.manifold import MDS
 
-    x = _check_embeddings("x", x, min_rows=2)
+    x = check_embeddings("x", x, min_rows=2)
     xn = torch.nn.functional.normalize(x.double(), dim=1)
     dist = (1.0 - xn @ xn.T).clamp_(min=0.0)
     dist.fill_diagonal_(0.0)

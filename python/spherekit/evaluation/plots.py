@@ -18,7 +18,7 @@ import numpy as np
 from .._atomic import atomic_path
 
 
-def _plt():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -27,17 +27,17 @@ def _plt():
     return plt
 
 
-def _save(fig, path) -> Path:
+def save_figure(fig, path) -> Path:
     path = Path(path)
     try:
         with atomic_path(path) as tmp:
             fig.savefig(tmp, dpi=120, bbox_inches="tight", format="png")
     finally:
-        _plt().close(fig)
+        pyplot().close(fig)
     return path
 
 
-def _np(x) -> np.ndarray:
+def as_numpy(x) -> np.ndarray:
     if hasattr(x, "detach"):
         x = x.detach().cpu().double().numpy()
     return np.asarray(x, dtype=np.float64)
@@ -48,7 +48,7 @@ def plot_layer_curves(series: Mapping[str, Sequence[float]], layers: Sequence[in
     """One line per series over the layer indices (e.g. {"B0 MRR": [...]})."""
     if not series:
         raise ValueError("series is empty")
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, values in series.items():
         if len(values) != len(layers):
@@ -59,36 +59,36 @@ def plot_layer_curves(series: Mapping[str, Sequence[float]], layers: Sequence[in
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_cosine_distributions(groups: Mapping[str, object], path, *, title: str = "", bins: int = 50) -> Path:
     """Overlaid histograms (densities) of cosine similarities, one per group."""
     if not groups:
         raise ValueError("groups is empty")
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, values in groups.items():
-        v = _np(values)
+        v = as_numpy(values)
         if v.size:
             ax.hist(v, bins=bins, range=(-1.0, 1.0), density=True, alpha=0.5, label=f"{name} (mean {v.mean():.3f})")
     ax.set_xlabel("cosine similarity")
     ax.set_ylabel("density")
     ax.set_title(title)
     ax.legend()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_projection(coords, labels: Sequence, path, *, title: str = "", explained: Sequence[float] | None = None,
                     max_legend: int = 20) -> Path:
     """2-D scatter of coords (n, 2) coloured by label; axis titles carry explained variance when given."""
-    xy = _np(coords)
+    xy = as_numpy(coords)
     if xy.ndim != 2 or xy.shape[1] < 2:
         raise ValueError(f"coords must have shape (n, 2), got {xy.shape}")
     labels = list(labels)
     if len(labels) != xy.shape[0]:
         raise ValueError(f"labels has {len(labels)} entries for {xy.shape[0]} points")
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 6))
     names = sorted(set(labels), key=str)
     cmap = plt.get_cmap("tab20" if len(names) > 10 else "tab10")
@@ -102,4 +102,4 @@ def plot_projection(coords, labels: Sequence, path, *, title: str = "", explaine
     ax.set_title(title)
     if len(names) <= max_legend:
         ax.legend(markerscale=2, fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)

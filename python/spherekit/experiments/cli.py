@@ -56,7 +56,7 @@ def parse_overrides(items) -> dict:
 
 
 def main(args) -> int:
-    from ..data._store import DataMissingError
+    from .._store import DataMissingError
     from . import get, names
     from .card import render
     from .runner import reproduce

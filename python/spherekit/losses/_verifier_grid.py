@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .. import ops
-from ..nn.verifiers import SIM_CHANNELS, CNNVerifier, PatchTransformerVerifier, _check_map_size
+from ..nn.verifiers import SIM_CHANNELS, CNNVerifier, PatchTransformerVerifier, check_map_size
 
 MAP_VERIFIERS = (CNNVerifier, PatchTransformerVerifier)
 
@@ -58,7 +58,7 @@ def map_verifier_grid(verifier, q: Tensor, q_mask: Tensor, pos: Tensor, pos_mask
     b = q.shape[0]
     h_cols = 0 if neg is None else neg.shape[1]
     for n in [pos.shape[1]] + ([neg.shape[2]] if h_cols else []):
-        _check_map_size(q.shape[1], n, verifier.map_size)
+        check_map_size(q.shape[1], n, verifier.map_size)
     if isinstance(verifier, PatchTransformerVerifier):
         cols = [_f4_all_pairs(verifier, q, q_mask, pos, pos_mask)]
         cols += [verifier._score(q, q_mask, neg[:, k], neg_mask[:, k])[:, None] for k in range(h_cols)]

@@ -28,7 +28,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..nn._verifier_base import Verifier, check_pair, pad_tokens
+from ..nn import Verifier
+from ..ops.checks import check_verifier_pair as check_pair
+from ..ops.tokens import pad_tokens
 from ._verifier_grid import MAP_VERIFIERS, map_verifier_grid
 
 __all__ = ["VerifierMNRLLoss", "score_grid", "verifier_mnrl_loss"]

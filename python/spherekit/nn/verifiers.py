@@ -71,7 +71,7 @@ def _check_output(output: str) -> str:
     return output
 
 
-def _check_map_size(m: int, n: int, map_size: int) -> None:
+def check_map_size(m: int, n: int, map_size: int) -> None:
     if m > map_size or n > map_size:
         raise ValueError(f"token maps of {m} x {n} exceed map_size={map_size} (the verifier was built for "
                          f"sequences of at most {map_size} tokens); truncate the texts or raise map_size")
@@ -208,7 +208,7 @@ class CNNVerifier(Verifier):
         self.backend = backend
 
     def _score(self, q, q_mask, d, d_mask, normalize=True):
-        _check_map_size(q.shape[1], d.shape[1], self.map_size)
+        check_map_size(q.shape[1], d.shape[1], self.map_size)
         phi = ops.sim_map(q, q_mask, d, d_mask, channels=SIM_CHANNELS, normalize=normalize,
                           backend=self.backend)  # (B, m, n, 3)
         x = phi.permute(0, 3, 1, 2).float()
@@ -267,7 +267,7 @@ class PatchTransformerVerifier(Verifier):
         return 1 + grid.flatten(), valid
 
     def _score(self, q, q_mask, d, d_mask, normalize=True):
-        _check_map_size(q.shape[1], d.shape[1], self.map_size)
+        check_map_size(q.shape[1], d.shape[1], self.map_size)
         patches = ops.sim_map(q, q_mask, d, d_mask, patch=self.patch, channels=SIM_CHANNELS, normalize=normalize,
                               backend=self.backend)
         pos, valid = self.patch_layout(q_mask, d_mask)

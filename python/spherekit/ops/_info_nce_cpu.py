@@ -1,6 +1,6 @@
 """The "cpu" backend of info_nce: tiled torch, BLAS for the products, peak memory O(CHUNK_ELEMENTS), never B x N.
 
-The (B x N) logits exist one tile at a time (spherekit.ops._cpu_budget.CHUNK_ELEMENTS elements; fp32 math
+The (B x N) logits exist one tile at a time (spherekit.ops.cpu_budget.CHUNK_ELEMENTS elements; fp32 math
 whatever the input dtype). A tile holds whole rows (all N candidates) when at least MIN_ROWS rows (or all B) fit
 the budget. Otherwise (a large bank: DefSent+'s softmax over ~150k dictionary entries) a tile is a column block
 of a row chunk and each row's logsumexp is accumulated over the blocks,
@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..reference.contrastive import IGNORE_INDEX
-from . import _cpu_budget
+from . import cpu_budget
 
 MIN_ROWS = 64  # whole-row tiles of fewer rows make memory-bound products: block the columns instead
 
@@ -37,13 +37,13 @@ MIN_ROWS = 64  # whole-row tiles of fewer rows make memory-bound products: block
 def rows_per_chunk(n_cols: int) -> int:
     """Rows of n_cols columns that fit one work buffer (the whole-row chunking of the sincere and circular_cse
     CPU paths)."""
-    return max(1, _cpu_budget.CHUNK_ELEMENTS // max(1, n_cols))
+    return max(1, cpu_budget.CHUNK_ELEMENTS // max(1, n_cols))
 
 
 def tile_shape(B: int, N: int) -> tuple[int, int]:
     """(rows, columns) of one logits tile: whole rows when min(B, MIN_ROWS) rows of N fit CHUNK_ELEMENTS, else
     column blocks of up to max(MIN_ROWS, sqrt(CHUNK_ELEMENTS)) rows, about CHUNK_ELEMENTS elements each."""
-    budget = max(1, _cpu_budget.CHUNK_ELEMENTS)
+    budget = max(1, cpu_budget.CHUNK_ELEMENTS)
     rows = budget // max(1, N)
     if rows >= min(B, MIN_ROWS):
         return max(1, min(B, rows)), N

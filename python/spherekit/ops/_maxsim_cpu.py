@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from . import _cpu_budget
+from . import cpu_budget
 
 NEG_INF = float("-inf")
 
@@ -33,7 +33,7 @@ def plan(Bq: int, K: int, per_pair: int, per_cand: int, shared: bool) -> tuple[i
     """(queries per chunk, candidates per chunk) so that a chunk's work buffers hold about CHUNK_ELEMENTS:
     per_pair elements per (query, candidate) pair, plus per_cand per candidate when candidates are shared
     (their fp32 copy). Whole candidate rows first, so per-query candidate slices stay contiguous."""
-    budget = max(1, _cpu_budget.CHUNK_ELEMENTS)
+    budget = max(1, cpu_budget.CHUNK_ELEMENTS)
     if not shared:
         if K * per_pair <= budget:
             return max(1, min(Bq, budget // (K * per_pair))), K

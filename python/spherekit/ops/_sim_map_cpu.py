@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from . import _cpu_budget
+from . import cpu_budget
 from ._maxsim_cpu import _chunks, _math_dtype
 
 NEG_INF = float("-inf")
@@ -28,7 +28,7 @@ NEG_INF = float("-inf")
 def _rows_per_chunk(m: int, n: int, C: int, patch: int | None) -> int:
     p = patch or 1
     per_pair = (-(-m // p) * p) * (-(-n // p) * p) * C + 3 * m * n
-    return max(1, _cpu_budget.CHUNK_ELEMENTS // per_pair)
+    return max(1, cpu_budget.CHUNK_ELEMENTS // per_pair)
 
 
 def grid(m: int, n: int, patch: int) -> tuple[int, int]:

@@ -17,14 +17,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from . import _cpu_budget
+from . import cpu_budget
 from ._maxsim_cpu import _chunks, _math_dtype
 
 NEG_INF = float("-inf")
 
 
 def _rows_per_chunk(m: int, n: int) -> int:
-    return max(1, _cpu_budget.CHUNK_ELEMENTS // (4 * m * n))  # M, z, A and one temporary per pair
+    return max(1, cpu_budget.CHUNK_ELEMENTS // (4 * m * n))  # M, z, A and one temporary per pair
 
 
 def _positions(m: int, n: int, dt: torch.dtype, device) -> Tensor:

@@ -4,7 +4,7 @@ expected and the actual value.
 Who validates
 -------------
 The public entry points validate, once, before a backend is chosen: the functions of spherekit.ops and the
-verifiers of spherekit.nn (check_pair). The launchers in spherekit.kernels only assert what their kernels
+verifiers of spherekit.nn (check_verifier_pair). The launchers in spherekit.kernels only assert what their kernels
 need (ranks, matching shapes, a kernel dtype, a mask readable through a uint8 view, block sizes): cheap
 checks on metadata, never on values (no NaN scan, no "every query needs a valid token" pass, no host sync).
 
@@ -199,6 +199,15 @@ def check_pair(q, q_mask, d, d_mask, *, d_ndim: int = 3, same_batch: bool = True
     if finite:
         check_finite(**{qn: q, dn: d})
     return q_mask, d_mask
+
+
+def check_verifier_pair(q: Tensor, q_mask, d: Tensor, d_mask, *, d_ndim: int = 3, same_batch: bool = True
+                        ) -> tuple[Tensor, Tensor]:
+    """check_pair under the conventions of the spherekit.nn verifiers and their losses: a paired (d_ndim=3),
+    per-query-K (d_ndim=4) or all-pairs (same_batch=False) input, arguments named q_tokens / d_tokens, every row a
+    "text", 0/1 attention masks accepted; returns the bool masks."""
+    return check_pair(q, q_mask, d, d_mask, d_ndim=d_ndim, same_batch=same_batch, names=("q_tokens", "d_tokens"),
+                      what=("text", "text"), zero_one=True, finite=False, nonempty=False)
 
 
 # ---- scalars and options ----------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from .. import _backend
 from ..reference import sim_map as ref
-from . import _cpu_budget
+from . import cpu_budget
 from . import checks as C
 from . import tokens as T
 
@@ -37,7 +37,7 @@ def _(q, q_mask, docs, offsets, normalize, backend):
 
 
 def _cpu(q: Tensor, q_mask: Tensor, docs: Tensor, offsets: Tensor, normalize: bool) -> Tensor:
-    """Chunks of whole documents, about _cpu_budget.CHUNK_ELEMENTS entries of S = dn qn^T (tokens, m) each;
+    """Chunks of whole documents, about cpu_budget.CHUNK_ELEMENTS entries of S = dn qn^T (tokens, m) each;
     per document the max over its token segment (torch.segment_reduce), then the mean over valid query tokens."""
     dt = T.score_dtype(q)
     m = q.shape[0]
@@ -49,7 +49,7 @@ def _cpu(q: Tensor, q_mask: Tensor, docs: Tensor, offsets: Tensor, normalize: bo
     lengths = offsets.diff()
     n_docs = len(bounds) - 1
     out = torch.empty(n_docs, dtype=dt, device=q.device)
-    per_chunk = max(1, _cpu_budget.CHUNK_ELEMENTS // m)
+    per_chunk = max(1, cpu_budget.CHUNK_ELEMENTS // m)
     k0 = 0
     while k0 < n_docs:
         k1 = k0 + 1  # at least one document; then as many as fit

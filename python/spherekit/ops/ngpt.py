@@ -38,6 +38,10 @@ from ._ngpt_cpp import CppNgpt, has_ngpt
 SUPPORTED = ("cuda", "triton", "cpu", "reference")
 
 
+def cuda_kernels_available() -> bool:
+    """True when spherekit._cuda is built with the nGPT kernels (the "cuda" backend can run)."""
+    return _ngpt_cuda.available()
+
 def _stat_dtype(dtype: torch.dtype) -> torch.dtype:
     """dtype of alpha, the norms and grad_alpha: float64 for float64 inputs, else float32."""
     return torch.float64 if dtype == torch.float64 else torch.float32

@@ -28,7 +28,7 @@ commit hash, config, tokenizer, a fingerprint of its weights (strided samples of
 max_seq_length, the storage dtype and the set of texts; a cache built for another backbone, max length or
 dtype is never reused. Files are written atomically (spherekit._atomic: a temporary name, then os.replace);
 meta.json, written last, holds the spec and the sha256 of the other two files. load() checks both checksums
-and raises spherekit.data._store.CacheDamagedError naming the file that fails; load_or_build rebuilds then.
+and raises spherekit._store.CacheDamagedError naming the file that fails; load_or_build rebuilds then.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from sentence_transformers.base.modules.input_module import InputModule
 from torch import Tensor
 
 from ..._atomic import atomic_path, atomic_write_bytes, atomic_write_text
-from ...data._store import CacheDamagedError, sha256_file
+from ..._store import CacheDamagedError, sha256_file
 
 FORMAT = 2  # 2: meta.json = {"spec", "sha256"}
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}

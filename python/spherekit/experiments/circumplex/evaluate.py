@@ -49,9 +49,9 @@ DEFAULT_LABEL_COUNTS = (2, 3, 4, 6, 12)
 
 def _unit(emb) -> Tensor:
     """emb (n, d) float -> float64 rows of unit L2 norm."""
-    from ...evaluation.geometry import _check_embeddings
+    from ...evaluation.geometry import check_embeddings
 
-    x = _check_embeddings("emb", emb, min_rows=2).double()
+    x = check_embeddings("emb", emb, min_rows=2).double()
     return torch.nn.functional.normalize(x, dim=1)
 
 

@@ -49,7 +49,7 @@ class CircumplexExperiment(CardFromReportModule):
         return data
 
     def run_unit(self, cfg, unit: Unit, data, unit_dir, progress: bool) -> dict:
-        from ...data._store import atomic_dir
+        from ..._atomic import atomic_dir
         from ...models import load_backbone
         from ..card import write_json
         from ..training import clear_checkpoints, is_main_process, loss_curve

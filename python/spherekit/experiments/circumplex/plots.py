@@ -18,12 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ...evaluation.plots import _np, _plt, _save
+from ...evaluation.plots import as_numpy, pyplot, save_figure
 
 
 def angle_colors(label_order: Sequence[str], angles: Mapping[str, float]) -> dict:
     """{label: RGBA} with hue = (angle mod 360) / 360 on matplotlib's cyclic 'hsv' colormap."""
-    plt = _plt()
+    plt = pyplot()
     cmap = plt.get_cmap("hsv")
     missing = [lab for lab in label_order if lab not in angles]
     if missing:
@@ -33,11 +33,11 @@ def angle_colors(label_order: Sequence[str], angles: Mapping[str, float]) -> dic
 
 def heatmap(label_cosine, label_order: Sequence[str], path, title: str = "Label-pair mean cosine") -> Path:
     """E x E mean cosine (AvgCosSim, eq. 11), diverging colormap fixed to [-1, 1], each cell annotated."""
-    m = _np(label_cosine)
+    m = as_numpy(label_cosine)
     e = len(label_order)
     if m.shape != (e, e):
         raise ValueError(f"label_cosine must have shape ({e}, {e}) to match label_order, got {m.shape}")
-    plt = _plt()
+    plt = pyplot()
     size = max(4.0, 0.55 * e + 2.0)
     fig, ax = plt.subplots(figsize=(size + 1.0, size))
     im = ax.imshow(m, cmap="RdBu_r", vmin=-1.0, vmax=1.0)
@@ -50,7 +50,7 @@ def heatmap(label_cosine, label_order: Sequence[str], path, title: str = "Label-
             ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=fs,
                     color="white" if abs(m[i, j]) > 0.6 else "black")
     ax.set_title(title)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def scatter_2d(points, labels: Sequence[str], angles: Mapping[str, float], path, title: str = "", *,
@@ -58,7 +58,7 @@ def scatter_2d(points, labels: Sequence[str], angles: Mapping[str, float], path,
                centroids: bool = True) -> Path:
     """2-D scatter of points (n, 2) coloured by label angle; label centroids drawn as ringed markers.
     explained (two variance ratios) is appended to the axis labels when given (PCA)."""
-    xy = _np(points)
+    xy = as_numpy(points)
     labels = [str(v) for v in labels]
     if xy.ndim != 2 or xy.shape[1] != 2:
         raise ValueError(f"points must have shape (n, 2), got {xy.shape}")
@@ -67,7 +67,7 @@ def scatter_2d(points, labels: Sequence[str], angles: Mapping[str, float], path,
     order = sorted(set(labels), key=lambda lab: (float(angles.get(lab, np.inf)) % 360.0, lab))
     colors = angle_colors(order, angles)
     lab = np.asarray(labels)
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 6))
     for name in order:
         sel = lab == name
@@ -85,7 +85,7 @@ def scatter_2d(points, labels: Sequence[str], angles: Mapping[str, float], path,
     ax.set_title(title)
     ax.set_aspect("equal", adjustable="datalim")
     ax.legend(title="label (angle)", fontsize=8, markerscale=2, loc="center left", bbox_to_anchor=(1.02, 0.5))
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def explained_variance(runs: Mapping[str, Sequence[float]], path, title: str = "PCA explained variance ratio",
@@ -93,12 +93,12 @@ def explained_variance(runs: Mapping[str, Sequence[float]], path, title: str = "
     """Grouped bars: the first n_components PCA explained-variance ratios, one bar colour per run."""
     if not runs:
         raise ValueError("runs is empty")
-    plt = _plt()
+    plt = pyplot()
     k = max(min(n_components, len(r)) for r in runs.values())
     fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * k + 3.0), 4))
     width = 0.8 / len(runs)
     for i, (name, ratios) in enumerate(runs.items()):
-        r = _np(ratios)[:k]
+        r = as_numpy(ratios)[:k]
         ax.bar(np.arange(1, r.size + 1) + (i - (len(runs) - 1) / 2) * width, r, width=width,
                label=f"{name} (PC1+PC2 {r[:2].sum():.2f})")
     ax.set_xticks(range(1, k + 1))
@@ -108,7 +108,7 @@ def explained_variance(runs: Mapping[str, Sequence[float]], path, title: str = "
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def sweep_curves(runs: Mapping[str, Sequence[Mapping]], x_key: str, path, title: str = "") -> Path:
@@ -116,7 +116,7 @@ def sweep_curves(runs: Mapping[str, Sequence[Mapping]], x_key: str, path, title:
     Missing or None metric values are left out; the x axis is log2 when x spans more than a factor 16."""
     if not runs:
         raise ValueError("runs is empty")
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     xs_all = []
     for name, rows in runs.items():
@@ -139,7 +139,7 @@ def sweep_curves(runs: Mapping[str, Sequence[Mapping]], x_key: str, path, title:
     axes[1].axhline(0.0, color="grey", linewidth=0.8)
     axes[1].legend(fontsize=8)
     fig.suptitle(title)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def grid_bars(rows: Sequence[Mapping], path, title: str = "V-measure and CD-r per run") -> Path:
@@ -147,7 +147,7 @@ def grid_bars(rows: Sequence[Mapping], path, title: str = "V-measure and CD-r pe
     a CD-r of None gets no bar and an "n/a" mark."""
     if not rows:
         raise ValueError("rows is empty")
-    plt = _plt()
+    plt = pyplot()
     names = [str(r["name"]) for r in rows]
     v = [float(r["v_measure"]) for r in rows]
     c = [np.nan if r.get("cd_r") is None else float(r["cd_r"]) for r in rows]
@@ -169,4 +169,4 @@ def grid_bars(rows: Sequence[Mapping], path, title: str = "V-measure and CD-r pe
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)

@@ -303,7 +303,7 @@ def _dump(data: ConceptData, folder: Path) -> None:
     """Write the data as JSON files plus checksums.json (sha256 of every file, verified by _load)."""
     from dataclasses import asdict
 
-    from ...data._store import sha256_file
+    from ..._store import sha256_file
 
     files = {"rows.json": json.dumps(data.rows), "stats.json": json.dumps({"k": data.k, **data.stats}, indent=2)}
     if data.source_holdout_rows is not None:
@@ -318,7 +318,7 @@ def _dump(data: ConceptData, folder: Path) -> None:
 
 def _load(folder: Path, data_dir) -> ConceptData:
     """Read what _dump wrote; CacheDamagedError naming the file when a checksum or a decode fails."""
-    from ...data._store import CacheDamagedError, sha256_file
+    from ..._store import CacheDamagedError, sha256_file
     from ...data.hard_negatives import HardNegative
 
     try:
@@ -353,7 +353,8 @@ def _load(folder: Path, data_dir) -> ConceptData:
 def load_or_build(cfg, root, progress: bool = True, world: int = 1) -> ConceptData:
     """The cached data of this config under <root>/data/<fingerprint>/, built (atomically) when absent; one
     process builds it while the others (torchrun ranks, parallel runs) wait for it."""
-    from ...data._store import CacheDamagedError, atomic_dir, file_lock
+    from ..._atomic import atomic_dir
+    from ..._store import CacheDamagedError, file_lock
 
     folder = Path(root) / "data" / data_fingerprint(cfg, world)
     with file_lock(folder.with_name(f".{folder.name}.lock")):

@@ -29,7 +29,7 @@ import socket
 import warnings
 from pathlib import Path
 
-from .._atomic import atomic_dir, atomic_open  # noqa: F401 (atomic_dir: imported from here by its users)
+from ._atomic import atomic_open
 
 CACHE_MAGIC = b"spherekit-cache sha256:"
 # what decoding an entry of another structure raises

@@ -9,7 +9,7 @@ Default 2^21 elements (8 MiB of fp32): below glibc's largest dynamic mmap thresh
 goes back to the operating system instead of growing the heap (a 10k-document MaxSim rerank measured 33.5 MiB
 peak at 2^22 vs 9.9 MiB at 2^21, at the same speed; benches/results/sim_map.csv). The environment variable
 SPHEREKIT_CPU_CHUNK_ELEMENTS (read at import) trades memory for fewer, larger matrix products. The paths read
-the value at call time, so tests can lower it with monkeypatch.setattr(_cpu_budget, "CHUNK_ELEMENTS", n).
+the value at call time, so tests can lower it with monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", n).
 """
 
 from __future__ import annotations
