@@ -69,3 +69,33 @@ def test_fused_and_two_pass_paths_agree_on_column_blocks(monkeypatch):
     torch.testing.assert_close(fused, two_pass, atol=1e-6, rtol=1e-6)
     for a, b in zip(g1, g2):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["bce", "softmax", "both"])
+def test_a_frozen_bank_over_column_blocks_takes_one_streamed_pass(tiling, mode, monkeypatch):
+    """candidate_grad=False with a scalar loss: over column blocks the fused path accumulates sum_j p_ij c_j with a
+    running maximum (one pass) instead of a second pass; loss, d_queries, d_hard_negatives and d_temperature match
+    the fp64 oracle (label masks that hide every column of a block included)."""
+    from spherekit import reference
+    from tests._oracle import assert_close_to_oracle, leaf
+
+    calls = []
+    real = _info_nce_cpu._streamed_softmax_mean
+    monkeypatch.setattr(_info_nce_cpu, "_streamed_softmax_mean", lambda *a: calls.append(1) or real(*a))
+    case = _case(23, 45, 41, 2, seed=4, labels=True, bias=True, ignore=True, targets=True)
+    case["targets"][1] = 44
+
+    def run(fn, dtype, **kw):
+        q, h = leaf(case["queries"], dtype), leaf(case["hard_negatives"], dtype)
+        tau = torch.tensor(0.07, dtype=dtype, requires_grad=True)
+        loss = fn(q, case["candidates"].to(dtype), case["targets"], h, temperature=tau, hard_negative_mode=mode,
+                  query_labels=case["query_labels"], candidate_labels=case["candidate_labels"],
+                  label_bias=case["label_bias"].to(dtype if dtype == torch.float64 else torch.float32), **kw)
+        return [loss, *torch.autograd.grad(loss * 0.7, (q, h, tau))]
+
+    ours = run(info_nce, torch.float32, candidate_grad=False, backend="cpu")
+    oracle = run(reference.info_nce, torch.float64, compute_dtype=torch.float64)
+    base = run(reference.info_nce, torch.float32, compute_dtype=torch.float32)
+    for name, a, o, b in zip(("loss", "d_queries", "d_hard_negatives", "d_temperature"), ours, oracle, base):
+        assert_close_to_oracle(name, a, b, o, torch.float32)
+    assert bool(calls) == (TILINGS[tiling][1][1] < 45)  # streamed exactly when the columns are blocked

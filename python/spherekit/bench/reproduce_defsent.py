@@ -1,7 +1,7 @@
 """`spherekit bench reproduce defsent`: DefSent+'s head over a frozen entry bank, two ways, side by side.
 
     spherekit     EntryBankLoss: fused InfoNCE over the bank (spherekit.ops.info_nce, candidate_grad=False; on the
-                  CPU over column blocks of the bank): the B x E logits and their gradient never exist
+                  CPU in column blocks of the bank, one streamed pass): the B x E logits and their gradient never exist
     linear-head   the authors' head: nn.Linear(d, E, bias=False) whose frozen weight is the bank, then
                   nn.CrossEntropyLoss (B x E logits, softmax and their gradient in memory)
 

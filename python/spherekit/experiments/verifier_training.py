@@ -144,6 +144,50 @@ def train_verifier(verifier: Verifier, data, *, encoder=None, freeze_encoder: bo
     The verifier (and encoder) are trained in place and left in eval mode.
     """
     texts = not isinstance(data, TokenTriplets)
+    _check_options(texts, encoder, freeze_encoder, batch_size, epochs)
+    if device is None:
+        params = list(encoder.parameters()) if encoder is not None else list(verifier.parameters())
+        device = params[0].device if params else torch.device("cpu")
+    torch.manual_seed(seed)
+    verifier.to(device)
+    rows = _text_rows(data) if texts else None
+    if texts and freeze_encoder:  # frozen: encode once up front
+        negs = [r[2:] for r in rows] if len(rows[0]) > 2 else None
+        data, rows, texts = TokenTriplets.from_texts(encoder, [r[0] for r in rows], [r[1] for r in rows], negs), \
+            None, False
+    n = len(rows) if texts else len(data)
+    loss_fn = VerifierMNRLLoss(encoder if texts else None, verifier, scale, learn_scale=learn_scale,
+                               freeze_encoder=freeze_encoder).to(device)
+    groups = _param_groups(loss_fn, learn_scale, encoder if texts and not freeze_encoder else None, lr, weight_decay,
+                           encoder_lr, encoder_weight_decay)
+    per_epoch = n // batch_size if drop_last and n >= batch_size else math.ceil(n / batch_size)
+    total = per_epoch * epochs if max_steps is None else min(max_steps, per_epoch * epochs)
+    if not groups or total == 0:
+        return TrainResult(0, [], loss_fn)  # nothing to learn (F0/F1/fixed F2 with a frozen encoder)
+    opt = torch.optim.AdamW(groups)
+    sched = _warmup_then_linear_decay(opt, total, warmup_ratio)
+    gen = torch.Generator().manual_seed(seed)  # one generator: a new batch order every epoch
+    batches = (index for _ in range(epochs) for index in _batches(n, batch_size, gen, drop_last))
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, desc=f"{verifier.kind} {'frozen' if freeze_encoder else 'end-to-end'}",
+                   dynamic_ncols=True)
+    modules = [verifier] + ([encoder] if texts else [])
+    for module in modules:
+        module.train()
+    try:
+        history = _run_steps(loss_fn, data, rows, batches, total, opt, sched, groups, max_grad_norm, device, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+        for module in modules:
+            module.eval()
+    return TrainResult(len(history), history, loss_fn)
+
+
+def _check_options(texts: bool, encoder, freeze_encoder: bool, batch_size: int, epochs: int) -> None:
     if texts and encoder is None:
         raise ValueError("train_verifier: text data needs an encoder (or pass TokenTriplets)")
     if not texts and not freeze_encoder:
@@ -151,73 +195,56 @@ def train_verifier(verifier: Verifier, data, *, encoder=None, freeze_encoder: bo
                          "TokenTriplets hold precomputed (frozen) token embeddings")
     if batch_size < 1 or epochs < 1:
         raise ValueError(f"batch_size and epochs must be >= 1, got batch_size={batch_size}, epochs={epochs}")
-    if device is None:
-        params = list(encoder.parameters()) if encoder is not None else list(verifier.parameters())
-        device = params[0].device if params else torch.device("cpu")
-    torch.manual_seed(seed)
-    verifier.to(device)
-    if texts:
-        rows = [tuple(r) for r in data]
-        if not rows or len({len(r) for r in rows}) != 1 or len(rows[0]) < 2:
-            raise ValueError("text data must be a non-empty sequence of equal-length tuples "
-                             "(anchor, positive, near_miss_1, ..., near_miss_H)")
-        if freeze_encoder:
-            negs = [r[2:] for r in rows] if len(rows[0]) > 2 else None
-            data, texts = TokenTriplets.from_texts(encoder, [r[0] for r in rows], [r[1] for r in rows], negs), False
-    n = len(rows) if texts else len(data)
-    loss_fn = VerifierMNRLLoss(encoder if texts else None, verifier, scale, learn_scale=learn_scale,
-                               freeze_encoder=freeze_encoder).to(device)
-    head_params = [p for p in verifier.parameters() if p.requires_grad] + \
-        ([loss_fn.log_scale] if learn_scale else [])
-    groups = [{"params": head_params, "lr": lr, "weight_decay": weight_decay}] if head_params else []
-    enc_params = [p for p in encoder.parameters() if p.requires_grad] if texts and not freeze_encoder else []
-    if enc_params:
-        groups.append({"params": enc_params, "lr": encoder_lr, "weight_decay": encoder_weight_decay})
-    per_epoch = n // batch_size if drop_last and n >= batch_size else math.ceil(n / batch_size)
-    total = per_epoch * epochs if max_steps is None else min(max_steps, per_epoch * epochs)
-    if not groups or total == 0:
-        return TrainResult(0, [], loss_fn)  # nothing to learn (F0/F1/fixed F2 with a frozen encoder)
-    opt = torch.optim.AdamW(groups)
-    warmup = int(total * warmup_ratio)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: s / max(1, warmup) if s < warmup else max(0.0, (total - s) / max(1, total - warmup)))
-    gen = torch.Generator().manual_seed(seed)
-    bar = None
-    if progress:
-        from tqdm import tqdm
 
-        bar = tqdm(total=total, desc=f"{verifier.kind} {'frozen' if freeze_encoder else 'end-to-end'}",
-                   dynamic_ncols=True)
-    verifier.train()
-    if texts:
-        encoder.train()
+
+def _text_rows(data) -> list[tuple]:
+    rows = [tuple(r) for r in data]
+    if not rows or len({len(r) for r in rows}) != 1 or len(rows[0]) < 2:
+        raise ValueError("text data must be a non-empty sequence of equal-length tuples "
+                         "(anchor, positive, near_miss_1, ..., near_miss_H)")
+    return rows
+
+
+def _param_groups(loss_fn: VerifierMNRLLoss, learn_scale: bool, trained_encoder, lr: float, weight_decay: float,
+                  encoder_lr: float, encoder_weight_decay: float) -> list[dict]:
+    """AdamW groups: the verifier (and a learned scale) at lr; the encoder, when it trains, at encoder_lr."""
+    head = [p for p in loss_fn.verifier.parameters() if p.requires_grad] + \
+        ([loss_fn.log_scale] if learn_scale else [])
+    groups = [{"params": head, "lr": lr, "weight_decay": weight_decay}] if head else []
+    encoder = [p for p in trained_encoder.parameters() if p.requires_grad] if trained_encoder is not None else []
+    if encoder:
+        groups.append({"params": encoder, "lr": encoder_lr, "weight_decay": encoder_weight_decay})
+    return groups
+
+
+def _warmup_then_linear_decay(opt, total: int, warmup_ratio: float):
+    """lr factor s / W for the first W = int(total * warmup_ratio) steps, then linear decay to 0 at total."""
+    warmup = int(total * warmup_ratio)
+    return torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: s / max(1, warmup) if s < warmup else max(0.0, (total - s) / max(1, total - warmup)))
+
+
+def _run_steps(loss_fn, data, rows, batches, total: int, opt, sched, groups, max_grad_norm, device, bar) -> list:
+    """The optimisation loop: up to `total` steps over `batches`; returns the per-step history."""
     history: list[dict] = []
-    try:
-        for _ in range(epochs):
-            for index in _batches(n, batch_size, gen, drop_last):
-                if len(history) >= total:
-                    break
-                loss, scores = _step_loss(loss_fn, data, rows if texts else None, index, device)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                if max_grad_norm is not None:
-                    for g in groups:
-                        torch.nn.utils.clip_grad_norm_(g["params"], max_grad_norm)
-                opt.step()
-                sched.step()
-                with torch.no_grad():
-                    acc = (scores.argmax(1) == torch.arange(len(index), device=scores.device)).float().mean()
-                history.append({"loss": float(loss.detach()), "accuracy": float(acc), "lr": sched.get_last_lr()[0]})
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix(loss=f"{history[-1]['loss']:.4f}", acc=f"{history[-1]['accuracy']:.3f}")
-    finally:
+    for index in batches:
+        if len(history) >= total:
+            break
+        loss, scores = _step_loss(loss_fn, data, rows, index, device)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if max_grad_norm is not None:
+            for g in groups:
+                torch.nn.utils.clip_grad_norm_(g["params"], max_grad_norm)
+        opt.step()
+        sched.step()
+        with torch.no_grad():
+            acc = (scores.argmax(1) == torch.arange(len(index), device=scores.device)).float().mean()
+        history.append({"loss": float(loss.detach()), "accuracy": float(acc), "lr": sched.get_last_lr()[0]})
         if bar is not None:
-            bar.close()
-        verifier.eval()
-        if texts:
-            encoder.eval()
-    return TrainResult(len(history), history, loss_fn)
+            bar.update(1)
+            bar.set_postfix(loss=f"{history[-1]['loss']:.4f}", acc=f"{history[-1]['accuracy']:.3f}")
+    return history
 
 
 def _step_loss(loss_fn: VerifierMNRLLoss, data, rows, index: Tensor, device):

@@ -13,8 +13,10 @@ Two ways to get gradients:
   - info_nce_fwd + info_nce_bwd: the forward keeps only per-row statistics (loss, logsumexp) and the backward
     recomputes each tile's logits (4 matrix products in all);
   - info_nce_fwd_bwd: for a scalar loss (mean / sum) the upstream gradient is one scalar times known row weights,
-    so with whole-row tiles one pass computes the loss AND the gradients (3 products); with column blocks the
-    logsumexp must be complete before any gradient, so it runs the forward's pass, then the backward's.
+    so with whole-row tiles one pass computes the loss AND the gradients (3 products). Over column blocks a frozen
+    bank (no candidate gradient) still takes one pass: dq needs only sum_j p_ij c_j, accumulated with a running
+    maximum (2 products per block); with a candidate gradient the logsumexp must be complete before any dc, so it
+    runs the forward's pass, then the backward's.
 Runs on any device torch supports (it is also the CUDA fallback when Triton is missing).
 Math and symbols (s, lse, G, Gh, beta): spherekit.reference.contrastive.info_nce.
 """
@@ -147,6 +149,34 @@ def _row_lse_and_loss(p: _Problem, r: _Rows, cand_lse: Tensor) -> tuple[Tensor, 
     return row_lse, row_loss
 
 
+def _row_terms(p: _Problem, r: _Rows, row_lse: Tensor, g: Tensor):
+    """The per-row factors of the gradient: (gs = g / tau, beta, Gh softmax part, Gh BCE part), None where absent."""
+    gs = g * p.inv_tau
+    beta = gh_bce = gh_soft = None
+    if r.hd is not None and p.hn_softmax:
+        gh_soft = torch.exp(r.hd * p.inv_tau - row_lse[:, None]) * gs[:, None]
+    if p.bce:  # d softplus(-z)/dz = -sigmoid(-z); d softplus(z)/dz = sigmoid(z)
+        coef = g * (p.bce_weight * p.bce_scale / (r.hd.shape[1] + 1))
+        beta = -torch.sigmoid(-(p.bce_scale * r.target_dot + p.bce_bias)) * coef
+        gh_bce = torch.sigmoid(p.bce_scale * r.hd + p.bce_bias) * coef[:, None]
+    return gs, beta, gh_soft, gh_bce
+
+
+def _finish_row_grads(p: _Problem, r: _Rows, dq_rows: Tensor, terms, dh_rows: Tensor | None, want_dtau: bool):
+    """dq_rows holds sum_j G_ij c_j without beta; adds the hard-negative and BCE terms, fills dh_rows.
+    -> (dq_rows, dtau part or None)."""
+    _, beta, gh_soft, gh_bce = terms
+    if gh_soft is not None:
+        dq_rows += torch.bmm(gh_soft[:, None, :], r.h).squeeze(1)
+    dtau = -(r.q * dq_rows).sum() * p.inv_tau if want_dtau else None
+    if beta is not None:
+        dq_rows += beta[:, None] * p.c[r.t] + torch.bmm(gh_bce[:, None, :], r.h).squeeze(1)
+    gh = gh_bce if gh_soft is None else (gh_soft if gh_bce is None else gh_soft + gh_bce)
+    if dh_rows is not None and gh is not None:
+        dh_rows.copy_(gh[:, :, None] * r.q[:, None, :])
+    return dq_rows, dtau
+
+
 def _row_grads(p: _Problem, r: _Rows, row_lse: Tensor, g: Tensor, width: int, dc: Tensor | None,
                dh_rows: Tensor | None, want_dtau: bool, s: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
     """dq of the row chunk (and its dtau part); accumulates dc, fills dh_rows. s: the logits of a whole-row tile
@@ -157,14 +187,8 @@ def _row_grads(p: _Problem, r: _Rows, row_lse: Tensor, g: Tensor, width: int, dc
         dtau  = -(1/tau) sum_i <q_i, dq_i without the BCE terms>
     -> (dq_rows, dtau part or None)
     """
-    gs = g * p.inv_tau
-    beta = gh_bce = gh_soft = None
-    if r.hd is not None and p.hn_softmax:
-        gh_soft = torch.exp(r.hd * p.inv_tau - row_lse[:, None]) * gs[:, None]
-    if p.bce:  # d softplus(-z)/dz = -sigmoid(-z); d softplus(z)/dz = sigmoid(z)
-        coef = g * (p.bce_weight * p.bce_scale / (r.hd.shape[1] + 1))
-        beta = -torch.sigmoid(-(p.bce_scale * r.target_dot + p.bce_bias)) * coef
-        gh_bce = torch.sigmoid(p.bce_scale * r.hd + p.bce_bias) * coef[:, None]
+    terms = _row_terms(p, r, row_lse, g)
+    gs, beta = terms[0], terms[1]
     dq_rows = torch.zeros_like(r.q)
     for c0, cb, clb in p.blocks(width):
         G = (s if s is not None else _tile_logits(p, r, c0, cb, clb)).sub_(row_lse[:, None]).exp_()
@@ -176,15 +200,26 @@ def _row_grads(p: _Problem, r: _Rows, row_lse: Tensor, g: Tensor, width: int, dc
             if beta is not None:
                 G[rows, cols] += beta[rows]
             dc[c0:c0 + cb.shape[0]].addmm_(G.T, r.q)
-    if gh_soft is not None:
-        dq_rows += torch.bmm(gh_soft[:, None, :], r.h).squeeze(1)
-    dtau = -(r.q * dq_rows).sum() * p.inv_tau if want_dtau else None
-    if beta is not None:
-        dq_rows += beta[:, None] * p.c[r.t] + torch.bmm(gh_bce[:, None, :], r.h).squeeze(1)
-    gh = gh_bce if gh_soft is None else (gh_soft if gh_bce is None else gh_soft + gh_bce)
-    if dh_rows is not None and gh is not None:
-        dh_rows.copy_(gh[:, :, None] * r.q[:, None, :])
-    return dq_rows, dtau
+    return _finish_row_grads(p, r, dq_rows, terms, dh_rows, want_dtau)
+
+
+def _streamed_softmax_mean(p: _Problem, r: _Rows, width: int) -> tuple[Tensor, Tensor]:
+    """(logsumexp_j s_ij, sum_j softmax_j(s_i.) c_j) in one pass over the column blocks, with a running maximum
+    (the flash-attention rescaling): what a frozen bank's dq needs, 2 products per block instead of 3."""
+    max_run = sum_run = acc = None
+    for c0, cb, clb in p.blocks(width):
+        s = _tile_logits(p, r, c0, cb, clb)
+        new_max = s.amax(dim=1) if max_run is None else torch.maximum(max_run, s.amax(dim=1))
+        shift = torch.where(torch.isinf(new_max), torch.zeros_like(new_max), new_max)  # rows with no column yet
+        e = s.sub_(shift[:, None]).exp_()
+        if max_run is None:
+            sum_run, acc = e.sum(1), e @ cb
+        else:
+            scale = torch.exp(max_run - shift)
+            sum_run = sum_run * scale + e.sum(1)
+            acc = acc.mul_(scale[:, None]).addmm_(e, cb)
+        max_run = new_max
+    return max_run + torch.log(sum_run), acc / sum_run[:, None]
 
 
 def _grad_buffers(p: _Problem, need_dq, need_dc, need_dh):
@@ -233,7 +268,7 @@ def info_nce_bwd(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, *, h
 
 def info_nce_fwd_bwd(q, c, targets, h, tau, ql, cl, label_bias, *, hn_softmax, bce_weight, bce_scale, bce_bias,
                      reduction, need_dq, need_dc, need_dh, need_dtau):
-    """Scalar loss (reduction "mean" or "sum") and its gradients, in one pass over whole-row tiles.
+    """Scalar loss (reduction "mean" or "sum") and its gradients (one pass, except over column blocks with dc).
 
     Row weights w_i: 1/(number of valid rows) for "mean" (0 if none), 1 for "sum", 0 for ignored rows;
     loss = sum_i w_i loss_i and the gradients are those of that sum (upstream g_i = w_i).
@@ -248,12 +283,20 @@ def info_nce_fwd_bwd(q, c, targets, h, tau, ql, cl, label_bias, *, hn_softmax, b
     loss = torch.zeros((), dtype=torch.float32, device=q.device)
     dtau = torch.zeros_like(loss)
     for r, width in _row_chunks(p):
-        s = _tile_logits(p, r, 0, p.c, p.cl) if width == p.c.shape[0] else None  # one tile: reused by the grads
-        cand_lse = torch.logsumexp(s, dim=1) if s is not None else _candidate_lse(p, r, width)
-        row_lse, row_loss = _row_lse_and_loss(p, r, cand_lse)
+        dh_rows = None if dh is None else dh[r.sl]
+        if width < p.c.shape[0] and dc is None:  # a frozen bank in column blocks: one streamed pass
+            cand_lse, mean_c = _streamed_softmax_mean(p, r, width)
+            row_lse, row_loss = _row_lse_and_loss(p, r, cand_lse)
+            terms = _row_terms(p, r, row_lse, weights[r.sl])
+            gs = terms[0]
+            dq_rows = (mean_c * (gs * torch.exp(cand_lse - row_lse))[:, None]).sub_(gs[:, None] * p.c[r.t])
+            dq_rows, dtau_part = _finish_row_grads(p, r, dq_rows, terms, dh_rows, need_dtau)
+        else:
+            s = _tile_logits(p, r, 0, p.c, p.cl) if width == p.c.shape[0] else None  # one tile: reused below
+            row_lse, row_loss = _row_lse_and_loss(p, r, torch.logsumexp(s, dim=1) if s is not None
+                                                  else _candidate_lse(p, r, width))
+            dq_rows, dtau_part = _row_grads(p, r, row_lse, weights[r.sl], width, dc, dh_rows, need_dtau, s)
         loss += (weights[r.sl] * torch.where(p.valid[r.sl], row_loss, torch.zeros_like(row_loss))).sum()
-        dq_rows, dtau_part = _row_grads(p, r, row_lse, weights[r.sl], width, dc, None if dh is None else dh[r.sl],
-                                        need_dtau, s)
         if dq is not None:
             dq[r.sl] = dq_rows
         if need_dtau:
