@@ -390,6 +390,20 @@ def prepare_run(presets: dict, preset: str, providers, known_providers, *, repea
     return spec, settings
 
 
+def plan_run(presets: dict, preset: str, providers, known_providers, build_tasks, **options):
+    """prepare_run, then the preset's tasks for the chosen providers: (spec, settings, tasks), or None when the
+    caller should return 2 (a CUDA preset without a GPU, or no measurement selected; both printed)."""
+    prepared = prepare_run(presets, preset, providers, known_providers, **options)
+    if prepared is None:
+        return None
+    spec, settings = prepared
+    tasks = build_tasks(spec, providers)
+    if not tasks:
+        print("no measurements selected")
+        return None
+    return spec, settings, tasks
+
+
 def start_run(family: str, preset: str, spec: PresetBase, settings: Settings, tasks: list[dict],
               out: str | os.PathLike, *, params, metrics=(), defaults: dict | None = None,
               finish_row: Callable[[dict, list[dict]], None] | None = None):

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import _harness as H
-from .results import number, timing_cells
+from .results import grouped_table, number, timing_cells
 
 FAMILY = "contrastive"
 MODULE = "spherekit.bench.contrastive"
@@ -263,17 +263,13 @@ def format_table(rows: list[dict]) -> str:
                                        order.get(r["provider"], 99)))
     head = f"{'d':>4} {'k':>2} {'mode':<8} {'B':>6} {'provider':<18} {'N':>7} {'median ms':>11} " \
            f"{'p20-p80 ms':>21} {'peak MiB':>10}  status"
-    lines = [head, "-" * len(head)]
-    last = None
-    for r in rows:
-        group = (r["d"], r["k"], r["mode"], r["B"])
-        if last is not None and group != last:
-            lines.append("")
-        last = group
+
+    def line(r):
         med, q, mem, status = timing_cells(r)
-        lines.append(f"{r['d']:>4} {r['k']:>2} {r['mode']:<8} {r['B']:>6} {r['provider']:<18} {r['N']:>7} "
-                     f"{med} {q:>21} {mem}  {status}")
-    return "\n".join(lines)
+        return (f"{r['d']:>4} {r['k']:>2} {r['mode']:<8} {r['B']:>6} {r['provider']:<18} {r['N']:>7} "
+                f"{med} {q:>21} {mem}  {status}")
+
+    return grouped_table(head, rows, lambda r: (r["d"], r["k"], r["mode"], r["B"]), line)
 
 
 def _find(rows, provider, B, d, dtype, k=0, mode="fwd+bwd"):
@@ -331,8 +327,9 @@ def goal_checks(rows: list[dict], device: str, peak_tflops: float | None = None)
         out.append(f"{'PASS' if speed >= 3 else 'FAIL'}  GPU time, B=16384 d=768 bf16 fwd+bwd: spherekit-triton "
                    f"{number(sk, 'median_ms'):.2f} ms vs st-mnrl {number(st, 'median_ms'):.2f} ms = {speed:.1f}x "
                    "faster (goal >= 3x)")
-        out.append(f"{'PASS' if mem < 0.02 else 'FAIL'}  GPU memory: spherekit-triton {number(sk, 'peak_extra_mib'):.1f} "
-                   f"MiB vs st-mnrl {number(st, 'peak_extra_mib'):.1f} MiB = {100 * mem:.2f}% (goal < 2%)")
+        out.append(f"{'PASS' if mem < 0.02 else 'FAIL'}  GPU memory: spherekit-triton "
+                   f"{number(sk, 'peak_extra_mib'):.1f} MiB vs st-mnrl {number(st, 'peak_extra_mib'):.1f} MiB = "
+                   f"{100 * mem:.2f}% (goal < 2%)")
     else:
         out.append("N/A   GPU speed/memory vs st-mnrl: st-mnrl B=16384 d=768 not measured ok")
     B, N, d = int(sk["B"]), int(sk["N"]), int(sk["d"])
@@ -357,15 +354,11 @@ def run(preset: str = "cpu-small", out: str | Path = "benches/results", repeats:
         budget_s: float | None = None, timeout_s: float = 1800.0, peak_tflops: float | None = None,
         plot: bool = True, progress: bool = True) -> int:
     """Run a preset, append rows to <out>/contrastive.csv, print the table and goal checks, plot."""
-    prepared = H.prepare_run(PRESETS, preset, providers, PROVIDERS, repeats=repeats, budget_s=budget_s,
-                             timeout_s=timeout_s, isolate=isolate, mem_limit_gib=mem_limit_gib)
-    if prepared is None:
+    planned = H.plan_run(PRESETS, preset, providers, PROVIDERS, build_tasks, repeats=repeats, budget_s=budget_s,
+                         timeout_s=timeout_s, isolate=isolate, mem_limit_gib=mem_limit_gib)
+    if planned is None:
         return 2
-    spec, settings = prepared
-    tasks = build_tasks(spec, providers)
-    if not tasks:
-        print("no measurements selected")
-        return 2
+    spec, settings, tasks = planned
     csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, params=PARAMS)
     device = "cpu" if spec.device == "cpu" else "cuda"
     H.run_and_report(MODULE, tasks, settings, emit, rows, csv_path, table=format_table,

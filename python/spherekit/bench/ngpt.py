@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import _harness as H
-from .results import COLUMNS, number
+from .results import COLUMNS, grouped_table, number
 
 FAMILY = "ngpt"
 MODULE = "spherekit.bench.ngpt"
@@ -238,14 +238,11 @@ def format_table(rows: list[dict]) -> str:
     peak = peak_bandwidth(rows)
     head = (f"{'dtype':<8} {'d':>5} {'rows':>9} {'mode':<8} {'provider':<17} {'median ms':>10} {'p20-p80 ms':>17} "
             f"{'GB/s':>7} {'% peak':>7} {'peak MiB':>9}  status")
-    lines = [head, "-" * len(head)]
-    last = None
-    for r in rows:
-        shape = (r["d"], r["rows"]) if r["provider"] != "peak" else ("-", r["elements"])
-        group = (r["dtype"], *shape, r["mode"])
-        if last is not None and group != last:
-            lines.append("")
-        last = group
+
+    def shape(r):
+        return (r["d"], r["rows"]) if r["provider"] != "peak" else ("-", r["elements"])
+
+    def line(r):
         ok = r["status"] == "ok"
         med = f"{number(r, 'median_ms'):10.2f}" if ok else f"{'-':>10}"
         q = f"{number(r, 'p20_ms'):.2f}-{number(r, 'p80_ms'):.2f}" if ok else "-"
@@ -254,9 +251,11 @@ def format_table(rows: list[dict]) -> str:
         pct = f"{100 * bw / peak:6.0f}%" if ok and peak else f"{'-':>7}"
         mem = f"{number(r, 'peak_extra_mib'):9.1f}" if ok else f"{'-':>9}"
         status = r["status"] if ok or not r.get("note") else f"{r['status']} ({r['note']})"
-        lines.append(f"{r['dtype']:<8} {shape[0]:>5} {shape[1]:>9} {r['mode']:<8} {r['provider']:<17} {med} {q:>17} "
-                     f"{bw_s} {pct} {mem}  {status}")
-    return "\n".join(lines)
+        d, n = shape(r)
+        return (f"{r['dtype']:<8} {d:>5} {n:>9} {r['mode']:<8} {r['provider']:<17} {med} {q:>17} {bw_s} {pct} "
+                f"{mem}  {status}")
+
+    return grouped_table(head, rows, lambda r: (r["dtype"], *shape(r), r["mode"]), line)
 
 
 def _find(rows, provider, n_rows, d, dtype, mode="fwd+bwd"):
@@ -317,12 +316,11 @@ def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int |
         providers: list[str] | None = None, isolate: str = "provider", mem_limit_gib: float | None = None,
         budget_s: float | None = None, timeout_s: float = 1800.0, progress: bool = True) -> int:
     """Run a preset, append rows to <out>/ngpt.csv, print the table and the goal checks."""
-    prepared = H.prepare_run(PRESETS, preset, providers, PROVIDERS, repeats=repeats, budget_s=budget_s,
-                             timeout_s=timeout_s, isolate=isolate, mem_limit_gib=mem_limit_gib)
-    if prepared is None:
+    planned = H.plan_run(PRESETS, preset, providers, PROVIDERS, build_tasks, repeats=repeats, budget_s=budget_s,
+                         timeout_s=timeout_s, isolate=isolate, mem_limit_gib=mem_limit_gib)
+    if planned is None:
         return 2
-    spec, settings = prepared
-    tasks = build_tasks(spec, providers)
+    spec, settings, tasks = planned
     def finish_row(row, rows):
         row["peak_gb_per_s"] = peak_bandwidth(rows)
 

@@ -231,7 +231,8 @@ def run(preset: str = "cpu-small", out: str = "benches/results", backbone: str |
         results[recipe] = spawn_worker("spherekit.bench.reproduce", {**spec, "recipe": recipe}, timeout_s)
     ver = versions()
     rows = [{"timestamp": now(), "run_id": run_id, "preset": preset, "machine": machine_name(device),
-             "torch": ver["torch"], "spherekit": ver["spherekit"], "sentence_transformers": ver["sentence_transformers"],
+             "torch": ver["torch"], "spherekit": ver["spherekit"],
+             "sentence_transformers": ver["sentence_transformers"],
              "experiment": "concept", "recipe": recipe, "condition": "B1", "steps": spec["steps"],
              **{k: r.get(k, "") for k in ("backbone", "batch", "step_median_s", "step_p20_s", "step_p80_s",
                                            "train_peak_extra_mib", "eval_s", "eval_texts_encoded", "status")},

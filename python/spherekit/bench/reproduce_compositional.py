@@ -171,8 +171,9 @@ def run(preset: str = "tiny", out="benches/results", search: bool = True) -> lis
     new = not path.is_file()
 
     def emit(provider, name, regime, B, result, note=""):
-        row = {"timestamp": now(), "preset": preset, "machine": machine_name(p.device), "provider": provider, "verifier": name,
-               "regime": regime, "B": B, "samples_per_s": "", "step_median_s": "", "peak_extra_mib": "", **result}
+        row = {"timestamp": now(), "preset": preset, "machine": machine_name(p.device), "provider": provider,
+               "verifier": name, "regime": regime, "B": B, "samples_per_s": "", "step_median_s": "",
+               "peak_extra_mib": "", **result}
         row["note"] = "; ".join(x for x in (row.get("note", ""), note) if x)
         rows.append(row)
         print(f"{provider:>9} {name} {regime:>6} B={B:<5} {row['samples_per_s']!s:>9} samples/s  "

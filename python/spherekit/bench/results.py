@@ -224,6 +224,19 @@ def number(row: dict, key: str) -> float:
         return math.nan
 
 
+def grouped_table(head: str, rows: list[dict], group, line) -> str:
+    """A text table: the head, a rule, line(row) per row, and a blank line wherever group(row) changes."""
+    lines = [head, "-" * len(head)]
+    last = None
+    for row in rows:
+        key = group(row)
+        if last is not None and key != last:
+            lines.append("")
+        last = key
+        lines.append(line(row))
+    return "\n".join(lines)
+
+
 def timing_cells(row: dict) -> tuple[str, str, str, str]:
     """Table cells of a measurement row: median ms (11 wide), p20-p80 ms, peak MiB (10 wide), status
     (with the note when it did not run); '-' for the numbers of a row whose status is not ok."""

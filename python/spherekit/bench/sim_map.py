@@ -40,7 +40,7 @@ from typing import Callable
 
 from . import _harness as H
 from .results import COLUMNS as RESULT_COLUMNS
-from .results import number, timing_cells
+from .results import grouped_table, number, timing_cells
 
 FAMILY = "sim_map"
 MODULE = "spherekit.bench.sim_map"
@@ -354,17 +354,13 @@ def format_table(rows: list[dict]) -> str:
     rows = sorted(rows, key=lambda r: (r["workload"], int(r["k"]), order.get(r["provider"], 99)))
     head = f"{'workload':<8} {'B':>3} {'k':>6} {'mode':<8} {'provider':<22} {'median ms':>11} {'p20-p80 ms':>21} " \
            f"{'peak MiB':>10}  status"
-    lines = [head, "-" * len(head)]
-    last = None
-    for r in rows:
-        group = (r["workload"], r["k"])
-        if last is not None and group != last:
-            lines.append("")
-        last = group
+
+    def line(r):
         med, q, mem, status = timing_cells(r)
-        lines.append(f"{r['workload']:<8} {r['B']:>3} {r['k']:>6} {r['mode']:<8} {r['provider']:<22} {med} {q:>21} "
-                     f"{mem}  {status}")
-    return "\n".join(lines)
+        return (f"{r['workload']:<8} {r['B']:>3} {r['k']:>6} {r['mode']:<8} {r['provider']:<22} {med} {q:>21} "
+                f"{mem}  {status}")
+
+    return grouped_table(head, rows, lambda r: (r["workload"], r["k"]), line)
 
 
 def _find(rows, provider, workload, k):
@@ -414,15 +410,11 @@ def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int |
         providers: list[str] | None = None, isolate: str = "provider", mem_limit_gib: float | None = None,
         budget_s: float | None = None, timeout_s: float = 1800.0, progress: bool = True) -> int:
     """Run a preset, append rows to <out>/sim_map.csv, print the table and the goal checks."""
-    prepared = H.prepare_run(PRESETS, preset, providers, provider_names(), repeats=repeats, budget_s=budget_s,
-                             timeout_s=timeout_s, isolate=isolate, mem_limit_gib=mem_limit_gib)
-    if prepared is None:
+    planned = H.plan_run(PRESETS, preset, providers, provider_names(), build_tasks, repeats=repeats, budget_s=budget_s,
+                         timeout_s=timeout_s, isolate=isolate, mem_limit_gib=mem_limit_gib)
+    if planned is None:
         return 2
-    spec, settings = prepared
-    tasks = build_tasks(spec, providers)
-    if not tasks:
-        print("no measurements selected")
-        return 2
+    spec, settings, tasks = planned
     csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, params=PARAMS)
     device = "cpu" if spec.device == "cpu" else "cuda"
     H.run_and_report(MODULE, tasks, settings, emit, rows, csv_path, table=format_table,

@@ -91,7 +91,8 @@ PRESETS = {
 def make_task(preset: Preset, provider: str, batch: int) -> dict:
     width = ENCODERS[preset.encoder]["hidden_size"]
     return dict(family=FAMILY, provider=provider, mode="train-e2e", B=batch, candidates=batch + 1, width=width,
-                near_misses=1, dtype=preset.dtype, encoder=preset.encoder, f4=preset.f4, q_len=preset.q_len, d_len=preset.d_len)
+                near_misses=1, dtype=preset.dtype, encoder=preset.encoder, f4=preset.f4, q_len=preset.q_len,
+                d_len=preset.d_len)
 
 
 # ------------------------------------------------------------------------------------------------
