@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "common/checks.h"
+#include "common/dispatch.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -96,25 +97,20 @@ inline Half from_float<Half>(float v) {  // round to nearest even, overflow to i
   return Half{static_cast<std::uint16_t>(o | (sign >> 16))};
 }
 
-// Calls fn(S*) with a null pointer of the storage type for dtype code 0/1/2.
-template <typename Fn>
-void dispatch_dtype(const char* name, std::int64_t dtype, Fn&& fn) {
-  switch (dtype) {
-    case 0:
-      fn(static_cast<float*>(nullptr));
-      return;
-    case 1:
-      fn(static_cast<Half*>(nullptr));
-      return;
-    case 2:
-      fn(static_cast<BFloat16*>(nullptr));
-      return;
-    default:
-      CHECK_ARG(false, name << ": expected a dtype code 0 (float32), 1 (float16) or 2 (bfloat16), got " << dtype);
-  }
+void check_dtype_code(const char* name, std::int64_t dtype) {
+  CHECK_ARG(dtype == kFloat32 || dtype == kFloat16 || dtype == kBFloat16,
+            name << ": expected a dtype code 0 (float32), 1 (float16) or 2 (bfloat16), got " << dtype);
 }
 
-std::int64_t element_size(std::int64_t dtype) { return dtype == 0 ? 4 : 2; }
+// Calls fn(S*) with a null pointer of the storage type of a dtype code (common/dispatch.h's switch; the
+// argument name in the error is the caller's: "dtype", or "dtypes[i]" for the multi-tensor renormalisation).
+template <typename Fn>
+void dispatch_dtype(const char* name, std::int64_t dtype, Fn&& fn) {
+  check_dtype_code(name, dtype);
+  FLOAT_DTYPE_SWITCH(dtype, S, float, Half, BFloat16, [&] { fn(static_cast<S*>(nullptr)); });
+}
+
+std::int64_t element_size(std::int64_t dtype) { return dtype == kFloat32 ? 4 : 2; }
 
 void check_rows(const char* name, std::uintptr_t ptr, std::int64_t dtype) {
   CHECK_PTR_NOT_NULL(name, ptr);
@@ -127,8 +123,7 @@ void check_f32(const char* name, std::uintptr_t ptr) {
 void check_sizes(std::int64_t rows, std::int64_t d, std::int64_t dtype, double eps) {
   CHECK_POSITIVE("rows", rows);
   CHECK_POSITIVE("d", d);
-  CHECK_ARG(dtype >= 0 && dtype <= 2,
-            "dtype: expected a dtype code 0 (float32), 1 (float16) or 2 (bfloat16), got " << dtype);
+  check_dtype_code("dtype", dtype);
   CHECK_ARG(eps > 0 && std::isfinite(eps), "eps: expected a finite value > 0, got " << eps);
 }
 

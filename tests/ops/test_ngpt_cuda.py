@@ -59,18 +59,18 @@ def test_bindings_match_header_in_order():
 
 
 def test_dtype_codes_match_dispatch_h():
-    """Every CUDA launcher maps a torch dtype to its spherekit::DTypeCode (csrc/common/dispatch.h) the same way."""
-    from spherekit.ops import _cuda_dtype, _maxsim_cuda
+    """Every compiled launcher maps a torch dtype to its spherekit::DTypeCode (csrc/common/dispatch.h) the same way."""
+    from spherekit.ops import _dtype_codes, _maxsim_cuda, _ngpt_cpp
 
     header = (ROOT / "csrc" / "common" / "dispatch.h").read_text()
     enum = dict(re.findall(r"k(Float32|Float16|BFloat16) = (\d+)", header))
     want = {torch.float32: int(enum["Float32"]), torch.float16: int(enum["Float16"]),
             torch.bfloat16: int(enum["BFloat16"])}
-    assert _cuda_dtype.DTYPE_CODES == want
-    assert NC.DTYPE_CODES is _maxsim_cuda.DTYPE_CODES is _cuda_dtype.DTYPE_CODES
-    assert [_cuda_dtype.dtype_code(t) for t in want] == list(want.values())
+    assert _dtype_codes.DTYPE_CODES == want
+    assert NC.DTYPE_CODES is _maxsim_cuda.DTYPE_CODES is _ngpt_cpp.DTYPE_CODES is _dtype_codes.DTYPE_CODES
+    assert [_dtype_codes.dtype_code(t) for t in want] == list(want.values())
     with pytest.raises(TypeError, match="float64"):
-        _cuda_dtype.dtype_code(torch.float64)
+        _dtype_codes.dtype_code(torch.float64)
 
 
 # ---- a fake extension: the documented raw-pointer API on CPU memory ------------------------------------------

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from .. import _backend
-from ._cuda_dtype import DTYPE_CODES, dtype_code
+from ._dtype_codes import DTYPE_CODES, dtype_code
 
 
 def _check(q, q_mask, docs, offsets) -> None:

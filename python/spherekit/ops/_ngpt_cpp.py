@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+from ._dtype_codes import DTYPE_CODES
 ENTRY_POINTS = ("geodesic_residual_fwd", "geodesic_residual_bwd", "l2_normalize_fwd", "l2_normalize_bwd",
                 "renormalize_")
 

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from .. import _backend
-from ._cuda_dtype import DTYPE_CODES, dtype_code
+from ._dtype_codes import DTYPE_CODES, dtype_code
 
 DEVICE_TYPE = "cuda"  # tests of the argument plumbing swap in "cpu" with a fake extension
 ENTRY_POINTS = ("geodesic_residual_fwd", "geodesic_residual_bwd", "geodesic_residual_bwd_partials",

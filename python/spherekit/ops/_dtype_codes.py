@@ -1,5 +1,6 @@
 """The float dtype codes that the compiled kernels' raw-pointer entry points take (csrc/common/dispatch.h:
-spherekit::kFloat32 / kFloat16 / kBFloat16 = 0 / 1 / 2), shared by the CUDA launchers (_maxsim_cuda, _ngpt_cuda)."""
+spherekit::kFloat32 / kFloat16 / kBFloat16 = 0 / 1 / 2), shared by the compiled launchers (_maxsim_cuda,
+_ngpt_cuda, _ngpt_cpp)."""
 
 from __future__ import annotations
 
