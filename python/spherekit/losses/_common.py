@@ -1,4 +1,5 @@
-"""Helpers shared by the losses: input checks, L2 normalisation, the cross-device gather.
+"""Helpers shared by the losses: input checks, L2 normalisation, the cross-device gather, and the base of the
+losses that read one text column plus an integer label column.
 
 The gather is sentence-transformers' own ``all_gather_with_grad`` (torch.distributed.nn.all_gather:
 every rank gets every rank's rows; in backward each rank receives the sum over ranks of the
@@ -9,11 +10,11 @@ sentence-transformers loss it mirrors.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
 try:
     from sentence_transformers.util import all_gather_with_grad, get_rank
@@ -23,6 +24,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the opti
     ) from exc
 
 __all__ = [
+    "LabelledTextLoss",
     "all_gather_with_grad",
     "as_label_angles",
     "check_columns",
@@ -113,3 +115,22 @@ def as_label_angles(label_angles) -> Tensor:
     if not bool(torch.isfinite(angles).all()):
         raise ValueError("label_angles contains NaN or Inf")
     return angles
+
+
+class LabelledTextLoss(nn.Module):
+    """Base of the losses whose inputs are one text column and an integer label column (SINCERE, SoftCSE,
+    CircularCSE, DefSent+'s entry bank): ``forward`` embeds the column and hands it, as a one-element list, to the
+    subclass's ``compute_loss_from_embeddings(embeddings, labels)``; errors name the subclass."""
+
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor) -> Tensor:
+        features = list(sentence_features)
+        if len(features) != 1:
+            raise ValueError(f"{type(self).__name__} expects 1 text column (plus a label column), got {len(features)}")
+        return self.compute_loss_from_embeddings([self.model(features[0])["sentence_embedding"]], labels)
+
+    def checked_inputs(self, embeddings: Sequence[Tensor], labels, n_classes: int | None) -> tuple[Tensor, Tensor]:
+        """(the one (B, d) embedding tensor, its labels as int64 on its device, range-checked against n_classes)."""
+        name = type(self).__name__
+        check_columns(name, embeddings, 1, 1)
+        e = embeddings[0]
+        return e, check_labels(name, labels, e.shape[0], e.device, n_classes)

@@ -44,15 +44,30 @@ def _reject_static_embedding(loss: str, model, instead: str) -> None:
         )
 
 
-def _loss_on_whole_batch(loss: Tensor, with_backward: bool) -> Tensor:
-    """CachedLossMixin's contract: with_backward -> back-propagate to the embeddings, return detached."""
-    if with_backward:
-        loss.backward()
-        return loss.detach()
-    return loss
+class _FusedLossStage:
+    """Stage (2) of a CachedLossMixin whose wrapped ``self.loss`` is a fused spherekit loss: the loss on the whole
+    batch, ``self.loss.compute_loss_from_embeddings`` on the concatenated mini-batch embeddings (one call, not
+    chunked). CachedLossMixin's contract: with_backward -> back-propagate to the embeddings, return detached.
+    Where ``_fused`` says no, the next class's (chunked) ``calculate_loss`` computes it instead."""
+
+    def _fused(self, embeddings: list[Tensor]) -> bool:
+        return True
+
+    def calculate_loss(
+        self, reps: list[list[Tensor]], labels: Tensor | None = None, *, with_backward: bool = False
+    ) -> Tensor:
+        """The loss on the whole batch from the per-mini-batch embeddings (fused: not chunked)."""
+        embeddings = [torch.cat(column) for column in reps]
+        if not self._fused(embeddings):
+            return super().calculate_loss(reps, labels, with_backward=with_backward)
+        loss = self.loss.compute_loss_from_embeddings(embeddings, labels)
+        if with_backward:
+            loss.backward()
+            return loss.detach()
+        return loss
 
 
-class CachedMultipleNegativesRankingLoss(_STCachedLoss):
+class CachedMultipleNegativesRankingLoss(_FusedLossStage, _STCachedLoss):
     _delegated_to_wrapped_loss = (*_STCachedLoss._delegated_to_wrapped_loss, "backend")
 
     def __init__(
@@ -90,23 +105,17 @@ class CachedMultipleNegativesRankingLoss(_STCachedLoss):
 
         Args:
             model: SentenceTransformer model (not one built on a StaticEmbedding).
-            scale: Output of the similarity function is multiplied by scale (``scale = 1 / temperature``).
-            similarity_fct: similarity function between embeddings: ``util.cos_sim`` (default) or
-                ``util.dot_score`` are fused; other functions fall back to sentence-transformers' math.
+            scale, similarity_fct: the loss stage's ``scale = 1 / temperature`` and similarity, as in
+                :class:`~spherekit.losses.MultipleNegativesRankingLoss` (cos_sim / dot_score are fused).
             mini_batch_size: texts per embedding mini-batch: the memory of a step is that of one
                 mini-batch; larger is faster.
             mini_batch_num_tokens: if set, mini-batches are packed by total (non-padding) token count
                 instead of by ``mini_batch_size`` texts.
-            gather_across_devices: If True, gather anchors and documents (with gradients) across all
-                processes of torch.distributed, as sentence-transformers does.
-            directions: Similarity terms in the loss: "query_to_doc" (required), "query_to_query",
-                "doc_to_query", "doc_to_doc".
-            partition_mode: "joint" (one softmax over all selected directions) or "per_direction" (one
-                softmax per direction, averaged; not with query_to_query / doc_to_doc).
+            gather_across_devices, directions, partition_mode: the loss stage's cross-device gather and
+                similarity terms, as in MultipleNegativesRankingLoss.
             show_progress_bar: show a progress bar over the mini-batches.
-            hardness_mode: None, "in_batch_negatives", "hard_negatives" or "all_negatives" (see
-                sentence-transformers); computed unfused when active.
-            hardness_strength: Strength of the hardness penalty (>= 0).
+            hardness_mode, hardness_strength: sentence-transformers' hardness penalty, as in
+                MultipleNegativesRankingLoss (computed unfused when active).
             backend: spherekit backend for info_nce: "auto" | "triton" | "cpu" | "reference".
 
         References:
@@ -123,29 +132,18 @@ class CachedMultipleNegativesRankingLoss(_STCachedLoss):
             2. A large ``per_device_train_batch_size`` and a ``mini_batch_size`` that fits in memory.
 
         Inputs:
-            +-------------------------------------------------+--------+
-            | Inputs                                          | Labels |
-            +=================================================+========+
-            | (anchor, positive) pairs                        | none   |
-            +-------------------------------------------------+--------+
-            | (anchor, positive, negative) triplets           | none   |
-            +-------------------------------------------------+--------+
-            | (anchor, positive, negative_1, ..., negative_n) | none   |
-            +-------------------------------------------------+--------+
+            Those of :class:`~spherekit.losses.MultipleNegativesRankingLoss` (see Requirements); no labels.
 
         Example:
-            ::
+            A batch of 4096 (anchor, positive) pairs in the memory of 32::
 
-                from datasets import Dataset
+                from datasets import load_dataset
                 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
                 from sentence_transformers import SentenceTransformerTrainingArguments
                 from spherekit.losses import CachedMultipleNegativesRankingLoss
 
                 model = SentenceTransformer("microsoft/mpnet-base")
-                train_dataset = Dataset.from_dict({
-                    "anchor": ["It's nice weather outside today.", "He drove to work."],
-                    "positive": ["It's so sunny.", "He took the car to the office."],
-                })
+                train_dataset = load_dataset("sentence-transformers/all-nli", "pair", split="train")
                 # drop-in for losses.CachedMultipleNegativesRankingLoss
                 loss = CachedMultipleNegativesRankingLoss(model, mini_batch_size=32)
                 args = SentenceTransformerTrainingArguments(output_dir="out", per_device_train_batch_size=4096)
@@ -182,20 +180,14 @@ class CachedMultipleNegativesRankingLoss(_STCachedLoss):
     def backend(self) -> str:
         return self.loss.backend
 
-    def calculate_loss(
-        self, reps: list[list[Tensor]], labels: Tensor | None = None, *, with_backward: bool = False
-    ) -> Tensor:
-        """The loss on the whole batch from the per-mini-batch embeddings (fused: not chunked)."""
-        embeddings = [torch.cat(column) for column in reps]
-        if not self.loss.fused(embeddings):
-            return super().calculate_loss(reps, labels, with_backward=with_backward)
-        return _loss_on_whole_batch(self.loss.compute_loss_from_embeddings(embeddings, labels), with_backward)
+    def _fused(self, embeddings: list[Tensor]) -> bool:
+        return self.loss.fused(embeddings)
 
     def get_config_dict(self) -> dict[str, Any]:
         return {**super().get_config_dict(), "backend": self.backend}
 
 
-class CachedConceptEquivalenceLoss(CachedLossMixin, nn.Module):
+class CachedConceptEquivalenceLoss(_FusedLossStage, CachedLossMixin, nn.Module):
     def __init__(
         self,
         model,
@@ -228,13 +220,9 @@ class CachedConceptEquivalenceLoss(CachedLossMixin, nn.Module):
 
         Args:
             model: SentenceTransformer model (not one built on a StaticEmbedding).
-            scale: similarity scale, ``1 / temperature`` (20.0 = temperature 0.05).
-            hard_negative_mode: "bce" | "softmax" | "both" (see ConceptEquivalenceLoss).
-            bce_weight: weight of the BCE term (000: 0.5).
-            bce_scale, bce_bias: BCE logit ``z = bce_scale * cos + bce_bias``.
-            weight: multiplies this view's loss (000: 1.0 for syn and t2d, 0.7 for d2d).
-            gather_across_devices: gather the positives (with gradients) from all torch.distributed
-                processes (see ConceptEquivalenceLoss).
+            scale, hard_negative_mode, bce_weight, bce_scale, bce_bias, weight, gather_across_devices: the
+                loss's hyperparameters, as in :class:`~spherekit.losses.ConceptEquivalenceLoss` (see there for
+                their meaning in the formula and their values in the paper).
             backend: spherekit backend for info_nce: "auto" | "triton" | "cpu" | "reference".
             mini_batch_size: texts per embedding mini-batch: the memory of a step is that of one
                 mini-batch; larger is faster.
@@ -252,15 +240,10 @@ class CachedConceptEquivalenceLoss(CachedLossMixin, nn.Module):
         Requirements:
             1. (anchor, positive) pairs or (anchor, positive, hard_negative_1, ..., hard_negative_k)
                tuples; every row of a dataset has the same k.
+            2. A large ``per_device_train_batch_size`` and a ``mini_batch_size`` that fits in memory.
 
         Inputs:
-            +-----------------------------------------------------------+--------+
-            | Inputs                                                    | Labels |
-            +===========================================================+========+
-            | (anchor, positive) pairs                                  | none   |
-            +-----------------------------------------------------------+--------+
-            | (anchor, positive, hard_negative_1, ..., hard_negative_k) | none   |
-            +-----------------------------------------------------------+--------+
+            Those of :class:`~spherekit.losses.ConceptEquivalenceLoss` (see Requirements); no labels.
 
         Example:
             ::
@@ -310,13 +293,6 @@ class CachedConceptEquivalenceLoss(CachedLossMixin, nn.Module):
     weight = property(lambda self: self.loss.weight)
     gather_across_devices = property(lambda self: self.loss.gather_across_devices)
     backend = property(lambda self: self.loss.backend)
-
-    def calculate_loss(
-        self, reps: list[list[Tensor]], labels: Tensor | None = None, *, with_backward: bool = False
-    ) -> Tensor:
-        """The loss on the whole batch from the per-mini-batch embeddings (fused: not chunked)."""
-        embeddings = [torch.cat(column) for column in reps]
-        return _loss_on_whole_batch(self.loss.compute_loss_from_embeddings(embeddings, labels), with_backward)
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         sentence_features = list(sentence_features)

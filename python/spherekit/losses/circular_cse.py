@@ -3,16 +3,15 @@ arXiv:2601.06575, eq. 9)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-from torch import Tensor, nn
+from torch import Tensor
 
 from .. import ops
-from ._common import as_label_angles, check_columns, check_labels, normalize, zero_loss
+from ._common import LabelledTextLoss, as_label_angles, normalize, zero_loss
 
 
-class CircularCSELoss(nn.Module):
+class CircularCSELoss(LabelledTextLoss):
     def __init__(self, model, label_angles, margin: float = 0.0, backend: str = "auto") -> None:
         """CircularCSE: place classes on a circle by regressing every pair's cosine to cos(angle gap).
 
@@ -41,11 +40,11 @@ class CircularCSELoss(nn.Module):
               https://aclanthology.org/2026.acl-long.772/ (arXiv 2601.06575)
 
         Inputs:
-            +-------+----------------+
-            | Texts | Labels         |
-            +=======+================+
-            | text  | class id (int) |
-            +-------+----------------+
+            +-------+--------------------------------------------+
+            | Texts | Labels                                     |
+            +=======+============================================+
+            | text  | label id (int, an index into label_angles) |
+            +-------+--------------------------------------------+
 
         Example:
             ::
@@ -70,16 +69,8 @@ class CircularCSELoss(nn.Module):
         self.backend = backend
         self.register_buffer("label_angles", as_label_angles(label_angles), persistent=False)
 
-    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor) -> Tensor:
-        features = list(sentence_features)
-        if len(features) != 1:
-            raise ValueError(f"CircularCSELoss expects 1 text column (plus a label column), got {len(features)}")
-        return self.compute_loss_from_embeddings([self.model(features[0])["sentence_embedding"]], labels)
-
     def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor) -> Tensor:
-        check_columns("CircularCSELoss", embeddings, 1, 1)
-        e = embeddings[0]
-        labels = check_labels("CircularCSELoss", labels, e.shape[0], e.device, self.label_angles.shape[0])
+        e, labels = self.checked_inputs(embeddings, labels, self.label_angles.shape[0])
         if e.shape[0] < 2:  # no pair i != j
             return zero_loss(embeddings)
         return ops.circular_cse(normalize(e), labels, self.label_angles.to(e.device), margin=self.margin,

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from ..ops import info_nce
-from ._common import check_columns, check_labels, check_positive, normalize
+from ._common import LabelledTextLoss, check_positive, normalize
 
 
 def frozen_bank_cross_entropy(h: Tensor, bank: Tensor, labels: Tensor, temperature: float = 1.0,
@@ -20,7 +19,7 @@ def frozen_bank_cross_entropy(h: Tensor, bank: Tensor, labels: Tensor, temperatu
     return info_nce(h, bank, labels, temperature=temperature, candidate_grad=False, backend=backend)
 
 
-class EntryBankLoss(nn.Module):
+class EntryBankLoss(LabelledTextLoss):
     def __init__(
         self,
         model,
@@ -120,16 +119,8 @@ class EntryBankLoss(nn.Module):
         """Replace the entry embeddings (e.g. between rounds of progressive separate training)."""
         self.bank = self._check_bank(bank).to(self.bank.device)
 
-    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor) -> Tensor:
-        features = list(sentence_features)
-        if len(features) != 1:
-            raise ValueError(f"EntryBankLoss expects 1 text column (plus a label column), got {len(features)}")
-        return self.compute_loss_from_embeddings([self.model(features[0])["sentence_embedding"]], labels)
-
     def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor) -> Tensor:
-        check_columns("EntryBankLoss", embeddings, 1, 1)
-        h = embeddings[0]
-        labels = check_labels("EntryBankLoss", labels, h.shape[0], h.device, self.bank.shape[0])
+        h, labels = self.checked_inputs(embeddings, labels, self.bank.shape[0])
         bank = self.bank.to(device=h.device, dtype=h.dtype)
         if self.normalize:
             h, bank = normalize(h), normalize(bank)

@@ -4,22 +4,18 @@ Affect", arXiv:2601.06575, eq. 5-8)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from .. import ops
-from ._common import (
-    as_label_angles, check_columns, check_labels, check_positive, degenerate_batch, normalize, zero_loss,
-)
+from ._common import LabelledTextLoss, as_label_angles, check_positive, degenerate_batch, normalize, zero_loss
 
 logger = logging.getLogger(__name__)
 
 
-
-class SincereLoss(nn.Module):
+class SincereLoss(LabelledTextLoss):
     def __init__(self, model, temperature: float = 0.05, backend: str = "auto") -> None:
         """SINCERE: supervised InfoNCE with positives from the label and no intra-class repulsion.
 
@@ -85,24 +81,14 @@ class SincereLoss(nn.Module):
     def _label_bias(self) -> Tensor | None:
         return None
 
-    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor) -> Tensor:
-        features = list(sentence_features)
-        if len(features) != 1:
-            raise ValueError(f"{type(self).__name__} expects 1 text column (plus a label column), got {len(features)}")
-        return self.compute_loss_from_embeddings([self.model(features[0])["sentence_embedding"]], labels)
-
     def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor) -> Tensor:
-        name = type(self).__name__
-        check_columns(name, embeddings, 1, 1)
         bias = self._label_bias()
-        labels = check_labels(name, labels, embeddings[0].shape[0], embeddings[0].device,
-                              None if bias is None else bias.shape[0])
+        e, labels = self.checked_inputs(embeddings, labels, None if bias is None else bias.shape[0])
         why = degenerate_batch(labels)
         if why:
-            logger.warning("%s: %s; this batch contributes a loss of 0", name, why)
+            logger.warning("%s: %s; this batch contributes a loss of 0", type(self).__name__, why)
             return zero_loss(embeddings)
-        return ops.sincere(normalize(embeddings[0]), labels, temperature=self.temperature, label_bias=bias,
-                           backend=self.backend)
+        return ops.sincere(normalize(e), labels, temperature=self.temperature, label_bias=bias, backend=self.backend)
 
     def get_config_dict(self) -> dict[str, Any]:
         return {"temperature": self.temperature, "backend": self.backend}
@@ -151,14 +137,11 @@ class SoftCSELoss(SincereLoss):
             - Yamauchi, Aizawa, ACL 2026, Mapping the Circumplex of Affect, eq. 7-8
 
         Inputs:
-            +-------+----------------+
-            | Texts | Labels         |
-            +=======+================+
-            | text  | class id (int) |
-            +-------+----------------+
+            Those of :class:`SincereLoss`: one text column and an integer ``label`` column, a label being an
+            index into ``label_angles``.
 
         Example:
-            ::
+            Train exactly like :class:`SincereLoss` (batches grouped by label), with this loss::
 
                 import math
                 from spherekit.losses import SoftCSELoss
@@ -166,7 +149,6 @@ class SoftCSELoss(SincereLoss):
                 # 8 emotions evenly spaced on the circumplex, label i at 45 * i degrees
                 angles = [math.radians(45 * i) for i in range(8)]
                 loss = SoftCSELoss(model, label_angles=angles)
-                # train exactly like SincereLoss: one text column and an int "label" column
         """
         super().__init__(model, temperature=temperature, backend=backend)
         angles = as_label_angles(label_angles)
