@@ -26,7 +26,8 @@ def items(reader):
 
 def test_labels_and_angles():
     assert len(EMOTIONS) == 12 and len(set(EMOTIONS)) == 12
-    assert (ANGLES["love"], ANGLES["calmness"], ANGLES["trust"]) == (0.0, 270.0, 330.0)  # stated in 003 C.4
+    # stated in "Mapping the Circumplex of Affect", appendix C.4
+    assert (ANGLES["love"], ANGLES["calmness"], ANGLES["trust"]) == (0.0, 270.0, 330.0)
     assert abs(ANGLES["disgust"] - ANGLES["love"]) == 180.0  # love opposes disgust
     assert abs(ANGLES["trust"] - ANGLES["fear"]) == 180.0  # trust opposes fear
     assert sorted(ANGLES.values()) == [30.0 * i for i in range(12)]

@@ -1,4 +1,5 @@
-"""The five hard-negative rules of 000_* appendix G on known examples and on a real WordNet sample."""
+"""The five hard-negative rules of "Principles of Concept Representation in Sentence Encoders" (appendix G) on
+known examples and on a real WordNet sample."""
 
 from __future__ import annotations
 

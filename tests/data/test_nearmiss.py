@@ -1,4 +1,5 @@
-"""Structural near-misses of 004_* on known sentences and a small WordNet build."""
+"""Structural near-misses of "Training for Compositional Sensitivity Reduces Dense Retrieval Generalization" on
+known sentences and a small WordNet build."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Spherical k-means, V-measure (vs scikit-learn) and CD-r (hand-computed) of 003_*."""
+"""Spherical k-means, V-measure (vs scikit-learn) and CD-r (hand-computed) of "Mapping the Circumplex of Affect"
+(arXiv:2601.06575)."""
 
 import numpy as np
 import pytest

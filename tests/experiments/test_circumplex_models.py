@@ -1,5 +1,6 @@
-"""Circumplex (seed 003) encoder: unit-sphere outputs, nGPT renormalisation, a frozen backbone that stays
-frozen and in eval mode, save / load, and the token-state cache, whose training run equals the uncached one."""
+"""The encoder of "Mapping the Circumplex of Affect": unit-sphere outputs, nGPT renormalisation, a frozen backbone
+that stays frozen and in eval mode, save / load, and the token-state cache, whose training run equals the uncached
+one."""
 
 import pytest
 import torch

@@ -1,6 +1,6 @@
-"""ConceptEquivalenceLoss: seed 000's per-view objective (InfoNCE + 0.5 BCE on hard negatives), checked
-against a plain materialised formula written out here (value and every gradient), against
-sentence-transformers' MNRL without hard negatives, and for its options."""
+"""ConceptEquivalenceLoss: the per-view objective of "Principles of Concept Representation in Sentence Encoders"
+(InfoNCE + 0.5 BCE on hard negatives), checked against a plain materialised formula written out here (value and every
+gradient), against sentence-transformers' MNRL without hard negatives, and for its options."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_against_explicit_formula(mode, batch, k):
 
 @pytest.mark.parametrize("batch", [2, 9])
 def test_pairs_only_is_st_mnrl(batch):
-    """Without hard negatives (000's B3) it is MNRL; weight scales it."""
+    """Without hard negatives (that paper's B3) it is MNRL; weight scales it."""
     cols = make_cols(batch, 2, seed=batch)
     ours = ConceptEquivalenceLoss(None, scale=14.0, weight=0.7)
     st = STLoss(None, scale=14.0)

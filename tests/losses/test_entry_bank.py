@@ -1,4 +1,4 @@
-"""EntryBankLoss (DefSent+, seed 001 eq. 1): softmax over every entry of a frozen bank, checked against
+"""EntryBankLoss (DefSent+, eq. 1): softmax over every entry of a frozen bank, checked against
 F.cross_entropy on the materialised logits; the bank gets no gradient and is a non-saved buffer."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""SincereLoss, SoftCSELoss, CircularCSELoss (seed 003, eq. 5-9): checked against the equations written
-out with explicit loops here (value and gradient), against the spherekit.reference oracles, and for
+"""SincereLoss, SoftCSELoss, CircularCSELoss ("Mapping the Circumplex of Affect", eq. 5-9): checked against the
+equations written out with explicit loops here (value and gradient), against the spherekit.reference oracles, and for
 their degenerate batches, validation and API."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ ANGLES = [0.0, math.pi / 4, math.pi / 2, math.pi, 1.25 * math.pi, 1.75 * math.pi
 
 
 def sincere_explicit(e, labels, tau=0.05, angles=None):
-    """003 eq. 5-8 with loops: mean over anchors with positives of the mean over positives of
+    """Eq. 5-8 with loops: mean over anchors with positives of the mean over positives of
     -log(e^{s_ij} / (e^{s_ij} + sum_k w_ik e^{s_ik})), w_ik = (1 - cos dtheta) / mean_N (1 - cos dtheta)."""
     e = F.normalize(e, dim=-1)
     s = e @ e.T / tau
@@ -44,7 +44,7 @@ def sincere_explicit(e, labels, tau=0.05, angles=None):
 
 
 def circular_explicit(e, labels, angles, margin=0.0):
-    """003 eq. 9 with loops."""
+    """Eq. 9 with loops."""
     e = F.normalize(e, dim=-1)
     y = labels.tolist()
     b = len(y)

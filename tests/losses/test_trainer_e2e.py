@@ -1,6 +1,6 @@
-"""End to end: a tiny offline SentenceTransformer trains for 2 steps with SentenceTransformerTrainer on each
-spherekit loss (and on the three-view ConceptEquivalenceLoss recipe of seed 000): the logged losses are
-finite, the loss really ran through the model, and the weights moved."""
+"""End to end: a tiny offline SentenceTransformer trains for 2 steps with SentenceTransformerTrainer on each spherekit
+loss (and on the three-view ConceptEquivalenceLoss recipe of "Principles of Concept Representation in Sentence
+Encoders"): the logged losses are finite, the loss really ran through the model, and the weights moved."""
 
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ def test_mnrl_trains(tiny_model, tmp_path):
 
 
 def test_concept_equivalence_three_views_train(tiny_model, tmp_path):
-    """Seed 000's recipe: a dict of losses, one per view (syn, t2d with hard negatives, d2d weighted 0.7)."""
+    """The recipe of "Concept Representation": a dict of losses, one per view (syn, t2d with hard negatives, d2d
+    weighted 0.7)."""
     calls = []
     loss = {
         "syn": spy_on(ConceptEquivalenceLoss(tiny_model), calls),

@@ -1,5 +1,6 @@
-"""NGPTBlock and GPTBlock: the math against float64 oracles written from seed 003's equations, unit norm,
-padding invariance, causality, weight renormalisation, gradients and argument errors."""
+"""NGPTBlock and GPTBlock: the math against float64 oracles written from the equations of "Mapping the Circumplex
+of Affect" (arXiv:2601.06575), unit norm, padding invariance, causality, weight renormalisation, gradients and
+argument errors."""
 
 import importlib.util
 

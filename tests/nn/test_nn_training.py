@@ -58,7 +58,8 @@ def test_without_renormalisation_weights_leave_the_sphere(head_model, tmp_path):
 
 
 def test_custom_loop_frozen_backbone_sincere(head_model):
-    """Seed 003's LLM recipe: frozen backbone, only the head trains (SINCERE on labelled texts)."""
+    """The LLM recipe of "Mapping the Circumplex of Affect": frozen backbone, only the head trains (SINCERE on
+    labelled texts)."""
     torch.manual_seed(0)
     model = head_model("ngpt", "mean")
     freeze_backbone(model)

@@ -20,7 +20,7 @@ Each item is (anchor, positive, near_miss, family). The paper turns each pair (s
 default) the positive is a meaning-preserving variant of the anchor where one exists (one monosemous
 content word replaced by a synonym from its only WordNet synset; positive_kind "synonym"), else the
 anchor (positive_kind "identity"); this makes "cos(anchor, positive) > cos(anchor, near_miss)" a real
-test of paraphrase-vs-near-miss ordering (eq. 3 of 004).
+test of paraphrase-vs-near-miss ordering ("Compositional Sensitivity", eq. 3).
 
 Sampling (seeded): texts of at least 20 characters ("Compositional Sensitivity" drops shorter ones) and at most
 300; texts that contain a spatial word are tried first (they are rare), the rest after, each group in a seeded

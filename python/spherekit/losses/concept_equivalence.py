@@ -72,9 +72,9 @@ class ConceptEquivalenceLoss(nn.Module):
             model: SentenceTransformer model.
             scale: similarity scale, ``1 / temperature`` (20.0 = temperature 0.05).
             hard_negative_mode: "bce" | "softmax" | "both" (see above).
-            bce_weight: weight of the BCE term (000: 0.5).
+            bce_weight: weight of the BCE term ("Concept Representation": 0.5).
             bce_scale, bce_bias: BCE logit ``z = bce_scale * cos + bce_bias``.
-            weight: multiplies this view's loss (000: 1.0 for syn and t2d, 0.7 for d2d).
+            weight: multiplies this view's loss ("Concept Representation": 1.0 for syn and t2d, 0.7 for d2d).
             gather_across_devices: gather the positives (with gradients) from all torch.distributed
                 processes, so every anchor is scored against the global batch of positives (targets
                 offset by ``rank * batch_size``). Hard negatives stay local. Each process's loss is the
