@@ -1,5 +1,5 @@
-"""Pieces shared by the Triton kernel files: the tiled dot product, the online-softmax step, softplus, and launch
-helpers."""
+"""Pieces shared by the Triton kernel files: index blocks, the tiled dot product, the online-softmax step, softplus,
+and launch helpers."""
 
 from __future__ import annotations
 
@@ -30,6 +30,16 @@ def named(names: str, values) -> dict:
     return dict(zip(keys, values))
 
 
+def scaled_grad(grad_rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(grad_rows / scale in fp32, scale (1,)) with scale = max |grad_rows| (1 when all are 0): a backward kernel
+    takes the scaled gradient, so that fp16 tiles built from it stay in the normal range, and multiplies its
+    fp32 result back by scale (a device tensor: no host sync)."""
+    g = grad_rows.float()
+    scale = g.abs().amax()
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale)).reshape(1)
+    return g / scale, scale
+
+
 def dot_precision(dtype: torch.dtype) -> str:
     """tl.dot input precision: full fp32 ("ieee") for fp32 operands; ignored for fp16/bf16 operands."""
     return "ieee" if dtype == torch.float32 else "tf32"
@@ -43,6 +53,14 @@ def gram_config(D: int, dtype: torch.dtype) -> dict:
         return dict(BLOCK_B=32, BLOCK_N=32, BLOCK_D=32, BLOCK_DV=32, num_warps=4)
     return dict(BLOCK_B=64, BLOCK_N=32, BLOCK_D=32 if dtype == torch.float32 else 64,
                 BLOCK_DV=max(16, min(64, triton.next_power_of_2(D))), num_warps=8)
+
+
+@triton.jit
+def span(start, n, BLOCK: tl.constexpr):
+    """The BLOCK indices start, start + 1, ... of an axis of length n and their in-range mask: (offsets, offsets < n).
+    A program's block i is span(i * BLOCK, n, BLOCK) (with i int64, the offsets are int64)."""
+    o = start + tl.arange(0, BLOCK)
+    return o, o < n
 
 
 @triton.jit
@@ -78,13 +96,20 @@ def load_valid(m_ptr, stride_mb, stride_mt, b, o_t, L, HAS_MASK: tl.constexpr):
 
 
 @triton.jit
+def token_block(m_ptr, stride_mb, stride_mt, b, start, L, HAS_MASK: tl.constexpr, BLOCK: tl.constexpr):
+    """The BLOCK token positions o_t = start, start + 1, ... of sequence b: (o_t, in range, valid) (load_valid)."""
+    o_t = start + tl.arange(0, BLOCK)
+    m_t, valid = load_valid(m_ptr, stride_mb, stride_mt, b, o_t, L, HAS_MASK)
+    return o_t, m_t, valid
+
+
+@triton.jit
 def dot_tile(a_ptr, stride_a0, stride_a1, o_a, m_a, b_ptr, stride_b0, stride_b1, o_b, m_b, D,
              BLOCK_A: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr):
     """x[i, j] = <a[o_a[i]], b[o_b[j]]> over all of D with fp32 accumulation; operands go to tl.dot as loaded."""
     acc = tl.zeros((BLOCK_A, BLOCK_B), dtype=tl.float32)
     for d0 in range(0, D, BLOCK_D):
-        o_d = d0 + tl.arange(0, BLOCK_D)
-        m_d = o_d < D
+        o_d, m_d = span(d0, D, BLOCK_D)
         b_a = tl.load(a_ptr + o_a[:, None] * stride_a0 + o_d[None, :] * stride_a1,
                       mask=m_a[:, None] & m_d[None, :], other=0.0)
         b_b = tl.load(b_ptr + o_b[:, None] * stride_b0 + o_d[None, :] * stride_b1,

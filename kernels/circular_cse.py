@@ -16,7 +16,14 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import dot_precision, dot_tile, gram_config, vectors
+from ._common import dot_precision, dot_tile, gram_config, scaled_grad, span, vectors
+
+
+@triton.jit
+def _row_targets(y_ptr, cos_ptr, sin_ptr, o, m):
+    """Per-row label, cos and sin of rows o (0 on padding)."""
+    return (tl.load(y_ptr + o, mask=m, other=0), tl.load(cos_ptr + o, mask=m, other=0.0),
+            tl.load(sin_ptr + o, mask=m, other=0.0))
 
 
 @triton.jit
@@ -26,9 +33,7 @@ def _residual_tile(e_ptr, stride_eb, stride_ed, y_ptr, cos_ptr, sin_ptr, o_b, m_
     """r[b, n] (fp32) for rows o_b and columns o_n; 0 on the diagonal and on padding."""
     x = dot_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, e_ptr, stride_eb, stride_ed, o_n, m_n, D,
                  BLOCK_B, BLOCK_N, BLOCK_D, PRECISION)
-    y_n = tl.load(y_ptr + o_n, mask=m_n, other=0)
-    cos_n = tl.load(cos_ptr + o_n, mask=m_n, other=0.0)
-    sin_n = tl.load(sin_ptr + o_n, mask=m_n, other=0.0)
+    y_n, cos_n, sin_n = _row_targets(y_ptr, cos_ptr, sin_ptr, o_n, m_n)
     same = y_b[:, None] == y_n[None, :]
     target = tl.where(same, 1.0, cos_b[:, None] * cos_n[None, :] + sin_b[:, None] * sin_n[None, :])
     diff = x - target
@@ -46,16 +51,11 @@ def _circular_cse_fwd_kernel(
     margin, B, D,
     PRECISION: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    pid = tl.program_id(0).to(tl.int64)
-    o_b = pid * BLOCK_B + tl.arange(0, BLOCK_B)
-    m_b = o_b < B
-    y_b = tl.load(y_ptr + o_b, mask=m_b, other=0)
-    cos_b = tl.load(cos_ptr + o_b, mask=m_b, other=0.0)
-    sin_b = tl.load(sin_ptr + o_b, mask=m_b, other=0.0)
+    o_b, m_b = span(tl.program_id(0).to(tl.int64) * BLOCK_B, B, BLOCK_B)
+    y_b, cos_b, sin_b = _row_targets(y_ptr, cos_ptr, sin_ptr, o_b, m_b)
     acc = tl.zeros((BLOCK_B,), dtype=tl.float32)
     for n0 in range(0, B, BLOCK_N):
-        o_n = n0 + tl.arange(0, BLOCK_N)
-        m_n = o_n < B
+        o_n, m_n = span(n0, B, BLOCK_N)
         r = _residual_tile(e_ptr, stride_eb, stride_ed, y_ptr, cos_ptr, sin_ptr, o_b, m_b, y_b, cos_b, sin_b, o_n,
                            m_n, margin, D, BLOCK_B, BLOCK_N, BLOCK_D, PRECISION)
         acc += tl.sum(r * r, axis=1)
@@ -76,18 +76,13 @@ def _circular_cse_bwd_kernel(
     gradient divided by w_scale (fp16 tiles stay in the normal range); the output is multiplied back."""
     pid_b = tl.program_id(0).to(tl.int64)
     pid_v = tl.program_id(1).to(tl.int64)
-    o_b = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
-    m_b = o_b < B
-    y_b = tl.load(y_ptr + o_b, mask=m_b, other=0)
-    cos_b = tl.load(cos_ptr + o_b, mask=m_b, other=0.0)
-    sin_b = tl.load(sin_ptr + o_b, mask=m_b, other=0.0)
+    o_b, m_b = span(pid_b * BLOCK_B, B, BLOCK_B)
+    y_b, cos_b, sin_b = _row_targets(y_ptr, cos_ptr, sin_ptr, o_b, m_b)
     w_b = tl.load(w_ptr + o_b, mask=m_b, other=0.0)
-    o_v = pid_v * BLOCK_DV + tl.arange(0, BLOCK_DV)
-    m_v = o_v < D
+    o_v, m_v = span(pid_v * BLOCK_DV, D, BLOCK_DV)
     acc = tl.zeros((BLOCK_B, BLOCK_DV), dtype=tl.float32)
     for n0 in range(0, B, BLOCK_N):
-        o_n = n0 + tl.arange(0, BLOCK_N)
-        m_n = o_n < B
+        o_n, m_n = span(n0, B, BLOCK_N)
         r = _residual_tile(e_ptr, stride_eb, stride_ed, y_ptr, cos_ptr, sin_ptr, o_b, m_b, y_b, cos_b, sin_b, o_n,
                            m_n, margin, D, BLOCK_B, BLOCK_N, BLOCK_D, PRECISION)
         w_n = tl.load(w_ptr + o_n, mask=m_n, other=0.0)
@@ -119,10 +114,8 @@ def circular_cse_bwd(grad_rows, e, labels, row_cos, row_sin, *, margin):
     """-> dE (B, d) fp32."""
     B, D = e.shape
     cfg = gram_config(D, e.dtype)
-    w = grad_rows.float()
-    w_scale = w.abs().amax()
-    w_scale = torch.where(w_scale > 0, w_scale, torch.ones_like(w_scale)).reshape(1)
-    w, labels, row_cos, row_sin = vectors(w / w_scale, labels, row_cos, row_sin)
+    w, w_scale = scaled_grad(grad_rows)
+    w, labels, row_cos, row_sin = vectors(w, labels, row_cos, row_sin)
     de = torch.empty((B, D), dtype=torch.float32, device=e.device)
     grid = (triton.cdiv(B, cfg["BLOCK_B"]), triton.cdiv(D, cfg["BLOCK_DV"]))
     _circular_cse_bwd_kernel[grid](

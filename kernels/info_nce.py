@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import IGNORE_INDEX, INTERPRET, dot_precision, dot_tile, online_softmax_step, softplus, vectors
+from ._common import IGNORE_INDEX, INTERPRET, dot_precision, dot_tile, online_softmax_step, softplus, span, vectors
 
 
 @triton.jit
@@ -36,8 +36,7 @@ def _row_dots(q_ptr, stride_qb, stride_qd, c_ptr, stride_cn, stride_cd, h_ptr, s
     dot_t = tl.zeros((BLOCK_B,), dtype=tl.float32)
     dot_h = tl.zeros((BLOCK_B, BLOCK_K), dtype=tl.float32)
     for d0 in range(0, D, BLOCK_D):
-        o_d = d0 + tl.arange(0, BLOCK_D)
-        m_d = o_d < D
+        o_d, m_d = span(d0, D, BLOCK_D)
         m_bd = m_b[:, None] & m_d[None, :]
         b_q = tl.load(q_ptr + o_b[:, None] * stride_qb + o_d[None, :] * stride_qd, mask=m_bd, other=0.0)
         b_q = b_q.to(tl.float32)
@@ -52,9 +51,13 @@ def _row_dots(q_ptr, stride_qb, stride_qd, c_ptr, stride_cn, stride_cd, h_ptr, s
 
 
 @triton.jit
-def _logits_tile(x, inv_tau, o_n, m_n, b_t, b_ql, cl_ptr, lb_ptr, stride_lb0, stride_lb1,
-                 HAS_LABELS: tl.constexpr, HAS_BIAS: tl.constexpr):
-    """Dots -> logits: /tau, + label bias on negatives, false negatives and padding at -inf."""
+def _logits_tile(q_ptr, stride_qb, stride_qd, c_ptr, stride_cn, stride_cd, o_b, m_b, o_n, m_n, D, inv_tau, b_t, b_ql,
+                 cl_ptr, lb_ptr, stride_lb0, stride_lb1, HAS_LABELS: tl.constexpr, HAS_BIAS: tl.constexpr,
+                 PRECISION: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    """The (rows o_b, candidates o_n) tile: dots x = <q_b, c_n> (fp32), logits s = x / tau + label bias on negatives
+    with false negatives and padding at -inf, and is_t (the target column of each row). -> (x, s, is_t)."""
+    x = dot_tile(q_ptr, stride_qb, stride_qd, o_b, m_b, c_ptr, stride_cn, stride_cd, o_n, m_n, D,
+                 BLOCK_B, BLOCK_N, BLOCK_D, PRECISION)
     s = x * inv_tau
     is_t = o_n[None, :] == b_t[:, None]
     allowed = m_n[None, :]  # padding columns out; broadcasts against the (rows, cols) masks below
@@ -66,7 +69,7 @@ def _logits_tile(x, inv_tau, o_n, m_n, b_t, b_ql, cl_ptr, lb_ptr, stride_lb0, st
             b_bias = tl.load(lb_ptr + b_ql[:, None] * stride_lb0 + b_cl[None, :] * stride_lb1, mask=m_bias,
                              other=0.0)
             s = s + tl.where(m_bias, b_bias, 0.0)
-    return tl.where(allowed, s, float("-inf")), is_t
+    return x, tl.where(allowed, s, float("-inf")), is_t
 
 
 @triton.jit
@@ -84,21 +87,17 @@ def _info_nce_fwd_kernel(
     HAS_BCE: tl.constexpr, PRECISION: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
-    pid = tl.program_id(0).to(tl.int64)
-    o_b = pid * BLOCK_B + tl.arange(0, BLOCK_B)
-    m_b = o_b < B
+    o_b, m_b = span(tl.program_id(0).to(tl.int64) * BLOCK_B, B, BLOCK_B)
     b_t, valid, b_ql = _load_rows(t_ptr, ql_ptr, o_b, m_b, HAS_LABELS, BLOCK_B)
     inv_tau = 1.0 / tl.load(tau_ptr)
 
     max_run = tl.full((BLOCK_B,), float("-inf"), dtype=tl.float32)
     sum_run = tl.zeros((BLOCK_B,), dtype=tl.float32)
     for n0 in range(0, N, BLOCK_N):
-        o_n = n0 + tl.arange(0, BLOCK_N)
-        m_n = o_n < N
-        x = dot_tile(q_ptr, stride_qb, stride_qd, o_b, m_b, c_ptr, stride_cn, stride_cd, o_n, m_n, D,
-                      BLOCK_B, BLOCK_N, BLOCK_D, PRECISION)
-        s, is_t = _logits_tile(x, inv_tau, o_n, m_n, b_t, b_ql, cl_ptr, lb_ptr, stride_lb0, stride_lb1,
-                               HAS_LABELS, HAS_BIAS)
+        o_n, m_n = span(n0, N, BLOCK_N)
+        _, s, _ = _logits_tile(q_ptr, stride_qb, stride_qd, c_ptr, stride_cn, stride_cd, o_b, m_b, o_n, m_n, D, inv_tau,
+                               b_t, b_ql, cl_ptr, lb_ptr, stride_lb0, stride_lb1, HAS_LABELS, HAS_BIAS, PRECISION,
+                               BLOCK_B, BLOCK_N, BLOCK_D)
         max_run, rescale, p = online_softmax_step(max_run, s)
         sum_run = sum_run * rescale + tl.sum(p, axis=1)
 
@@ -188,8 +187,7 @@ def _info_nce_bwd_dq_kernel(
     back), so fp16 tiles stay in the normal range: raw values are ~ 1 / (B N tau), subnormal in fp16."""
     pid_b = tl.program_id(0).to(tl.int64)
     pid_v = tl.program_id(1).to(tl.int64)
-    o_b = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
-    m_b = o_b < B
+    o_b, m_b = span(pid_b * BLOCK_B, B, BLOCK_B)
     b_t, valid, b_ql = _load_rows(t_ptr, ql_ptr, o_b, m_b, HAS_LABELS, BLOCK_B)
     inv_tau = 1.0 / tl.load(tau_ptr)
     b_g = tl.where(valid, tl.load(g_ptr + o_b, mask=m_b, other=0.0), 0.0)
@@ -201,18 +199,15 @@ def _info_nce_bwd_dq_kernel(
     beta, g_h, tau_acc = _row_grad_terms(dot_t, dot_h, b_g, b_lse, inv_tau, K, bce_weight, bce_scale, bce_bias,
                                          HN_SOFTMAX, HAS_BCE, BLOCK_B, BLOCK_K)
 
-    o_v = pid_v * BLOCK_DV + tl.arange(0, BLOCK_DV)
-    m_v = o_v < D
+    o_v, m_v = span(pid_v * BLOCK_DV, D, BLOCK_DV)
     scale = tl.load(scale_ptr)
     inv_scale = 1.0 / scale
     acc = tl.zeros((BLOCK_B, BLOCK_DV), dtype=tl.float32)
     for n0 in range(0, N, BLOCK_N):
-        o_n = n0 + tl.arange(0, BLOCK_N)
-        m_n = o_n < N
-        x = dot_tile(q_ptr, stride_qb, stride_qd, o_b, m_b, c_ptr, stride_cn, stride_cd, o_n, m_n, D,
-                      BLOCK_B, BLOCK_N, BLOCK_D, PRECISION)
-        s, is_t = _logits_tile(x, inv_tau, o_n, m_n, b_t, b_ql, cl_ptr, lb_ptr, stride_lb0, stride_lb1,
-                               HAS_LABELS, HAS_BIAS)
+        o_n, m_n = span(n0, N, BLOCK_N)
+        x, s, is_t = _logits_tile(q_ptr, stride_qb, stride_qd, c_ptr, stride_cn, stride_cd, o_b, m_b, o_n, m_n, D,
+                                  inv_tau, b_t, b_ql, cl_ptr, lb_ptr, stride_lb0, stride_lb1, HAS_LABELS, HAS_BIAS,
+                                  PRECISION, BLOCK_B, BLOCK_N, BLOCK_D)
         p_g = tl.exp(s - b_lse[:, None]) * g_tau[:, None]
         tau_acc += tl.sum(p_g * x, axis=1)
         grad = (p_g + tl.where(is_t, beta[:, None], 0.0)) * inv_scale
@@ -248,25 +243,21 @@ def _info_nce_bwd_dc_kernel(
     tile scaled as in the dq kernel)."""
     pid_n = tl.program_id(0).to(tl.int64)
     pid_v = tl.program_id(1).to(tl.int64)
-    o_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    m_n = o_n < N
-    o_v = pid_v * BLOCK_DV + tl.arange(0, BLOCK_DV)
-    m_v = o_v < D
+    o_n, m_n = span(pid_n * BLOCK_N, N, BLOCK_N)
+    o_v, m_v = span(pid_v * BLOCK_DV, D, BLOCK_DV)
     inv_tau = 1.0 / tl.load(tau_ptr)
     scale = tl.load(scale_ptr)
     inv_scale = 1.0 / scale
     acc = tl.zeros((BLOCK_N, BLOCK_DV), dtype=tl.float32)
     for b0 in range(0, B, BLOCK_B):
-        o_b = b0 + tl.arange(0, BLOCK_B)
-        m_b = o_b < B
+        o_b, m_b = span(b0, B, BLOCK_B)
         b_t, valid, b_ql = _load_rows(t_ptr, ql_ptr, o_b, m_b, HAS_LABELS, BLOCK_B)
         g_tau = tl.where(valid, tl.load(g_ptr + o_b, mask=m_b, other=0.0), 0.0) * inv_tau
         b_lse = tl.load(lse_ptr + o_b, mask=m_b, other=0.0)
         beta = tl.load(beta_ptr + o_b, mask=m_b, other=0.0)
-        x = dot_tile(q_ptr, stride_qb, stride_qd, o_b, m_b, c_ptr, stride_cn, stride_cd, o_n, m_n, D,
-                      BLOCK_B, BLOCK_N, BLOCK_D, PRECISION)
-        s, is_t = _logits_tile(x, inv_tau, o_n, m_n, b_t, b_ql, cl_ptr, lb_ptr, stride_lb0, stride_lb1,
-                               HAS_LABELS, HAS_BIAS)
+        _, s, is_t = _logits_tile(q_ptr, stride_qb, stride_qd, c_ptr, stride_cn, stride_cd, o_b, m_b, o_n, m_n, D,
+                                  inv_tau, b_t, b_ql, cl_ptr, lb_ptr, stride_lb0, stride_lb1, HAS_LABELS, HAS_BIAS,
+                                  PRECISION, BLOCK_B, BLOCK_N, BLOCK_D)
         grad = (tl.exp(s - b_lse[:, None]) * g_tau[:, None] + tl.where(is_t, beta[:, None], 0.0)) * inv_scale
         b_q = tl.load(q_ptr + o_b[:, None] * stride_qb + o_v[None, :] * stride_qd,
                       mask=m_b[:, None] & m_v[None, :], other=0.0)

@@ -28,7 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import INTERPRET, dot_precision, dot_tile
+from ._common import INTERPRET, dot_precision, dot_tile, span, token_block
 from ..ops.checks import KERNEL_DTYPES, check_same, check_shape, check_tokens
 from ._sim_map_common import inv_valid_count, mask_arg, mask_strides, unit_last
 
@@ -59,19 +59,14 @@ def _maxsim_fwd_kernel(
     pid_m = tl.program_id(1).to(tl.int64)
     a = pid // K
     k = pid % K
-    o_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    m_m = o_m < M
-    valid_m = m_m
-    if HAS_QMASK:
-        valid_m = m_m & (tl.load(qm_ptr + a * stride_qmb + o_m * stride_qmm, mask=m_m, other=0) != 0)
+    o_m, m_m, valid_m = token_block(qm_ptr, stride_qmb, stride_qmm, a, pid_m * BLOCK_M, M, HAS_QMASK, BLOCK_M)
     p_q = q_ptr + a * stride_qb
     p_d = d_ptr + a * stride_db + k * stride_dk
 
     run_max = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
     run_arg = tl.full((BLOCK_M,), -1, dtype=tl.int32)
     for n0 in range(0, N, BLOCK_N):
-        o_n = n0 + tl.arange(0, BLOCK_N)
-        m_n = o_n < N
+        o_n, m_n = span(n0, N, BLOCK_N)
         valid_n = m_n
         if HAS_DMASK:
             valid_n = m_n & (tl.load(dm_ptr + a * stride_dmb + k * stride_dmk + o_n * stride_dmn, mask=m_n,
@@ -112,10 +107,8 @@ def _maxsim_bwd_kernel(
     a = tl.program_id(0).to(tl.int64)
     pid_m = tl.program_id(1).to(tl.int64)
     pid_v = tl.program_id(2).to(tl.int64)
-    o_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    m_m = o_m < M
-    o_v = pid_v * BLOCK_HV + tl.arange(0, BLOCK_HV)
-    m_v = o_v < H
+    o_m, m_m = span(pid_m * BLOCK_M, M, BLOCK_M)
+    o_v, m_v = span(pid_v * BLOCK_HV, H, BLOCK_HV)
     inv = tl.load(inv_ptr + a)
     b_q = tl.zeros((BLOCK_M, BLOCK_HV), dtype=tl.float32)
     if NEED_DD:

@@ -42,9 +42,25 @@ SMALL = tl.constexpr(2.0 ** -80)  # the scale of the robust norm (exact in fp32)
 # ---- row helpers ---------------------------------------------------------------------------------------
 
 @triton.jit
+def _row_block(rb, R, D, BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Rows rb * BLOCK_R ... (int64 offsets) by all BLOCK_D columns: (o_r, o_d, m_r, m_d, m = the tile's mask)."""
+    o_r = rb * BLOCK_R + tl.arange(0, BLOCK_R).to(tl.int64)  # int64 before the stride products
+    o_d = tl.arange(0, BLOCK_D)
+    m_r = o_r < R
+    m_d = o_d < D
+    return o_r, o_d, m_r, m_d, m_r[:, None] & m_d[None, :]
+
+
+@triton.jit
 def _load_rows(p, stride_r, stride_d, o_r, o_d, m):
     """(BLOCK_R, BLOCK_D) tile as fp32 (0 outside the mask)."""
     return tl.load(p + o_r[:, None] * stride_r + o_d[None, :] * stride_d, mask=m, other=0.0).to(tl.float32)
+
+
+@triton.jit
+def _store_rows(p, stride_r, stride_d, o_r, o_d, m, b_x):
+    """Stores the fp32 tile b_x in p's dtype (inside the mask)."""
+    tl.store(p + o_r[:, None] * stride_r + o_d[None, :] * stride_d, b_x.to(p.dtype.element_ty), mask=m)
 
 
 @triton.jit
@@ -107,12 +123,7 @@ def _geodesic_residual_fwd_kernel(
     R, D, eps,
     BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    pid = tl.program_id(0).to(tl.int64)
-    o_r = pid * BLOCK_R + tl.arange(0, BLOCK_R)
-    o_d = tl.arange(0, BLOCK_D)
-    m_r = o_r < R
-    m_d = o_d < D
-    m = m_r[:, None] & m_d[None, :]
+    o_r, o_d, m_r, m_d, m = _row_block(tl.program_id(0).to(tl.int64), R, D, BLOCK_R, BLOCK_D)
     b_h = _load_rows(h_ptr, stride_hr, stride_hd, o_r, o_d, m)
     b_f = _load_rows(f_ptr, stride_fr, stride_fd, o_r, o_d, m)
     b_a = tl.abs(tl.load(alpha_ptr + o_d, mask=m_d, other=0.0).to(tl.float32))[None, :]
@@ -123,8 +134,7 @@ def _geodesic_residual_fwd_kernel(
     b_y = b_hn + b_a * (b_fn - b_hn)
     n_y = tl.sqrt(tl.sum(b_y * b_y, axis=1))
     b_out = b_y / tl.maximum(n_y, eps)[:, None]
-    tl.store(out_ptr + o_r[:, None] * stride_outr + o_d[None, :] * stride_outd,
-             b_out.to(out_ptr.dtype.element_ty), mask=m)
+    _store_rows(out_ptr, stride_outr, stride_outd, o_r, o_d, m, b_out)
     tl.store(norms_ptr + o_r * 3, n_h, mask=m_r)
     tl.store(norms_ptr + o_r * 3 + 1, n_f, mask=m_r)
     tl.store(norms_ptr + o_r * 3 + 2, n_y, mask=m_r)
@@ -152,9 +162,7 @@ def _geodesic_residual_bwd_kernel(
     for rb in range(pid, tl.cdiv(R, BLOCK_R), n_prog):
         # alpha is re-read per row block (an L1/L2 hit) rather than held: registers are the limit here
         b_a = tl.abs(tl.load(alpha_ptr + o_d, mask=m_d, other=0.0))[None, :]
-        o_r = rb * BLOCK_R + tl.arange(0, BLOCK_R).to(tl.int64)  # int64 before the stride products
-        m_r = o_r < R
-        m = m_r[:, None] & m_d[None, :]
+        o_r, _, m_r, _, m = _row_block(rb, R, D, BLOCK_R, BLOCK_D)
         r_h, p_h = _inv_norm(tl.load(norms_ptr + o_r * 3, mask=m_r, other=1.0), eps)
         r_f, p_f = _inv_norm(tl.load(norms_ptr + o_r * 3 + 1, mask=m_r, other=1.0), eps)
         r_y, p_y = _inv_norm(tl.load(norms_ptr + o_r * 3 + 2, mask=m_r, other=1.0), eps)
@@ -167,10 +175,8 @@ def _geodesic_residual_bwd_kernel(
         acc += tl.sum(b_diff * b_gy, axis=0)
         b_gh = _norm_vjp((1.0 - b_a) * b_gy, b_hn, r_h, p_h)
         b_gf = _norm_vjp(b_a * b_gy, b_fn, r_f, p_f)
-        tl.store(gh_ptr + o_r[:, None] * stride_ghr + o_d[None, :] * stride_ghd,
-                 b_gh.to(gh_ptr.dtype.element_ty), mask=m)
-        tl.store(gf_ptr + o_r[:, None] * stride_gfr + o_d[None, :] * stride_gfd,
-                 b_gf.to(gf_ptr.dtype.element_ty), mask=m)
+        _store_rows(gh_ptr, stride_ghr, stride_ghd, o_r, o_d, m, b_gh)
+        _store_rows(gf_ptr, stride_gfr, stride_gfd, o_r, o_d, m, b_gf)
     b_alpha = tl.load(alpha_ptr + o_d, mask=m_d, other=0.0)
     sign = tl.where(b_alpha > 0, 1.0, tl.where(b_alpha < 0, -1.0, 0.0))
     tl.store(part_ptr + pid.to(tl.int64) * D + o_d, acc * sign, mask=m_d)
@@ -186,16 +192,11 @@ def _l2_normalize_fwd_kernel(
     R, D, eps,
     BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    pid = tl.program_id(0).to(tl.int64)
-    o_r = pid * BLOCK_R + tl.arange(0, BLOCK_R)
-    o_d = tl.arange(0, BLOCK_D)
-    m_r = o_r < R
-    m = m_r[:, None] & (o_d < D)[None, :]
+    o_r, o_d, m_r, _, m = _row_block(tl.program_id(0).to(tl.int64), R, D, BLOCK_R, BLOCK_D)
     b_x = _load_rows(x_ptr, stride_xr, stride_xd, o_r, o_d, m)
     n_x, c_x, den_x = _row_norm(b_x, eps)
     b_out = b_x * c_x[:, None] / den_x[:, None]
-    tl.store(out_ptr + o_r[:, None] * stride_outr + o_d[None, :] * stride_outd,
-             b_out.to(out_ptr.dtype.element_ty), mask=m)
+    _store_rows(out_ptr, stride_outr, stride_outd, o_r, o_d, m, b_out)
     tl.store(norms_ptr + o_r, n_x, mask=m_r)
 
 
@@ -208,17 +209,12 @@ def _l2_normalize_bwd_kernel(
     R, D, eps,
     BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    pid = tl.program_id(0).to(tl.int64)
-    o_r = pid * BLOCK_R + tl.arange(0, BLOCK_R)
-    o_d = tl.arange(0, BLOCK_D)
-    m_r = o_r < R
-    m = m_r[:, None] & (o_d < D)[None, :]
+    o_r, o_d, m_r, _, m = _row_block(tl.program_id(0).to(tl.int64), R, D, BLOCK_R, BLOCK_D)
     r_x, p_x = _inv_norm(tl.load(norms_ptr + o_r, mask=m_r, other=1.0), eps)
     b_out = _load_rows(x_ptr, stride_xr, stride_xd, o_r, o_d, m) * r_x[:, None]
     b_g = _load_rows(dout_ptr, stride_doutr, stride_doutd, o_r, o_d, m)
     b_gx = _norm_vjp(b_g, b_out, r_x, p_x)
-    tl.store(gx_ptr + o_r[:, None] * stride_gxr + o_d[None, :] * stride_gxd,
-             b_gx.to(gx_ptr.dtype.element_ty), mask=m)
+    _store_rows(gx_ptr, stride_gxr, stride_gxd, o_r, o_d, m, b_gx)
 
 
 # ---- multi-tensor renormalisation --------------------------------------------------------------------------

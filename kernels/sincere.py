@@ -17,7 +17,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import dot_precision, dot_tile, gram_config, online_softmax_step, softplus, vectors
+from ._common import dot_precision, dot_tile, gram_config, online_softmax_step, scaled_grad, softplus, span, vectors
+
 
 @triton.jit
 def _neg_logits(s, neg, y_row, y_col, shift_row, lb_ptr, stride_lb0, stride_lb1, HAS_BIAS: tl.constexpr):
@@ -31,6 +32,24 @@ def _neg_logits(s, neg, y_row, y_col, shift_row, lb_ptr, stride_lb0, stride_lb1,
 
 
 @triton.jit
+def _sim_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, o_n, m_n, inv_tau, D, PRECISION: tl.constexpr,
+              BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    """s = <e_b, e_n> / tau (fp32) for rows o_b and columns o_n."""
+    return dot_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, e_ptr, stride_eb, stride_ed, o_n, m_n, D,
+                    BLOCK_B, BLOCK_N, BLOCK_D, PRECISION) * inv_tau
+
+
+@triton.jit
+def _fwd_column_tile(e_ptr, stride_eb, stride_ed, y_ptr, o_b, m_b, n0, inv_tau, B, D, PRECISION: tl.constexpr,
+                     BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Column tile n0 of a forward pass: (o_n, m_n, labels y_n, s = <e_b, e_n> / tau)."""
+    o_n, m_n = span(n0, B, BLOCK_N)
+    y_n = tl.load(y_ptr + o_n, mask=m_n, other=0)
+    s = _sim_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, o_n, m_n, inv_tau, D, PRECISION, BLOCK_B, BLOCK_N, BLOCK_D)
+    return o_n, m_n, y_n, s
+
+
+@triton.jit
 def _sincere_fwd_kernel(
     loss_ptr, lse_ptr, usum_ptr, npos_ptr,
     e_ptr, stride_eb, stride_ed,
@@ -41,9 +60,7 @@ def _sincere_fwd_kernel(
     HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    pid = tl.program_id(0).to(tl.int64)
-    o_b = pid * BLOCK_B + tl.arange(0, BLOCK_B)
-    m_b = o_b < B
+    o_b, m_b = span(tl.program_id(0).to(tl.int64) * BLOCK_B, B, BLOCK_B)
     y_b = tl.load(y_ptr + o_b, mask=m_b, other=0)
     shift_b = tl.zeros((BLOCK_B,), dtype=tl.float32)
     if HAS_BIAS:
@@ -54,11 +71,8 @@ def _sincere_fwd_kernel(
     max_run = tl.full((BLOCK_B,), float("-inf"), dtype=tl.float32)
     sum_run = tl.zeros((BLOCK_B,), dtype=tl.float32)
     for n0 in range(0, B, BLOCK_N):
-        o_n = n0 + tl.arange(0, BLOCK_N)
-        m_n = o_n < B
-        y_n = tl.load(y_ptr + o_n, mask=m_n, other=0)
-        s = dot_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, e_ptr, stride_eb, stride_ed, o_n, m_n, D,
-                     BLOCK_B, BLOCK_N, BLOCK_D, PRECISION) * inv_tau
+        o_n, m_n, y_n, s = _fwd_column_tile(e_ptr, stride_eb, stride_ed, y_ptr, o_b, m_b, n0, inv_tau, B, D, PRECISION,
+                                            BLOCK_B, BLOCK_N, BLOCK_D)
         neg = m_b[:, None] & m_n[None, :] & (y_n[None, :] != y_b[:, None])
         z = _neg_logits(s, neg, y_b[:, None], y_n[None, :], shift_b[:, None], lb_ptr, stride_lb0, stride_lb1,
                         HAS_BIAS)
@@ -72,11 +86,8 @@ def _sincere_fwd_kernel(
     sg_acc = tl.zeros((BLOCK_B,), dtype=tl.float32)
     n_acc = tl.zeros((BLOCK_B,), dtype=tl.float32)
     for n0 in range(0, B, BLOCK_N):
-        o_n = n0 + tl.arange(0, BLOCK_N)
-        m_n = o_n < B
-        y_n = tl.load(y_ptr + o_n, mask=m_n, other=0)
-        s = dot_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, e_ptr, stride_eb, stride_ed, o_n, m_n, D,
-                     BLOCK_B, BLOCK_N, BLOCK_D, PRECISION) * inv_tau
+        o_n, m_n, y_n, s = _fwd_column_tile(e_ptr, stride_eb, stride_ed, y_ptr, o_b, m_b, n0, inv_tau, B, D, PRECISION,
+                                            BLOCK_B, BLOCK_N, BLOCK_D)
         pos = m_b[:, None] & m_n[None, :] & (y_n[None, :] == y_b[:, None]) & (o_n[None, :] != o_b[:, None])
         t = lse[:, None] - s
         sp_acc += tl.sum(tl.where(pos, softplus(t), 0.0), axis=1)
@@ -124,22 +135,18 @@ def _sincere_bwd_kernel(
     by g_scale (so fp16 tiles stay in the normal range); the outputs are multiplied back by g_scale."""
     pid_b = tl.program_id(0).to(tl.int64)
     pid_v = tl.program_id(1).to(tl.int64)
-    o_b = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
-    m_b = o_b < B
+    o_b, m_b = span(pid_b * BLOCK_B, B, BLOCK_B)
     y_b, c_b, cu_b, lse_b, lsafe_b, shift_b = _row_stats(o_b, m_b, g_ptr, lse_ptr, usum_ptr, npos_ptr, y_ptr,
                                                          shift_ptr, HAS_BIAS)
     inv_tau = 1.0 / tl.load(tau_ptr)
-    o_v = pid_v * BLOCK_DV + tl.arange(0, BLOCK_DV)
-    m_v = o_v < D
+    o_v, m_v = span(pid_v * BLOCK_DV, D, BLOCK_DV)
     acc = tl.zeros((BLOCK_B, BLOCK_DV), dtype=tl.float32)
     tau_acc = tl.zeros((BLOCK_B,), dtype=tl.float32)
     for n0 in range(0, B, BLOCK_N):
-        o_n = n0 + tl.arange(0, BLOCK_N)
-        m_n = o_n < B
+        o_n, m_n = span(n0, B, BLOCK_N)
         y_n, c_n, cu_n, lse_n, lsafe_n, shift_n = _row_stats(o_n, m_n, g_ptr, lse_ptr, usum_ptr, npos_ptr, y_ptr,
                                                              shift_ptr, HAS_BIAS)
-        s = dot_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, e_ptr, stride_eb, stride_ed, o_n, m_n, D,
-                     BLOCK_B, BLOCK_N, BLOCK_D, PRECISION) * inv_tau
+        s = _sim_tile(e_ptr, stride_eb, stride_ed, o_b, m_b, o_n, m_n, inv_tau, D, PRECISION, BLOCK_B, BLOCK_N, BLOCK_D)
         valid = m_b[:, None] & m_n[None, :]
         same = y_b[:, None] == y_n[None, :]
         pos = valid & same & (o_b[:, None] != o_n[None, :])
@@ -198,10 +205,8 @@ def sincere_bwd(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, *
     """-> (dE fp32 (B, d) or None, dtau 0-dim fp32 or None)."""
     B, D = e.shape
     cfg = gram_config(D, e.dtype)
-    g = grad_rows.float()
-    g_scale = g.abs().amax()
-    g_scale = torch.where(g_scale > 0, g_scale, torch.ones_like(g_scale)).reshape(1)
-    g, lse, usum, npos = vectors(g / g_scale, lse, usum, npos)
+    g, g_scale = scaled_grad(grad_rows)
+    g, lse, usum, npos = vectors(g, lse, usum, npos)
     de = torch.empty((B, D) if need_de else (1, 1), dtype=torch.float32, device=e.device)
     dtau_rows = torch.empty(B if need_dtau else 1, dtype=torch.float32, device=e.device)
     grid = (triton.cdiv(B, cfg["BLOCK_B"]), triton.cdiv(D, cfg["BLOCK_DV"]) if need_de else 1)

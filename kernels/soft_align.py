@@ -26,7 +26,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import INTERPRET, dot_precision, dot_tile, load_valid, online_softmax_step
+from ._common import INTERPRET, dot_precision, dot_tile, online_softmax_step, span, token_block
 from ..ops.checks import check_shape
 from ._sim_map_common import check_paired, inv_valid_count, mask_strides, unit_last
 
@@ -58,8 +58,7 @@ def _soft_align_fwd_kernel(
     """Program (pair b, query block): lse (B, M), s (B, M) contiguous; part (B, MB) = inv[b] * sum of valid s_i."""
     b = tl.program_id(0).to(tl.int64)
     pid_m = tl.program_id(1).to(tl.int64)
-    o_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    m_m, valid_m = load_valid(qm_ptr, stride_qmb, stride_qmm, b, o_m, M, HAS_QMASK)
+    o_m, m_m, valid_m = token_block(qm_ptr, stride_qmb, stride_qmm, b, pid_m * BLOCK_M, M, HAS_QMASK, BLOCK_M)
     p_q = q_ptr + b * stride_qb
     p_d = d_ptr + b * stride_db
 
@@ -67,8 +66,7 @@ def _soft_align_fwd_kernel(
     sum_run = tl.zeros((BLOCK_M,), dtype=tl.float32)
     acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for n0 in range(0, N, BLOCK_N):
-        o_n = n0 + tl.arange(0, BLOCK_N)
-        m_n, valid_n = load_valid(dm_ptr, stride_dmb, stride_dmn, b, o_n, N, HAS_DMASK)
+        o_n, m_n, valid_n = token_block(dm_ptr, stride_dmb, stride_dmn, b, n0, N, HAS_DMASK, BLOCK_N)
         x = dot_tile(p_q, stride_qm, stride_qd, o_m, m_m, p_d, stride_dn, stride_dd, o_n, m_n, H,
                      BLOCK_M, BLOCK_N, BLOCK_H, PRECISION)
         z, _ = _logits(x, o_m, o_n, valid_n[None, :], lam, inv_tau)
@@ -112,10 +110,8 @@ def _soft_align_bwd_dq_kernel(
     b = tl.program_id(0).to(tl.int64)
     pid_m = tl.program_id(1).to(tl.int64)
     pid_v = tl.program_id(2).to(tl.int64)
-    o_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    m_m, valid_m = load_valid(qm_ptr, stride_qmb, stride_qmm, b, o_m, M, HAS_QMASK)
-    o_v = pid_v * BLOCK_HV + tl.arange(0, BLOCK_HV)
-    m_v = o_v < H
+    o_m, m_m, valid_m = token_block(qm_ptr, stride_qmb, stride_qmm, b, pid_m * BLOCK_M, M, HAS_QMASK, BLOCK_M)
+    o_v, m_v = span(pid_v * BLOCK_HV, H, BLOCK_HV)
     b_lse = tl.load(lse_ptr + b * M + o_m, mask=m_m, other=0.0)
     b_s = tl.load(s_ptr + b * M + o_m, mask=m_m, other=0.0)
     c = tl.load(g_ptr + b) * tl.load(inv_ptr + b)
@@ -126,8 +122,7 @@ def _soft_align_bwd_dq_kernel(
     lam_acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
     tau_acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for n0 in range(0, N, BLOCK_N):
-        o_n = n0 + tl.arange(0, BLOCK_N)
-        m_n, valid_n = load_valid(dm_ptr, stride_dmb, stride_dmn, b, o_n, N, HAS_DMASK)
+        o_n, m_n, valid_n = token_block(dm_ptr, stride_dmb, stride_dmn, b, n0, N, HAS_DMASK, BLOCK_N)
         valid = valid_m[:, None] & valid_n[None, :]
         x = dot_tile(p_q, stride_qm, stride_qd, o_m, m_m, p_d, stride_dn, stride_dd, o_n, m_n, H,
                      BLOCK_M, BLOCK_N, BLOCK_H, PRECISION)
@@ -162,18 +157,15 @@ def _soft_align_bwd_dd_kernel(
     b = tl.program_id(0).to(tl.int64)
     pid_n = tl.program_id(1).to(tl.int64)
     pid_v = tl.program_id(2).to(tl.int64)
-    o_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    m_n, valid_n = load_valid(dm_ptr, stride_dmb, stride_dmn, b, o_n, N, HAS_DMASK)
-    o_v = pid_v * BLOCK_HV + tl.arange(0, BLOCK_HV)
-    m_v = o_v < H
+    o_n, m_n, valid_n = token_block(dm_ptr, stride_dmb, stride_dmn, b, pid_n * BLOCK_N, N, HAS_DMASK, BLOCK_N)
+    o_v, m_v = span(pid_v * BLOCK_HV, H, BLOCK_HV)
     c = tl.load(g_ptr + b) * tl.load(inv_ptr + b)
     p_q = q_ptr + b * stride_qb
     p_d = d_ptr + b * stride_db
 
     acc = tl.zeros((BLOCK_N, BLOCK_HV), dtype=tl.float32)
     for m0 in range(0, M, BLOCK_M):
-        o_m = m0 + tl.arange(0, BLOCK_M)
-        m_m, valid_m = load_valid(qm_ptr, stride_qmb, stride_qmm, b, o_m, M, HAS_QMASK)
+        o_m, m_m, valid_m = token_block(qm_ptr, stride_qmb, stride_qmm, b, m0, M, HAS_QMASK, BLOCK_M)
         b_lse = tl.load(lse_ptr + b * M + o_m, mask=m_m, other=0.0)
         b_s = tl.load(s_ptr + b * M + o_m, mask=m_m, other=0.0)
         valid = valid_m[:, None] & valid_n[None, :]

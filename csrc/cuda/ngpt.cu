@@ -670,40 +670,41 @@ int dtype_size(i64 dtype) {
   return dtype == kFloat32 ? 4 : 2;
 }
 
-void check_common(i64 rows, i64 d, double eps, i64 dtype) {
+// The checks every row entry point starts with; -> the element size of dtype.
+int check_common(i64 rows, i64 d, double eps, i64 dtype) {
   CHECK_NONNEG("rows", rows);
   CHECK_POSITIVE("d", d);
   CHECK_ARG(std::isfinite(eps) && eps > 0.0, "eps: expected a finite value > 0, got " << eps);
   CHECK_ARG(rows <= static_cast<i64>(std::numeric_limits<int>::max()),
             "rows: expected <= " << std::numeric_limits<int>::max() << ", got " << rows);
-  dtype_size(dtype);
+  return dtype_size(dtype);
 }
 
-// A row tensor: non-null, element-aligned, row stride >= d.
-void check_rows(const char* name, const char* stride_name, std::uintptr_t p, i64 stride, i64 d, int elem) {
-  CHECK_PTR_NOT_NULL(name, p);
-  CHECK_ALIGNED(name, p, elem);
-  CHECK_ARG(stride >= d, stride_name << ": expected >= d (" << d << "), got " << stride);
+// A row tensor argument of an entry point: its name (its stride's is "stride_" + name), address and row stride.
+struct RowArg {
+  const char* name;
+  std::uintptr_t p;
+  i64 stride;
+};
+
+// Checks each row tensor, in order (non-null, element-aligned, row stride >= d), and says whether 16-byte vectors
+// are usable: every row pointer and row stride 16-byte aligned and d a whole number of vectors (alpha, when given,
+// is read in 16-byte pieces too).
+bool check_row_args(std::initializer_list<RowArg> args, i64 d, int elem, std::uintptr_t alpha = 0) {
+  const i64 vec = 16 / elem;
+  bool vectorisable = d % vec == 0 && alpha % 16 == 0;
+  for (const RowArg& a : args) {
+    CHECK_PTR_NOT_NULL(a.name, a.p);
+    CHECK_ALIGNED(a.name, a.p, elem);
+    CHECK_ARG(a.stride >= d, "stride_" << a.name << ": expected >= d (" << d << "), got " << a.stride);
+    vectorisable = vectorisable && a.p % 16 == 0 && a.stride % vec == 0;
+  }
+  return vectorisable;
 }
 
 void check_f32(const char* name, std::uintptr_t p) {
   CHECK_PTR_NOT_NULL(name, p);
   CHECK_ALIGNED(name, p, 4);
-}
-
-// 16-byte vectors are usable when every row pointer and row stride is 16-byte aligned and d fills whole
-// vectors (alpha, when given, is read in 16-byte pieces too).
-bool vectorisable(std::initializer_list<std::uintptr_t> ptrs, std::initializer_list<i64> strides, i64 d,
-                  int elem, std::uintptr_t alpha = 0) {
-  const i64 vec = 16 / elem;
-  if (d % vec != 0) return false;
-  for (auto p : ptrs) {
-    if (p % 16 != 0) return false;
-  }
-  for (auto s : strides) {
-    if (s % vec != 0) return false;
-  }
-  return alpha % 16 == 0;
 }
 
 cudaStream_t as_stream(std::uintptr_t s) { return reinterpret_cast<cudaStream_t>(s); }
@@ -717,24 +718,47 @@ int num_sms_current_device() {
   return sms;
 }
 
+// Blocks (of C::GROUPS thread groups) for `groups` thread groups, e.g. one per row.
+template <class C>
+i64 row_blocks(i64 groups) {
+  return (groups + C::GROUPS - 1) / C::GROUPS;
+}
+
 // Blocks of the grid-stride backward: enough to fill the device (2048 threads per SM), at most one per group
 // of rows.
 template <class C>
 i64 bwd_blocks(i64 rows, int sms) {
-  const i64 needed = (rows + C::GROUPS - 1) / C::GROUPS;
   const i64 fill = static_cast<i64>(sms) * (2048 / C::BLOCK);
-  return std::max<i64>(1, std::min(needed, fill));
+  return std::max<i64>(1, std::min(row_blocks<C>(rows), fill));
 }
 
-// fn<T, VEC>() with T the storage type of `dtype` and VEC its 16-byte vector width (or 1).
+// A row-kernel launch: what the kernel is compiled for (storage type T, vector width VEC, row configuration C)
+// and its launch configuration, kernel<T, VEC, C><<<k.blocks, k.threads, 0, k.stream>>>.
+template <typename T_, int VEC_, class C_>
+struct RowLaunch {
+  using T = T_;
+  static constexpr int VEC = VEC_;
+  using C = C_;
+  static constexpr int threads = C::BLOCK;
+  unsigned blocks;
+  cudaStream_t stream;
+};
+
+// launch(RowLaunch<T, VEC, C>) for a grid of `groups` thread groups (rounded up to whole blocks) on `stream`, with T
+// the storage type of `dtype`, VEC its 16-byte vector width when `vec` (else 1) and C the configuration of rows of
+// length d; then a failed launch is reported as op's.
 template <typename F>
-void dispatch_rows(i64 dtype, bool vec, F&& fn) {
+void launch_rows(const char* op, i64 dtype, bool vec, i64 d, i64 groups, std::uintptr_t stream, F&& launch) {
   FLOAT_DTYPE_SWITCH(dtype, T, float, __half, __nv_bfloat16, [&] {
     BOOL_SWITCH(vec, kVec, [&] {
       constexpr int kWidth = kVec ? 16 / static_cast<int>(sizeof(T)) : 1;
-      fn(T{}, std::integral_constant<int, kWidth>{});
+      with_row_cfg(d, [&](auto cfg) {
+        using C = decltype(cfg);
+        launch(RowLaunch<T, kWidth, C>{static_cast<unsigned>(row_blocks<C>(groups)), as_stream(stream)});
+      });
     });
   });
+  check_launch(op);
 }
 
 }  // namespace
@@ -744,28 +768,18 @@ void dispatch_rows(i64 dtype, bool vec, F&& fn) {
 void geodesic_residual_fwd(std::uintptr_t out, i64 stride_out, std::uintptr_t norms, std::uintptr_t h, i64 stride_h,
                            std::uintptr_t f, i64 stride_f, std::uintptr_t alpha, i64 rows, i64 d, double eps,
                            i64 dtype, std::uintptr_t stream) {
-  check_common(rows, d, eps, dtype);
-  const int elem = dtype_size(dtype);
+  const int elem = check_common(rows, d, eps, dtype);
   if (rows == 0) return;
-  check_rows("out", "stride_out", out, stride_out, d, elem);
-  check_rows("h", "stride_h", h, stride_h, d, elem);
-  check_rows("f", "stride_f", f, stride_f, d, elem);
+  const bool vec = check_row_args({{"out", out, stride_out}, {"h", h, stride_h}, {"f", f, stride_f}}, d, elem, alpha);
   check_f32("norms", norms);
   check_f32("alpha", alpha);
-  const bool vec = vectorisable({out, h, f}, {stride_out, stride_h, stride_f}, d, elem, alpha);
-  dispatch_rows(dtype, vec, [&](auto t, auto v) {
-    using T = decltype(t);
-    constexpr int VEC = decltype(v)::value;
-    with_row_cfg(d, [&](auto cfg) {
-      using C = decltype(cfg);
-      const i64 blocks = (rows + C::GROUPS - 1) / C::GROUPS;
-      geodesic_fwd_kernel<T, VEC, C><<<static_cast<unsigned>(blocks), C::BLOCK, 0, as_stream(stream)>>>(
-          reinterpret_cast<T*>(out), stride_out, reinterpret_cast<float*>(norms), reinterpret_cast<const T*>(h),
-          stride_h, reinterpret_cast<const T*>(f), stride_f, reinterpret_cast<const float*>(alpha), rows, d,
-          static_cast<float>(eps));
-    });
+  launch_rows("geodesic_residual_fwd", dtype, vec, d, rows, stream, [&](auto k) {
+    using T = typename decltype(k)::T;
+    geodesic_fwd_kernel<T, decltype(k)::VEC, typename decltype(k)::C><<<k.blocks, k.threads, 0, k.stream>>>(
+        reinterpret_cast<T*>(out), stride_out, reinterpret_cast<float*>(norms), reinterpret_cast<const T*>(h),
+        stride_h, reinterpret_cast<const T*>(f), stride_f, reinterpret_cast<const float*>(alpha), rows, d,
+        static_cast<float>(eps));
   });
-  check_launch("geodesic_residual_fwd");
 }
 
 i64 geodesic_residual_bwd_partials(i64 rows, i64 d) {
@@ -786,8 +800,7 @@ void geodesic_residual_bwd(std::uintptr_t grad_h, i64 stride_grad_h, std::uintpt
                            std::uintptr_t grad_out, i64 stride_grad_out, std::uintptr_t h, i64 stride_h,
                            std::uintptr_t f, i64 stride_f, std::uintptr_t alpha, std::uintptr_t norms, i64 rows,
                            i64 d, double eps, i64 dtype, std::uintptr_t stream) {
-  check_common(rows, d, eps, dtype);
-  const int elem = dtype_size(dtype);
+  const int elem = check_common(rows, d, eps, dtype);
   check_f32("grad_alpha", grad_alpha);
   check_f32("alpha", alpha);
   const i64 expected = geodesic_residual_bwd_partials(rows, d);
@@ -798,30 +811,19 @@ void geodesic_residual_bwd(std::uintptr_t grad_h, i64 stride_grad_h, std::uintpt
                "geodesic_residual_bwd", "cudaMemsetAsync");
     return;
   }
-  check_rows("grad_h", "stride_grad_h", grad_h, stride_grad_h, d, elem);
-  check_rows("grad_f", "stride_grad_f", grad_f, stride_grad_f, d, elem);
-  check_rows("grad_out", "stride_grad_out", grad_out, stride_grad_out, d, elem);
-  check_rows("h", "stride_h", h, stride_h, d, elem);
-  check_rows("f", "stride_f", f, stride_f, d, elem);
+  const bool vec = check_row_args({{"grad_h", grad_h, stride_grad_h}, {"grad_f", grad_f, stride_grad_f},
+                                   {"grad_out", grad_out, stride_grad_out}, {"h", h, stride_h}, {"f", f, stride_f}},
+                                  d, elem, alpha);
   check_f32("workspace", workspace);
   check_f32("norms", norms);
-  const bool vec = vectorisable({grad_h, grad_f, grad_out, h, f},
-                                {stride_grad_h, stride_grad_f, stride_grad_out, stride_h, stride_f}, d, elem, alpha);
-  dispatch_rows(dtype, vec, [&](auto t, auto v) {
-    using T = decltype(t);
-    constexpr int VEC = decltype(v)::value;
-    with_row_cfg(d, [&](auto cfg) {
-      using C = decltype(cfg);
-      const i64 blocks = partials / C::GROUPS;
-      geodesic_bwd_kernel<T, VEC, C><<<static_cast<unsigned>(blocks), C::BLOCK, 0, as_stream(stream)>>>(
-          reinterpret_cast<T*>(grad_h), stride_grad_h, reinterpret_cast<T*>(grad_f), stride_grad_f,
-          reinterpret_cast<float*>(workspace), reinterpret_cast<const T*>(grad_out), stride_grad_out,
-          reinterpret_cast<const T*>(h), stride_h, reinterpret_cast<const T*>(f), stride_f,
-          reinterpret_cast<const float*>(alpha), reinterpret_cast<const float*>(norms), rows, d,
-          static_cast<float>(eps));
-    });
+  launch_rows("geodesic_residual_bwd", dtype, vec, d, partials, stream, [&](auto k) {
+    using T = typename decltype(k)::T;
+    geodesic_bwd_kernel<T, decltype(k)::VEC, typename decltype(k)::C><<<k.blocks, k.threads, 0, k.stream>>>(
+        reinterpret_cast<T*>(grad_h), stride_grad_h, reinterpret_cast<T*>(grad_f), stride_grad_f,
+        reinterpret_cast<float*>(workspace), reinterpret_cast<const T*>(grad_out), stride_grad_out,
+        reinterpret_cast<const T*>(h), stride_h, reinterpret_cast<const T*>(f), stride_f,
+        reinterpret_cast<const float*>(alpha), reinterpret_cast<const float*>(norms), rows, d, static_cast<float>(eps));
   });
-  check_launch("geodesic_residual_bwd");
   const i64 col_blocks = (d + 31) / 32;
   alpha_reduce_kernel<<<static_cast<unsigned>(col_blocks), 1024, 0, as_stream(stream)>>>(
       reinterpret_cast<float*>(grad_alpha), reinterpret_cast<const float*>(workspace),
@@ -831,51 +833,34 @@ void geodesic_residual_bwd(std::uintptr_t grad_h, i64 stride_grad_h, std::uintpt
 
 void l2_normalize_fwd(std::uintptr_t out, i64 stride_out, std::uintptr_t norms, std::uintptr_t x, i64 stride_x,
                       i64 rows, i64 d, double eps, i64 dtype, std::uintptr_t stream) {
-  check_common(rows, d, eps, dtype);
-  const int elem = dtype_size(dtype);
+  const int elem = check_common(rows, d, eps, dtype);
   if (rows == 0) return;
-  check_rows("out", "stride_out", out, stride_out, d, elem);
-  check_rows("x", "stride_x", x, stride_x, d, elem);
+  const bool vec = check_row_args({{"out", out, stride_out}, {"x", x, stride_x}}, d, elem);
   check_f32("norms", norms);
-  const bool vec = vectorisable({out, x}, {stride_out, stride_x}, d, elem);
-  dispatch_rows(dtype, vec, [&](auto t, auto v) {
-    using T = decltype(t);
-    constexpr int VEC = decltype(v)::value;
-    with_row_cfg(d, [&](auto cfg) {
-      using C = decltype(cfg);
-      const i64 blocks = (rows + C::GROUPS - 1) / C::GROUPS;
-      l2_fwd_kernel<T, VEC, C><<<static_cast<unsigned>(blocks), C::BLOCK, 0, as_stream(stream)>>>(
-          reinterpret_cast<T*>(out), stride_out, reinterpret_cast<float*>(norms), reinterpret_cast<const T*>(x),
-          stride_x, rows, d, static_cast<float>(eps));
-    });
+  launch_rows("l2_normalize_fwd", dtype, vec, d, rows, stream, [&](auto k) {
+    using T = typename decltype(k)::T;
+    l2_fwd_kernel<T, decltype(k)::VEC, typename decltype(k)::C><<<k.blocks, k.threads, 0, k.stream>>>(
+        reinterpret_cast<T*>(out), stride_out, reinterpret_cast<float*>(norms), reinterpret_cast<const T*>(x),
+        stride_x, rows, d, static_cast<float>(eps));
   });
-  check_launch("l2_normalize_fwd");
 }
 
 void l2_normalize_bwd(std::uintptr_t grad_x, i64 stride_grad_x, std::uintptr_t grad_out, i64 stride_grad_out,
                       std::uintptr_t x, i64 stride_x, std::uintptr_t norms, i64 rows, i64 d, double eps, i64 dtype,
                       std::uintptr_t stream) {
-  check_common(rows, d, eps, dtype);
-  const int elem = dtype_size(dtype);
+  const int elem = check_common(rows, d, eps, dtype);
   if (rows == 0) return;
-  check_rows("grad_x", "stride_grad_x", grad_x, stride_grad_x, d, elem);
-  check_rows("grad_out", "stride_grad_out", grad_out, stride_grad_out, d, elem);
-  check_rows("x", "stride_x", x, stride_x, d, elem);
+  const bool vec =
+      check_row_args({{"grad_x", grad_x, stride_grad_x}, {"grad_out", grad_out, stride_grad_out}, {"x", x, stride_x}},
+                     d, elem);
   check_f32("norms", norms);
-  const bool vec = vectorisable({grad_x, grad_out, x}, {stride_grad_x, stride_grad_out, stride_x}, d, elem);
-  dispatch_rows(dtype, vec, [&](auto t, auto v) {
-    using T = decltype(t);
-    constexpr int VEC = decltype(v)::value;
-    with_row_cfg(d, [&](auto cfg) {
-      using C = decltype(cfg);
-      const i64 blocks = (rows + C::GROUPS - 1) / C::GROUPS;
-      l2_bwd_kernel<T, VEC, C><<<static_cast<unsigned>(blocks), C::BLOCK, 0, as_stream(stream)>>>(
-          reinterpret_cast<T*>(grad_x), stride_grad_x, reinterpret_cast<const T*>(grad_out), stride_grad_out,
-          reinterpret_cast<const T*>(x), stride_x, reinterpret_cast<const float*>(norms), rows, d,
-          static_cast<float>(eps));
-    });
+  launch_rows("l2_normalize_bwd", dtype, vec, d, rows, stream, [&](auto k) {
+    using T = typename decltype(k)::T;
+    l2_bwd_kernel<T, decltype(k)::VEC, typename decltype(k)::C><<<k.blocks, k.threads, 0, k.stream>>>(
+        reinterpret_cast<T*>(grad_x), stride_grad_x, reinterpret_cast<const T*>(grad_out), stride_grad_out,
+        reinterpret_cast<const T*>(x), stride_x, reinterpret_cast<const float*>(norms), rows, d,
+        static_cast<float>(eps));
   });
-  check_launch("l2_normalize_bwd");
 }
 
 void renormalize_(const std::vector<std::uintptr_t>& ptrs, const std::vector<i64>& outer, const std::vector<i64>& n,
