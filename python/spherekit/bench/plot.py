@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+from ..evaluation.plots import save_figure
 from ._harness import family_entry
 from .results import read_rows
 
@@ -117,9 +118,7 @@ def plot(family: str = "contrastive", out: str | Path = "benches/results") -> li
         fig.suptitle(f"spherekit bench {family}: {kind} — {machine}", fontsize=10)
         fig.tight_layout(rect=(0, 0.06, 1, 0.95))
         path = out / f"{family}_{kind}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(save_figure(fig, path, dpi=110, bbox_inches=None))
     return paths
 
 

@@ -216,6 +216,19 @@ def _phrase(text: str) -> tuple[list[str], str]:
     return [p for p in phrases if p], s.lstrip(" ,.")
 
 
+def _end_senses_at_tag(line: str, pending: list) -> bool:
+    """A tag line closes the senses read since the last one (a WordNet tag marks them wordnet_derived).
+    True when `line` is a tag line."""
+    m = _TAG_LINE.match(line)
+    if not m:
+        return False
+    if "wordnet" in m.group(1).lower():
+        for sense in pending:
+            sense.wordnet_derived = True
+    pending.clear()
+    return True
+
+
 def parse_block(text: str) -> list[RawSense]:
     """Every definition in one GCIDE entry (uncleaned text; see clean_text)."""
     lines = text.replace("\r", "").split("\n")
@@ -264,23 +277,13 @@ def parse_block(text: str) -> list[RawSense]:
                 for w in words:
                     start(definition, "phrase", [w])
             for ln in para:
-                m = _TAG_LINE.match(ln)
-                if m:
-                    if "wordnet" in m.group(1).lower():
-                        for s in pending:
-                            s.wordnet_derived = True
-                    pending.clear()
+                _end_senses_at_tag(ln, pending)
             continue
         if indent >= 8 and not (_SENSE_START.match(head) or _SUBSENSE_START.match(head) or _TAG_LINE.match(head)):
             current = None  # an indented quotation
             continue
         for ln in para:
-            m = _TAG_LINE.match(ln)
-            if m:
-                if "wordnet" in m.group(1).lower():
-                    for s in pending:
-                        s.wordnet_derived = True
-                pending.clear()
+            if _end_senses_at_tag(ln, pending):
                 continue
             m = _SENSE_START.match(ln) or _SUBSENSE_START.match(ln)
             if m:

@@ -27,11 +27,12 @@ def pyplot():
     return plt
 
 
-def save_figure(fig, path) -> Path:
+def save_figure(fig, path, *, dpi: int = 120, bbox_inches: str | None = "tight") -> Path:
+    """Write fig as a PNG at path atomically (a reader never sees half a file) and close it."""
     path = Path(path)
     try:
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=120, bbox_inches="tight", format="png")
+            fig.savefig(tmp, dpi=dpi, bbox_inches=bbox_inches, format="png")
     finally:
         pyplot().close(fig)
     return path

@@ -87,6 +87,17 @@ def to_float(path, line: int, field: str, text: str) -> float:
     return value
 
 
+def table_rows(path, rows, width: int):
+    """(line, row) of the non-blank rows of a table whose header has `width` fields; a row of another width is an
+    error naming its line."""
+    for line, row in rows:
+        if not any(c.strip() for c in row):
+            continue
+        if len(row) != width:
+            raise DatasetFormatError(path, line, None, f"row has {len(row)} fields, header has {width}")
+        yield line, row
+
+
 def check_header(path, header: list[str], required: tuple[str, ...], line: int = 1) -> dict[str, int]:
     """Column index of each required name; a missing column is an error naming it."""
     index = {name.strip(): i for i, name in enumerate(header)}

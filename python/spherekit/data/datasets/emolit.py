@@ -9,7 +9,7 @@ emotion with the highest score; `labels` are the emotions scoring >= threshold (
 
 from __future__ import annotations
 
-from ._io import DatasetFormatError, check_header, read_delimited, to_float
+from ._io import DatasetFormatError, check_header, read_delimited, table_rows, to_float
 from ._records import EmotionExample
 
 NOT_LABELS = ("tid", "id", "text", "split", "og_split", "lang")
@@ -30,11 +30,7 @@ def load_emolit(path, *, threshold: float = 0.5, split: str | None = None) -> li
     if split is not None and "split" not in cols:
         raise DatasetFormatError(path, hline, "split", "missing column (needed to select a split)")
     out = []
-    for line, row in rows:
-        if not any(c.strip() for c in row):
-            continue
-        if len(row) != len(header):
-            raise DatasetFormatError(path, line, None, f"row has {len(row)} fields, header has {len(header)}")
+    for line, row in table_rows(path, rows, len(header)):
         if split is not None and row[cols["split"]] != split:
             continue
         text = row[cols["text"]].strip()

@@ -10,7 +10,7 @@ raw: data/full_dataset/goemotions_{1,2,3}.csv (comma-separated, quoted, with a h
 
 from __future__ import annotations
 
-from ._io import DatasetFormatError, check_header, read_delimited, read_lines
+from ._io import DatasetFormatError, check_header, read_delimited, read_lines, table_rows
 from ._records import EmotionExample
 
 EMOTIONS = ("admiration", "amusement", "anger", "annoyance", "approval", "caring", "confusion", "curiosity",
@@ -62,11 +62,7 @@ def load_goemotions_raw(path) -> list[EmotionExample]:
     if not emotions:
         raise DatasetFormatError(path, hline, None, f"no emotion columns (expected some of {EMOTIONS[:3]}...)")
     out = []
-    for line, row in rows:
-        if not any(c.strip() for c in row):
-            continue
-        if len(row) != len(header):
-            raise DatasetFormatError(path, line, None, f"row has {len(row)} fields, header has {len(header)}")
+    for line, row in table_rows(path, rows, len(header)):
         labels = []
         for i, name in emotions:
             if row[i] not in ("0", "1"):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...evaluation.plots import save_figure
 from .claims import _fig1_means, _fig3
 from .data import FAMILIES
 
@@ -37,8 +38,7 @@ def _figure1(units, cfg, path) -> bool:
         ax.set_xlabel("cosine")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110, bbox_inches=None)
     return True
 
 
@@ -62,8 +62,7 @@ def _figure2(units, path) -> bool:
         ax.set_title(f"{metric} after re-ranking")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110, bbox_inches=None)
     return True
 
 
@@ -91,8 +90,7 @@ def _figure3(units, path) -> bool:
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110, bbox_inches=None)
     return True
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...evaluation.plots import save_figure
 from ..base import slug
 from .config import CONDITIONS, SH_SUFFIX
 from .paper import (LARGE_CALIBRATION_GAIN, METRICS, NO_BENEFIT, PAPER, PAPER_BACKBONE, RANK_UNCHANGED,
@@ -182,12 +183,8 @@ def make_plots(results: dict, folder) -> list[str]:
 
 
 def _save(fig, path) -> Path:
-    import matplotlib.pyplot as plt
-
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110, bbox_inches=None)
 
 
 def _bars(results, backbone, folder):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...evaluation.plots import save_figure
+
 
 def _banks(units) -> list[tuple[str, dict]]:
     return [(name, u["bank"]) for name, u in units.items() if "bank" in u]
@@ -33,8 +35,7 @@ def make_plots(units, folder) -> list[str]:
             axes[1, j].set_title(f"whitened PCA, {100 * g['outside_2d']:.1f}% outside r=3", fontsize=8)
         fig.tight_layout()
         paths.append(folder / "banks.png")
-        fig.savefig(paths[-1], dpi=110)
-        plt.close(fig)
+        save_figure(fig, paths[-1], dpi=110, bbox_inches=None)
     names = list(units)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
     for ax, (key, label) in zip(axes, [("sim_avg/best", "WordNet-sim Spearman x100"),
@@ -50,6 +51,5 @@ def make_plots(units, folder) -> list[str]:
         ax.set_title(label, fontsize=9)
     fig.tight_layout()
     paths.append(folder / "proxies.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    save_figure(fig, paths[-1], dpi=110, bbox_inches=None)
     return [str(p) for p in paths]
