@@ -10,8 +10,8 @@ import triton
 import triton.language as tl
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
-# Target of a row that takes no part in the loss; equals spherekit.reference.contrastive.IGNORE_INDEX (the kernels
-# import nothing from spherekit; tests/ops/test_contracts.py checks the two agree).
+# Target of a row that takes no part in the loss, as a tl.constexpr; equals spherekit.reference.contrastive.IGNORE_INDEX
+# (the Triton kernels do not import spherekit.reference; tests/ops/test_contracts.py checks the two agree).
 IGNORE_INDEX = tl.constexpr(-100)
 
 

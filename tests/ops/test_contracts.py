@@ -63,7 +63,7 @@ def test_every_family_module_is_listed():
 
 
 def test_kernels_ignore_index_equals_the_oracles():
-    """The Triton kernels import nothing from spherekit, so they hold their own copy of the ignored-row target."""
+    """The Triton kernels do not import the oracles, so they hold their own copy of the ignored-row target."""
     common = pytest.importorskip("spherekit.kernels._common")
     from spherekit.reference.contrastive import IGNORE_INDEX
 
