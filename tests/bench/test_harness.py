@@ -68,7 +68,8 @@ def test_failures_become_statuses_in_process():
 def test_worker_killed_by_memory_limit_and_timeout_then_replaced():
     tasks = [_task("ok", 1), _task("grow", 2), _task("ok", 3), _task("sleep", 4), _task("bug", 5)]
     # a worker imports torch (via the spherekit package): a few hundred MiB before any task
-    results = _collect(tasks, isolate="provider", mem_limit_bytes=1 << 30, timeout_s=4.0)
+    # 15 s: the "grow" task must reach the memory limit before the timeout even on a loaded 2-core machine
+    results = _collect(tasks, isolate="provider", mem_limit_bytes=1 << 30, timeout_s=15.0)
     got = {t["B"]: r for t, r in results}
     assert [got[b]["status"] for b in range(1, 6)] == ["ok", "oom", "ok", "timeout", "error"]
     assert "mem limit" in got[2]["note"] and "timeout" in got[4]["note"]
