@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import _harness as H
-from .results import grouped_table, number, timing_cells
+from .results import number, timing_table
 
 FAMILY = "contrastive"
 MODULE = "spherekit.bench.contrastive"
@@ -261,15 +261,9 @@ def format_table(rows: list[dict]) -> str:
     order = {p: i for i, p in enumerate(PROVIDERS)}
     rows = sorted(rows, key=lambda r: (int(r["d"]), int(r["k"]), MODES.index(r["mode"]), int(r["B"]),
                                        order.get(r["provider"], 99)))
-    head = f"{'d':>4} {'k':>2} {'mode':<8} {'B':>6} {'provider':<18} {'N':>7} {'median ms':>11} " \
-           f"{'p20-p80 ms':>21} {'peak MiB':>10}  status"
-
-    def line(r):
-        med, q, mem, status = timing_cells(r)
-        return (f"{r['d']:>4} {r['k']:>2} {r['mode']:<8} {r['B']:>6} {r['provider']:<18} {r['N']:>7} "
-                f"{med} {q:>21} {mem}  {status}")
-
-    return grouped_table(head, rows, lambda r: (r["d"], r["k"], r["mode"], r["B"]), line)
+    return timing_table(f"{'d':>4} {'k':>2} {'mode':<8} {'B':>6} {'provider':<18} {'N':>7}", rows,
+                        lambda r: f"{r['d']:>4} {r['k']:>2} {r['mode']:<8} {r['B']:>6} {r['provider']:<18} {r['N']:>7}",
+                        lambda r: (r["d"], r["k"], r["mode"], r["B"]))
 
 
 def _find(rows, provider, B, d, dtype, k=0, mode="fwd+bwd"):

@@ -237,6 +237,19 @@ def grouped_table(head: str, rows: list[dict], group, line) -> str:
     return "\n".join(lines)
 
 
+TIMING_HEAD = f"{'median ms':>11} {'p20-p80 ms':>21} {'peak MiB':>10}  status"
+
+
+def timing_table(lead_head: str, rows: list[dict], lead, group=None) -> str:
+    """A measurement table: the columns lead(row) (headed lead_head), then timing_cells; a blank line wherever
+    group(row) changes (never when group is None)."""
+    def line(row):
+        med, q, mem, status = timing_cells(row)
+        return f"{lead(row)} {med} {q:>21} {mem}  {status}"
+
+    return grouped_table(f"{lead_head} {TIMING_HEAD}", rows, group or (lambda row: None), line)
+
+
 def timing_cells(row: dict) -> tuple[str, str, str, str]:
     """Table cells of a measurement row: median ms (11 wide), p20-p80 ms, peak MiB (10 wide), status
     (with the note when it did not run); '-' for the numbers of a row whose status is not ok."""

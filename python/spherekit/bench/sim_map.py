@@ -40,7 +40,7 @@ from typing import Callable
 
 from . import _harness as H
 from .results import COLUMNS as RESULT_COLUMNS
-from .results import grouped_table, number, timing_cells
+from .results import number, timing_table
 
 FAMILY = "sim_map"
 MODULE = "spherekit.bench.sim_map"
@@ -352,15 +352,9 @@ def run_task(task: dict, settings: H.Settings) -> dict:
 def format_table(rows: list[dict]) -> str:
     order = {p: i for i, p in enumerate(PROVIDER_ORDER)}
     rows = sorted(rows, key=lambda r: (r["workload"], int(r["k"]), order.get(r["provider"], 99)))
-    head = f"{'workload':<8} {'B':>3} {'k':>6} {'mode':<8} {'provider':<22} {'median ms':>11} {'p20-p80 ms':>21} " \
-           f"{'peak MiB':>10}  status"
-
-    def line(r):
-        med, q, mem, status = timing_cells(r)
-        return (f"{r['workload']:<8} {r['B']:>3} {r['k']:>6} {r['mode']:<8} {r['provider']:<22} {med} {q:>21} "
-                f"{mem}  {status}")
-
-    return grouped_table(head, rows, lambda r: (r["workload"], r["k"]), line)
+    return timing_table(f"{'workload':<8} {'B':>3} {'k':>6} {'mode':<8} {'provider':<22}", rows,
+                        lambda r: f"{r['workload']:<8} {r['B']:>3} {r['k']:>6} {r['mode']:<8} {r['provider']:<22}",
+                        lambda r: (r["workload"], r["k"]))
 
 
 def _find(rows, provider, workload, k):

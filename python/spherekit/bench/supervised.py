@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import _harness as H
-from .results import timing_cells
+from .results import timing_table
 
 FAMILY = "supervised"
 MODULE = "spherekit.bench.supervised"
@@ -120,12 +120,7 @@ def run_task(task: dict, settings: H.Settings) -> dict:
 def format_table(rows: list[dict]) -> str:
     order = {p: i for i, p in enumerate(PROVIDERS)}
     rows = sorted(rows, key=lambda r: (int(r["B"]), order.get(r["provider"], 99)))
-    head = f"{'B':>6} {'provider':<28} {'median ms':>11} {'p20-p80 ms':>21} {'peak MiB':>10}  status"
-    lines = [head, "-" * len(head)]
-    for r in rows:
-        med, q, mem, status = timing_cells(r)
-        lines.append(f"{r['B']:>6} {r['provider']:<28} {med} {q:>21} {mem}  {status}")
-    return "\n".join(lines)
+    return timing_table(f"{'B':>6} {'provider':<28}", rows, lambda r: f"{r['B']:>6} {r['provider']:<28}")
 
 
 def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int | None = None,
