@@ -6,6 +6,7 @@ Each loss follows sentence-transformers' conventions: ``__init__(model, ...)``,
 The ``Cached*`` losses are gradient-cached (GradCache) versions: their loss stage is ``calculate_loss``.
 """
 
+from .._moved import moved_module
 from .cached import CachedConceptEquivalenceLoss, CachedMultipleNegativesRankingLoss
 from .circular_cse import CircularCSELoss
 from .concept_equivalence import ConceptEquivalenceLoss
@@ -31,16 +32,5 @@ __all__ = [
 
 # The verifier trainer is part of the training layer (spherekit.experiments.verifier_training); these names
 # stay importable from here with a DeprecationWarning.
-_MOVED = {"TokenTriplets", "TrainResult", "train_verifier"}
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        import warnings
-
-        from ..experiments import verifier_training
-
-        warnings.warn(f"spherekit.losses.{name} moved to spherekit.experiments.verifier_training.{name}",
-                      DeprecationWarning, stacklevel=2)
-        return getattr(verifier_training, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = moved_module(__name__, "spherekit.experiments.verifier_training",
+                           ("TokenTriplets", "TrainResult", "train_verifier"))

@@ -1,5 +1,6 @@
-"""Old import paths of modules that moved: the old module keeps its public names importable, each access emitting
-a DeprecationWarning that names the new module (as spherekit.losses does for names that moved out of it)."""
+"""Names that moved to another module stay importable from the old one: the old module's __getattr__ hands out
+the public names from the new module, each access emitting a DeprecationWarning that names the new place
+(spherekit.losses for the verifier trainer; spherekit.evaluation.{stress, nearmiss, emotion} for the suites)."""
 
 from __future__ import annotations
 
