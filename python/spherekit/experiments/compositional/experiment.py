@@ -45,7 +45,8 @@ def _run_seed(cfg, unit: Unit, data, seed: int, unit_dir: Path) -> dict:
     record: dict = {"seed": seed}
     if cond in ("model_a", "model_b"):
         rows = data.train_a if cond == "model_a" else data.train_b
-        steps, sps = models.encoder_steps(encoder, data.train_a, cfg)  # A and B: the same steps
+        # A and B: the same steps (the throughput of a wall-clock budget is measured once per backbone)
+        steps, sps = models.encoder_steps(encoder, data.train_a, cfg, unit_dir.parent / "encoder_throughput.json")
         record["train"] = {**models.train_encoder(encoder, rows, steps, cfg, seed, unit_dir / "trainer"),
                            "rows": len(rows), "probe_samples_per_s": sps}
     if cond in ("base", "model_a", "model_b"):

@@ -58,10 +58,20 @@ def samples_per_second(model, rows, cfg, repeats: int = 2) -> float:
     return repeats * len(batch) / (time.perf_counter() - start)
 
 
-def encoder_steps(model, rows, cfg) -> tuple[int, float | None]:
+def encoder_steps(model, rows, cfg, record: Path) -> tuple[int, float | None]:
+    """Optimizer steps of Model A and Model B on one backbone: cfg.steps when set, else the paper's wall-clock rule
+
+        steps = max(min_steps, floor(time_budget_s * throughput / batch_size))
+
+    with the throughput (rows / s) measured once per backbone and kept in `record` (JSON, keyed by the settings that
+    change it), so that A, B and every seed train the same number of steps, also across resumed runs.
+    Returns (steps, throughput); throughput is None for fixed steps."""
+    from ..card import cached_json
+
     if cfg.steps:
         return cfg.steps, None
-    sps = samples_per_second(model, rows, cfg)
+    key = f"batch_size={cfg.batch_size} max_seq_length={cfg.max_seq_length} scale={cfg.scale}"
+    sps = cached_json(record, key, lambda: samples_per_second(model, rows, cfg))
     return max(cfg.min_steps, int(cfg.time_budget_s * sps / cfg.batch_size)), sps
 
 
