@@ -1,11 +1,12 @@
-"""DefSent+ entry banks (eq. 2) against hand-computed means of [CLS] states / masked means; cache; bad width."""
+"""DefSent+ entry banks (eq. 2) against hand-computed means of [CLS] states / masked means; cache; bad width;
+DefSent's word-embedding bank against the embedding rows of the entries' tokens."""
 
 import pytest
 import torch
 
 from spherekit.experiments.defsent import bank as bank_mod
 from spherekit.experiments.defsent.bank import build_bank, check_bank_width, encode_pooled
-from spherekit.experiments.defsent.data import from_records
+from spherekit.experiments.defsent.data import from_records, single_token
 
 RECORDS = [("revitalize", "give new life or vigor to"), ("revitalize", "imbue something with new life and vitality"),
            ("cup", "a small open container usually used for drinking"), ("plate", "a dish"),
@@ -80,3 +81,21 @@ def test_bank_width_must_match(tiny_model):
         check_bank_width(torch.zeros(4, 16), tiny_model)
     with pytest.raises(ValueError, match="bank kind"):
         build_bank(tiny_model, from_records(RECORDS, "a"), "cls")
+
+
+def test_word_bank_is_the_embedding_rows_of_the_entry_tokens(tiny_model, tmp_path):
+    records = RECORDS + [("Cup", "a drinking vessel"), ("unhappily", "in an unfortunate way")]
+    tok = tiny_model[0].tokenizer
+    d = single_token(from_records(records, "b"), tok)
+    assert d.entries == ["revitalize", "cup", "plate"]  # "Cup" merged into "cup", "unhappily" out of vocabulary
+    got = build_bank(tiny_model, d, "word", cache_dir=tmp_path)
+    table = tiny_model[0].auto_model.embeddings.word_embeddings.weight
+    for row, entry in zip(got, d.entries):
+        torch.testing.assert_close(row, table[tok.convert_tokens_to_ids(entry)].detach())
+    assert got.shape == (d.n_entries, 32) and not list(tmp_path.iterdir())  # a lookup: nothing cached
+    with pytest.raises(ValueError, match=r"entry 'unhappily' of dictionary a is not one token .*\['u', '##n', "):
+        build_bank(tiny_model, from_records(records, "a"), "word")  # word pieces
+    with pytest.raises(ValueError, match=r"entry 'cup plate' .* \['cup', 'plate'\]"):
+        build_bank(tiny_model, from_records([("cup plate", "two words")], "a"), "word")
+    with pytest.raises(ValueError, match=r"entry 'ж' .* \['\[UNK\]'\]"):  # one token, but the unknown token
+        build_bank(tiny_model, from_records([("ж", "a letter")], "a"), "word")

@@ -123,13 +123,38 @@ def data_key(dictionary) -> str:
     return h.hexdigest()[:16]
 
 
+def word_bank(model, dictionary) -> Tensor:
+    """(E, d) DefSent's bank: row e = the backbone's input embedding of entry e's token,
+
+        bank[e] = W_emb[token(e)]
+
+    (DefSent predicts the entry through the MLM head, whose decoder is tied to these embeddings; a sentence-
+    transformers checkpoint has no MLM head, so the pooler stands in for its transform). Every entry must be one
+    token of the vocabulary (dictionary c); entries that share a token (e.g. accent variants in an uncased
+    vocabulary) share a row, as they share DefSent's output class."""
+    hf, tok = encoder_parts(model)
+    special = set(tok.all_special_tokens)
+    ids = []
+    for entry in dictionary.entries:
+        tokens = tok.tokenize(entry)
+        if len(tokens) != 1 or tokens[0] in special:
+            raise ValueError(f"word bank: entry {entry!r} of dictionary {dictionary.name} is not one token of the "
+                             f"backbone's vocabulary (tokens {tokens}); the word bank needs single-token entries "
+                             "(dictionary c)")
+        ids.append(tok.convert_tokens_to_ids(tokens[0]))
+    return hf.get_input_embeddings().weight.detach()[torch.tensor(ids)].float().cpu().clone()
+
+
 def build_bank(model, dictionary, kind: str, *, cache_dir=None, batch_size: int = 64, max_length: int = 150,
                progress: bool = False) -> Tensor:
-    """(E, d) bank of `kind` ("ac" | "amp") for every entry of `dictionary`, cached under cache_dir."""
+    """(E, d) bank of `kind` ("ac" | "amp", cached under cache_dir; "word": word_bank) for every entry of
+    `dictionary`."""
     from ..._atomic import atomic_path
 
+    if kind == "word":
+        return word_bank(model, dictionary)
     if kind not in BANK_POOLING:
-        raise ValueError(f"bank kind must be one of {tuple(BANK_POOLING)}, got {kind!r}")
+        raise ValueError(f"bank kind must be one of {(*BANK_POOLING, 'word')}, got {kind!r}")
     path = None
     if cache_dir is not None:
         key = f"{model_key(model)}-{data_key(dictionary)}-{kind}-{max_length}"

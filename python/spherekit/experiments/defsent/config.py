@@ -10,6 +10,8 @@ A condition is one step of progressive separate training (PST) on one dictionary
     2nd-<d>, 3rd-<d>     the next steps: bank rebuilt by the best seed of the previous step, weights restarted
     2nd-<d>-ica, 3rd-<d>-ica   the same step with the ICA-transformed bank (appendix A)
     1st-<d>-<pool>-<bank>      Table 8's grid: 1st Training with another (training pooling, bank) combination
+    1st-c-<pool>-word    DefSent's setting, the baseline of Table 2: dictionary c against the backbone's
+                         word-embedding bank instead of an entry-embedding bank (bank.word_bank)
 
 Every value the paper states is a `paper(...)` field (the doc says where); every other value is a `choice(...)`.
 """
@@ -26,6 +28,7 @@ DICTIONARIES = {"a": "GCIDE and WordNet merged (the paper's Oxford + WordNet)",
                 "c": "GCIDE entries that are single tokens of the backbone's vocabulary (the paper's DefSent setting)"}
 TRAIN_POOLINGS = ("cls", "mean")
 BANKS = ("amp", "ac")
+WORD_BANK = "word"  # DefSent's bank (dictionary c only): the backbone's input embeddings of the entries' tokens
 EVAL_POOLINGS = ("cls", "mean", "prompt")
 WHITENINGS = ("arbitrary-variance", "unit-variance")
 
@@ -55,6 +58,9 @@ def _conditions() -> dict[str, Condition]:
             for bank in BANKS:
                 name = f"1st-{d}-{pool}-{bank}"
                 out[name] = Condition(name, 1, d, combination=(pool, bank))
+    for pool in TRAIN_POOLINGS:
+        name = f"1st-c-{pool}-{WORD_BANK}"
+        out[name] = Condition(name, 1, "c", combination=(pool, WORD_BANK))
     return out
 
 
@@ -65,6 +71,9 @@ def _describe(c: Condition) -> str:
     if c.step == 0:
         return "the starting encoder, untrained: the baseline of every proxy and the geometry of its bank"
     what = f"{STEPS[c.step - 1]} Training of PST on dictionary {c.dictionary}"
+    if c.combination and c.combination[1] == WORD_BANK:
+        return (f"DefSent (the baseline of Table 2): 1st Training on dictionary c with {c.combination[0]} pooling "
+                "against the backbone's word-embedding bank")
     if c.combination:
         what += f" with (pooling, bank) = ({c.combination[0]}, {c.combination[1]}) (Table 8 grid)"
     if c.previous:
@@ -186,16 +195,17 @@ PRESETS: dict[str, dict] = {
                       n_heldout_terms=100, n_sim_anchors=40, n_sim_pairs=400, n_reverse=200, n_probe=200),
     # hours on 2 cores (LRs within Table 5's data-augmented range): dictionary a with every entry in the bank (at
     # most 2 definitions each), definitions subsampled per epoch; Table 2's dictionary sizes, Table 8's grid, three
-    # PST steps with the ICA variant (FastICA fitted on 20k entries: O(n d^2) per iteration), three seeds
-    "cpu": dict(backbones=MINILM, conditions=("base", "1st-c", "1st-b", "1st-a", "2nd-a", "3rd-a", "3rd-a-ica",
-                                              "1st-a-cls-amp", "1st-a-mean-ac", "1st-a-cls-ac"),
+    # PST steps with the ICA variant (FastICA fitted on 20k entries: O(n d^2) per iteration), three seeds; DefSent's
+    # word-embedding bank on dictionary c as the baseline
+    "cpu": dict(backbones=MINILM, conditions=("base", "1st-c", "1st-c-mean-word", "1st-b", "1st-a", "2nd-a", "3rd-a",
+                                              "3rd-a-ica", "1st-a-cls-amp", "1st-a-mean-ac", "1st-a-cls-ac"),
                 seeds=3, training_pooling="mean", lrs=(2e-5, 2e-5, 1e-5), max_definitions_per_entry=2,
                 train_definitions=8000, ica_fit_rows=20000, n_heldout_terms=400, n_sim_anchors=150, n_sim_pairs=1500,
                 n_reverse=500, n_probe=1000),
     # the paper's sizes (GPU, the paper's data through --data-dir): BERT-base, full dictionaries, ten seeds
     "paper": dict(),
     # seconds: the tests' preset (pass --backbone with a small local model)
-    "tiny": dict(conditions=("base", "1st-c", "2nd-c", "2nd-c-ica"), seeds=2, lrs=(1e-3, 1e-3, 1e-3),
+    "tiny": dict(conditions=("base", "1st-c", "2nd-c", "2nd-c-ica", "1st-c-cls-word"), seeds=2, lrs=(1e-3, 1e-3, 1e-3),
                  max_entries=60, max_definitions_per_entry=2, train_definitions=24, batch_size_bc=8,
                  max_seq_length=32, n_heldout_terms=10, n_sim_anchors=16, n_sim_pairs=60, n_reverse=10,
                  n_probe=40, probe_folds=2, ica_max_iter=200, encode_batch_size=16, logging_steps=1),

@@ -82,7 +82,8 @@ class DefSentExperiment(CardFromReportModule):
     presets = PRESETS
     conditions = CONDITIONS
     condition_help = ("base; 1st-<d>, 2nd-<d>, 3rd-<d> (PST steps on dictionary d = a, b, c); 2nd-<d>-ica, "
-                      "3rd-<d>-ica (ICA bank); 1st-<d>-<cls|mean>-<amp|ac> (Table 8 grid)")
+                      "3rd-<d>-ica (ICA bank); 1st-<d>-<cls|mean>-<amp|ac> (Table 8 grid); 1st-c-<cls|mean>-word "
+                      "(DefSent's word-embedding bank)")
 
     def make_config(self, preset: str):
         return preset_config(preset)
