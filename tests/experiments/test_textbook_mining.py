@@ -1,9 +1,11 @@
 """Hard-negative mining of the textbook reproduction: labelled positives are never returned, top_k and
-num_negatives are respected (BM25 and model-mined), and round 2 mines with the model round 1 trained."""
+num_negatives are respected (BM25 and model-mined), round 2 mines with the model round 1 trained, and an
+interrupted chain resumes after its last finished round with the same result as an uninterrupted one."""
 
 import dataclasses
 import random
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -105,7 +107,7 @@ def test_round_two_mines_with_the_model_round_one_trained(data, monkeypatch):
     def train_round(model, columns, r):
         assert len(columns["anchor"]) == 3 and "negative_2" in columns
         trained.append(object())
-        return trained[-1]
+        return trained[-1], {"round": r}
 
     base = object()
     records = mining.mining_rounds(base, data, cfg(rounds=3, num_negatives=2, train_negatives=2),
@@ -114,3 +116,48 @@ def test_round_two_mines_with_the_model_round_one_trained(data, monkeypatch):
     assert seen[0][1] is base and seen[1][1] is trained[0] and seen[2][1] is trained[1]
     assert [r["metrics"]["model"] for r in records] == [id(t) for t in trained]
     assert records[0]["overlap_with_previous"] is None and records[1]["overlap_with_previous"] == 1.0
+
+
+class _Model:
+    """A stand-in model that can be saved and loaded: its name says which round trained it."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def save(self, folder):
+        (Path(folder) / "name.txt").write_text(self.name)
+
+
+def _chain(monkeypatch, data, rounds_dir, seen, fail_at=None):
+    def miner(model, d, c, rng):  # random draws: a resumed chain must continue the same random stream
+        seen.append(model.name)
+        return [rng.sample([i for i in range(len(d.corpus)) if i not in rel], c.num_negatives)
+                for rel in d.relevant], 0
+
+    def train_round(model, columns, r):
+        if r == fail_at:
+            raise KeyboardInterrupt
+        return _Model(f"round{r + 1}"), {"rows": len(columns["anchor"])}
+
+    monkeypatch.setitem(mining.MINERS, "random", miner)
+    return mining.mining_rounds(_Model("base"), data, cfg(rounds=3, num_negatives=2, train_negatives=2),
+                                ("random",), train_round, lambda m: {"model": m.name}, rounds_dir=rounds_dir,
+                                load_model=lambda folder: _Model((folder / "name.txt").read_text()))
+
+
+def test_interrupted_chain_resumes_after_its_last_finished_round(data, tmp_path, monkeypatch):
+    straight_seen, resumed_seen = [], []
+    straight = _chain(monkeypatch, data, tmp_path / "straight", straight_seen)
+    assert straight_seen == ["base", "round1", "round2"]
+    with pytest.raises(KeyboardInterrupt):
+        _chain(monkeypatch, data, tmp_path / "resumed", resumed_seen, fail_at=2)
+    assert sorted(p.name for p in (tmp_path / "resumed").iterdir()) == ["round1", "round2"]
+    assert not (tmp_path / "resumed" / "round1" / "model").exists()  # only the last finished round's model is kept
+    resumed_seen.clear()
+    resumed = _chain(monkeypatch, data, tmp_path / "resumed", resumed_seen)
+    assert resumed_seen == ["round2"]  # round 3 mined with the reloaded round-2 model; rounds 1-2 not redone
+    assert resumed == straight and [r["metrics"]["model"] for r in resumed] == ["round1", "round2", "round3"]
+    assert len({str(r["negatives"]) for r in straight}) > 1  # the random stream moves between rounds
+    assert not list((tmp_path / "resumed").glob("round*/model"))  # models removed once the chain is finished
+    assert _chain(monkeypatch, data, tmp_path / "resumed", resumed_seen) == straight  # a finished chain: reread
+    assert resumed_seen == ["round2"]

@@ -17,7 +17,10 @@ the trained model for further fine-tuning rounds").
 
 from __future__ import annotations
 
+import json
 import random
+import shutil
+from pathlib import Path
 
 
 def _top_up(negatives: list[int], positives: set[int], n_corpus: int, want: int, rng: random.Random) -> int:
@@ -102,22 +105,67 @@ def training_rows(data, negatives: list[list[int]], n: int) -> dict[str, list[st
     return cols
 
 
-def mining_rounds(model, data, cfg, miners, train_round, evaluate) -> list[dict]:
+def mining_rounds(model, data, cfg, miners, train_round, evaluate, rounds_dir=None, load_model=None) -> list[dict]:
     """Rounds of (mine with the current model, train on the negatives, evaluate). miners: one miner name per
-    round (the last repeats); train_round(model, columns, round) -> the trained model; evaluate(model) -> metrics.
-    Returns one record per round: miner, metrics, topped-up count and overlap with the previous round's
-    negatives."""
+    round (the last repeats); train_round(model, columns, round) -> (the trained model, its training record);
+    evaluate(model) -> metrics. Returns one record per round: miner, metrics, training, topped-up count, overlap
+    with the previous round's negatives, and the negatives.
+
+    With rounds_dir, every finished round is kept (rounds_dir/round<r>/record.json, with the random state, and
+    the trained model in rounds_dir/round<r>/model until the next round has finished) and a rerun resumes after
+    the last finished round, reloading its model with load_model(folder): an interrupted chain redoes at most
+    one round. The models are removed when the last round has finished."""
     rng = random.Random(cfg.seed)
+    folders = [Path(rounds_dir) / f"round{r + 1}" for r in range(cfg.rounds)] if rounds_dir is not None else []
+    done = _resume_point(folders)
     records, previous = [], None
     for r in range(cfg.rounds):
+        if r < done:
+            saved = json.loads((folders[r] / "record.json").read_text(encoding="utf-8"))
+            version, internal, gauss = saved["random_state"]
+            rng.setstate((version, tuple(internal), gauss))
+            if r + 1 == done < cfg.rounds:
+                model = load_model(folders[r] / "model")
+            records.append(saved["record"])
+            previous = saved["record"]["negatives"]
+            continue
         name = miners[min(r, len(miners) - 1)]
         negatives, added = MINERS[name](model, data, cfg, rng)
         overlap = None
         if previous is not None:
             same = sum(len(set(a) & set(b)) for a, b in zip(negatives, previous))
             overlap = round(same / max(sum(map(len, negatives)), 1), 4)
-        model = train_round(model, training_rows(data, negatives, cfg.train_negatives), r)
+        model, training = train_round(model, training_rows(data, negatives, cfg.train_negatives), r)
         records.append({"round": r + 1, "miner": name, "topped_up": added, "overlap_with_previous": overlap,
-                        "metrics": evaluate(model), "negatives": negatives})
+                        "metrics": evaluate(model), "training": training, "negatives": negatives})
         previous = negatives
+        if folders:
+            _keep_round(folders[r], records[-1], rng.getstate(), model if r + 1 < cfg.rounds else None)
+    for folder in folders:
+        shutil.rmtree(folder / "model", ignore_errors=True)
     return records
+
+
+def _keep_round(folder: Path, record: dict, state, model) -> None:
+    """Save a finished round: its model first (when a later round needs it), then its record (which marks it
+    finished); the previous round's model is no longer needed."""
+    from ..._atomic import atomic_dir
+    from ..card import write_json
+
+    if model is not None:
+        with atomic_dir(folder / "model") as tmp:
+            model.save(str(tmp))
+    write_json(folder / "record.json", {"record": record, "random_state": [state[0], list(state[1]), state[2]]})
+    previous = folder.with_name(f"round{record['round'] - 1}") / "model"
+    shutil.rmtree(previous, ignore_errors=True)
+
+
+def _resume_point(folders: list[Path]) -> int:
+    """How many rounds a rerun skips: the finished rounds in a row from the first, when the model of the last of
+    them is still there for the next round (else the chain starts again)."""
+    done = 0
+    while done < len(folders) and (folders[done] / "record.json").is_file():
+        done += 1
+    if 0 < done < len(folders) and not (folders[done - 1] / "model").is_dir():
+        return 0
+    return done

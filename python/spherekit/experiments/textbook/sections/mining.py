@@ -4,7 +4,8 @@ the same (term, gloss) pairs with train_negatives negatives per query:
     hard     round 1 on BM25 negatives, round 2 (and later) on negatives mined by the model round 1 trained
     random   every round on freshly drawn random negatives
 
-Retrieval is measured after every round (the same steps per round in both chains)."""
+Retrieval is measured after every round (the same steps per round in both chains). Finished rounds are kept
+under <unit>/<chain>/round<r>/ so that an interrupted unit resumes after its last finished round."""
 
 from __future__ import annotations
 
@@ -21,16 +22,14 @@ def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
     start = retrieval_metrics(load(backbone, cfg), data.test, cfg)
     metrics, details = {f"start_{key}": start[key]}, {"start": start, "chains": {}, "examples": {}}
     for chain, miners in CHAINS.items():
-        training = []
-
-        def train_round(model, columns, r, chain=chain, training=training):
-            training.append(fit(model, columns, "mnrl", cfg, unit_dir / f"{chain}-round{r + 1}", progress=progress))
-            return model
+        def train_round(model, columns, r, chain=chain):
+            return model, fit(model, columns, "mnrl", cfg, unit_dir / chain / f"round{r + 1}" / "trainer",
+                              progress=progress)
 
         records = mining_rounds(load(backbone, cfg), data.train, cfg, miners, train_round,
-                                lambda m: retrieval_metrics(m, data.test, cfg))
-        for rec, tr in zip(records, training):
-            rec["training"] = tr
+                                lambda m: retrieval_metrics(m, data.test, cfg), rounds_dir=unit_dir / chain,
+                                load_model=lambda folder: load(str(folder), cfg))
+        for rec in records:
             metrics[f"{chain}_round{rec['round']}_{key}"] = rec["metrics"][key]
             details["examples"][f"{chain} round {rec['round']} ({rec['miner']})"] = [
                 {"query": data.train.queries[q], "negatives": [data.train.corpus[i] for i in rec["negatives"][q]]}
