@@ -20,6 +20,8 @@ import hashlib
 import torch
 from torch import Tensor
 
+from .config import WORD_BANK
+
 POOLINGS = ("cls", "mean", "prompt")
 BANK_POOLING = {"ac": "cls", "amp": "mean"}
 
@@ -151,10 +153,10 @@ def build_bank(model, dictionary, kind: str, *, cache_dir=None, batch_size: int 
     `dictionary`."""
     from ..._atomic import atomic_path
 
-    if kind == "word":
+    if kind == WORD_BANK:
         return word_bank(model, dictionary)
     if kind not in BANK_POOLING:
-        raise ValueError(f"bank kind must be one of {(*BANK_POOLING, 'word')}, got {kind!r}")
+        raise ValueError(f"bank kind must be one of {(*BANK_POOLING, WORD_BANK)}, got {kind!r}")
     path = None
     if cache_dir is not None:
         key = f"{model_key(model)}-{data_key(dictionary)}-{kind}-{max_length}"

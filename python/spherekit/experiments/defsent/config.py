@@ -42,6 +42,11 @@ class Condition:
     combination: tuple | None = None   # (pooling, bank) of Table 8's grid; None: the config's
 
     @property
+    def word_bank(self) -> bool:
+        """DefSent's setting: trained against the backbone's word-embedding bank (the baseline of Table 2)."""
+        return bool(self.combination) and self.combination[1] == WORD_BANK
+
+    @property
     def previous(self) -> str | None:
         """The condition whose best encoder builds this one's bank (None: the original backbone)."""
         return None if self.step <= 1 else f"{STEPS[self.step - 2]}-{self.dictionary}"
@@ -71,7 +76,7 @@ def _describe(c: Condition) -> str:
     if c.step == 0:
         return "the starting encoder, untrained: the baseline of every proxy and the geometry of its bank"
     what = f"{STEPS[c.step - 1]} Training of PST on dictionary {c.dictionary}"
-    if c.combination and c.combination[1] == WORD_BANK:
+    if c.word_bank:
         return (f"DefSent (the baseline of Table 2): 1st Training on dictionary c with {c.combination[0]} pooling "
                 "against the backbone's word-embedding bank")
     if c.combination:

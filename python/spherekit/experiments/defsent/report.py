@@ -3,18 +3,12 @@ geometry of Figures 1-7, which claims hold, the departures; the plain summary; p
 
 from __future__ import annotations
 
-from .config import WORD_BANK, condition
+from .config import condition
 from .paper import TABLE1, TABLE2, TABLE3, TABLE4_DELTA_RANGE, TABLE7_PROMPT_STS, TABLE8, TEXT_2ND_ICA
 
 HEADLINE = [("sim_avg/best", "WordNet-sim Spearman"), ("crossdict_mrr/best", "cross-dict MRR"),
             ("rd_acc@1", "RD acc@1"), ("rd_acc@10", "RD acc@10"), ("rd_acc@100", "RD acc@100"),
             ("probe_avg/best", "probe acc")]
-
-
-def _is_word(name: str) -> bool:
-    """A DefSent baseline unit (word-embedding bank)."""
-    combination = condition(name).combination
-    return bool(combination) and combination[1] == WORD_BANK
 
 
 def _units(results) -> dict[str, dict]:
@@ -70,7 +64,7 @@ def table2(units, keys) -> str:
                                         for n, v in units.items() if v.get("rd_untrained")) or "-")
             else:
                 cells.append(_ms(u, key))
-        paper = TABLE2.get("DefSent" if _is_word(name) else name, {})
+        paper = TABLE2.get("DefSent" if condition(name).word_bank else name, {})
         pb, pr = paper.get("BERT-base"), paper.get("RoBERTa-base")
         rows.append(f"| {name} | " + " | ".join(cells) + f" | {_n(u['metrics'].get(keys[0][0]))} | "
                     f"{'-' if not pb else f'{pb[0]:.2f} ± {pb[1]:.2f}'} | "
@@ -84,7 +78,7 @@ def table8(units, cfg) -> str:
             "|---|---|---|---|---|---|"]
     for name, u in units.items():
         c = condition(name)
-        if c.step != 1 or _is_word(name):
+        if c.step != 1 or c.word_bank:
             continue
         combo = tuple(u.get("combination") or (cfg["training_pooling"], cfg["bank_kind"]))
         paper = [f"{TABLE8[e][combo]:.2f}" if c.dictionary == "a" else "-" for e in ("BERT-base", "RoBERTa-base")]
@@ -177,13 +171,14 @@ def claims(units) -> list[tuple[str, str, bool | None]]:
                             f"{m(f'{s}-{d}-ica'):.2f} vs {m(f'{s}-{d}'):.2f}", None))
     gains = [TABLE2["1st-c"][e][0] - TABLE2["DefSent"][e][0] for e in TABLE2["DefSent"]]
     first_c = units.get("1st-c")
-    for name in filter(_is_word, units):  # DefSent+ vs DefSent on dictionary c with the same training pooling
-        if first_c and first_c.get("combination", [None])[0] == condition(name).combination[0]:
+    word_units = [n for n in units if condition(n).word_bank]
+    for name in word_units:  # DefSent+ vs DefSent on dictionary c with the same training pooling
+        if first_c and first_c["combination"][0] == condition(name).combination[0]:
             out.append((f"Table 2: on the same data (c), DefSent+'s entry-embedding bank beats DefSent's "
                         f"word-embedding bank (paper: {min(gains):+.2f} to {max(gains):+.2f} STS avg)",
                         f"1st-c {m('1st-c'):.2f} vs {name} {m(name):.2f}", m("1st-c") > m(name)))
     grid = {condition(n).combination: m(n) for n in units
-            if condition(n).combination and not _is_word(n) and m(n) is not None}
+            if condition(n).combination and n not in word_units and m(n) is not None}
     if ("cls", "amp") in grid and ("cls", "ac") in grid:
         out.append(("Table 8: AMP banks beat AC banks for BERT (same pooling)",
                     f"(CLS, AMP) {grid[('cls', 'amp')]:.2f} vs (CLS, AC) {grid[('cls', 'ac')]:.2f}",

@@ -114,7 +114,7 @@ def mining_rounds(model, data, cfg, miners, train_round, evaluate, rounds_dir=No
     With rounds_dir, every finished round is kept (rounds_dir/round<r>/record.json, with the random state, and
     the trained model in rounds_dir/round<r>/model until the next round has finished) and a rerun resumes after
     the last finished round, reloading its model with load_model(folder): an interrupted chain redoes at most
-    one round. The models are removed when the last round has finished."""
+    one round. The last round keeps no model, so a finished chain leaves none."""
     rng = random.Random(cfg.seed)
     folders = [Path(rounds_dir) / f"round{r + 1}" for r in range(cfg.rounds)] if rounds_dir is not None else []
     done = _resume_point(folders)
@@ -141,8 +141,6 @@ def mining_rounds(model, data, cfg, miners, train_round, evaluate, rounds_dir=No
         previous = negatives
         if folders:
             _keep_round(folders[r], records[-1], rng.getstate(), model if r + 1 < cfg.rounds else None)
-    for folder in folders:
-        shutil.rmtree(folder / "model", ignore_errors=True)
     return records
 
 
