@@ -6,11 +6,11 @@ One training step: MNRL with scale 10 over the B x (B + 1) grid of verifier scor
 near-miss per query), backward, AdamW (verifier; encoder too end to end).
     released   the released code's approach: the encoder re-encodes the batch every step (under no_grad when
                frozen), the grid is built by a Python loop over the B queries, each row one verifier call on the
-               query copied B times (spherekit.reference.paper_verifier: PaperStyleF4 with every map padded to
-               map_size x map_size and all its patches embedded; F3: the CNN on each row's padded maps)
+               query copied B times (spherekit.reference.paper_verifier: every map padded to map_size x
+               map_size; PaperStyleF4 embeds all its patches, PaperStyleF3 runs the CNN on all of it)
     spherekit  frozen: token embeddings cached once (no encoder in the step); the grid from sim_map's all-pairs
                layout (spherekit.losses.verifier_mnrl_loss: no sequence copied per pair); F4 embeds only the
-               patches of the batch's padded map
+               patches of the batch's padded map, F3 computes each layer only where the maps reach
 samples/s = B / median step time; peak = the step's peak extra memory (spherekit.bench.memory.PeakMemory: CPU
 resident-set growth, CUDA allocated bytes). Largest batch: B = b0, 2 b0, ... until the peak passes the limit.
 
@@ -73,14 +73,14 @@ def _texts(B, length, vocab, gen, device):
 
 def _verifiers(name, p: Preset):
     from ..nn.verifiers import CNNVerifier, PatchTransformerVerifier
-    from ..reference.paper_verifier import PaperStyleF4
+    from ..reference.paper_verifier import PaperStyleF3, PaperStyleF4
 
     if name == "F4":
         ours = PatchTransformerVerifier(patch=8, width=p.f4_width, num_layers=1, num_heads=1, ff_dim=32,
                                         map_size=p.map_size)
         return ours, PaperStyleF4.from_verifier(ours)
     ours = CNNVerifier(channels=p.f3_channels, num_layers=2, mlp_hidden=128, map_size=p.map_size)
-    return ours, ours
+    return ours, PaperStyleF3.from_verifier(ours)
 
 
 def _released_loss(verifier, q, qm, pos, pm, neg, nm):

@@ -7,9 +7,9 @@ and positive once per pair: B^2 (m + n) h values); each near-miss column k is on
     S_i,B+k  = F(q_i, n_i,k)     from the paired layout of column k
 
 F3's BatchNorm normalises over every map of the call, so its B^2 + B H maps go through the CNN together (as the
-flattened path does); F4 scores each block on its own (its scores depend on one map only). The networks are the
-verifier's own modules (conv / mlp, embed / pos_embed / encoder / head): the scores equal Verifier.score_grid's
-(tests/losses/test_verifier_mnrl_all_pairs.py).
+flattened path does), each computed only where it reaches (CNNVerifier.features); F4 scores each block on its
+own (its scores depend on one map only). The networks are the verifier's own modules (conv / mlp, embed /
+pos_embed / encoder / head): the scores equal Verifier.score_grid's (tests/losses/test_verifier_mnrl_all_pairs.py).
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ def _out(verifier, raw: Tensor) -> Tensor:
     return torch.tanh(raw) if verifier.output == "tanh" else raw
 
 
-def _cnn_input(verifier: CNNVerifier, phi: Tensor) -> Tensor:
-    """(N, m, n, 3) maps -> (N, 3, S, S), zero-padded to the verifier's map_size S."""
+def _cnn_input(phi: Tensor, n: int) -> Tensor:
+    """(N, m, n', 3) maps -> (N, 3, m, n), zero-padded to the grid's widest candidate n (the CNN pads to its
+    map_size itself, without computing on the padding: CNNVerifier.features)."""
     x = phi.permute(0, 3, 1, 2).float()
-    return F.pad(x, (0, verifier.map_size - x.shape[3], 0, verifier.map_size - x.shape[2]))
+    return F.pad(x, (0, n - x.shape[3]))
 
 
 def _transformer(verifier: PatchTransformerVerifier, patches: Tensor, pos: Tensor, valid: Tensor) -> Tensor:
@@ -63,11 +64,12 @@ def map_verifier_grid(verifier, q: Tensor, q_mask: Tensor, pos: Tensor, pos_mask
         cols = [_f4_all_pairs(verifier, q, q_mask, pos, pos_mask)]
         cols += [verifier._score(q, q_mask, neg[:, k], neg_mask[:, k])[:, None] for k in range(h_cols)]
         return torch.cat(cols, dim=1)
+    width = max([pos.shape[1]] + ([neg.shape[2]] if h_cols else []))
     grid = ops.sim_map(q, q_mask, pos, pos_mask, channels=SIM_CHANNELS, all_pairs=True, backend=verifier.backend)
-    maps = [_cnn_input(verifier, grid.flatten(0, 1))]
-    maps += [_cnn_input(verifier, ops.sim_map(q, q_mask, neg[:, k], neg_mask[:, k], channels=SIM_CHANNELS,
-                                              backend=verifier.backend)) for k in range(h_cols)]
-    raw = verifier.mlp(verifier.conv(torch.cat(maps))).squeeze(-1)
+    maps = [_cnn_input(grid.flatten(0, 1), width)]
+    maps += [_cnn_input(ops.sim_map(q, q_mask, neg[:, k], neg_mask[:, k], channels=SIM_CHANNELS,
+                                    backend=verifier.backend), width) for k in range(h_cols)]
+    raw = verifier.mlp(verifier.features(torch.cat(maps))).squeeze(-1)
     scores = _out(verifier, raw)
     in_batch = scores[:b * b].view(b, b)
     near = scores[b * b:].view(h_cols, b).T

@@ -49,6 +49,7 @@ from torch import Tensor, nn
 
 from .. import ops
 from ..ops.tokens import normalize_tokens
+from ._cnn_crop import cropped_cnn
 from ._verifier_base import Verifier
 
 SIM_CHANNELS = ("sim", "rowmax", "colmax")
@@ -171,7 +172,8 @@ class SoftAlignVerifier(Verifier):
 
 
 class CNNVerifier(Verifier):
-    """F3: a tiny CNN over phi(M) = [M, row max, column max], zero-padded to map_size x map_size.
+    """F3: a tiny CNN over phi(M) = [M, row max, column max], zero-padded to map_size x map_size (the padding
+    is not computed: the CNN runs on the window of each layer that the m x n map reaches, see ``features``).
 
     Args:
         channels: channels of the first conv block, doubled in each further block (code: 128).
@@ -211,10 +213,13 @@ class CNNVerifier(Verifier):
         check_map_size(q.shape[1], d.shape[1], self.map_size)
         phi = ops.sim_map(q, q_mask, d, d_mask, channels=SIM_CHANNELS, normalize=normalize,
                           backend=self.backend)  # (B, m, n, 3)
-        x = phi.permute(0, 3, 1, 2).float()
-        x = F.pad(x, (0, self.map_size - x.shape[3], 0, self.map_size - x.shape[2]))
-        out = self.mlp(self.conv(x)).squeeze(-1)
+        out = self.mlp(self.features(phi.permute(0, 3, 1, 2))).squeeze(-1)
         return torch.tanh(out) if self.output == "tanh" else out
+
+    def features(self, maps: Tensor) -> Tensor:
+        """(N, 3, m, n) maps -> (N, C) pooled CNN features, as if zero-padded to map_size x map_size; computed on
+        the part of each layer the maps reach (spherekit.nn._cnn_crop, exact up to rounding)."""
+        return cropped_cnn(self.conv, maps.float(), self.map_size)
 
 
 class PatchTransformerVerifier(Verifier):

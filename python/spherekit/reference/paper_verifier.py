@@ -1,6 +1,8 @@
-"""The paper's way of computing F4 and its MNRL loss ("Training for Compositional Sensitivity Reduces Dense
-Retrieval Generalization" (arXiv:2604.16351)'s released code, re-expressed): the baseline of the verifier
-throughput benchmark, and the equivalence oracle for PatchTransformerVerifier.
+"""The paper's way of computing F3 / F4 and their MNRL loss ("Training for Compositional Sensitivity Reduces Dense
+Retrieval Generalization" (arXiv:2604.16351)'s released code, re-expressed): the baselines of the verifier
+throughput benchmarks, and the equivalence oracles for CNNVerifier and PatchTransformerVerifier.
+
+F3: the same map, zero-padded to map_size x map_size, through the whole CNN (every padded pixel computed).
 
 Per (query, candidate) pair: M = bmm(Norm(q), Norm(d)^T); channels [M, masked row max, masked column
 max], zero at invalid pairs; the (B, 3, m, n) map zero-padded to map_size x map_size; a Conv2d with
@@ -18,8 +20,36 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-if TYPE_CHECKING:  # reference/ imports only torch; the type is for the annotation
-    from ..nn.verifiers import PatchTransformerVerifier
+if TYPE_CHECKING:  # reference/ imports only torch; the types are for the annotations
+    from ..nn.verifiers import CNNVerifier, PatchTransformerVerifier
+
+
+def paper_map(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor) -> tuple[Tensor, Tensor]:
+    """(B, 3, m, n) maps [M, masked row max, masked column max], zero at invalid pairs, and the (B, m, n) pair mask."""
+    sims = torch.bmm(F.normalize(q, dim=-1), F.normalize(d, dim=-1).transpose(1, 2))
+    pair = q_mask[:, :, None] & d_mask[:, None, :]
+    masked = sims.masked_fill(~pair, float("-inf"))
+    row = masked.max(-1, keepdim=True).values.expand_as(sims)
+    col = masked.max(-2, keepdim=True).values.expand_as(sims)
+    return torch.stack([sims, row, col], dim=1).masked_fill(~pair[:, None], 0.0), pair
+
+
+class PaperStyleF3(nn.Module):
+    """F3 computed as the paper's code does, on a CNNVerifier's own modules (shared, not copied)."""
+
+    def __init__(self, conv: nn.Module, mlp: nn.Module, map_size: int = 128, output: str = "tanh") -> None:
+        super().__init__()
+        self.conv, self.mlp, self.map_size, self.output = conv, mlp, map_size, output
+
+    @classmethod
+    def from_verifier(cls, v: CNNVerifier) -> PaperStyleF3:
+        return cls(v.conv, v.mlp, v.map_size, v.output)
+
+    def forward(self, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor) -> Tensor:
+        x, _ = paper_map(q, q_mask, d, d_mask)
+        x = F.pad(x, (0, self.map_size - x.shape[3], 0, self.map_size - x.shape[2]))
+        out = self.mlp(self.conv(x)).squeeze(-1)
+        return torch.tanh(out) if self.output == "tanh" else out
 
 
 class PaperStyleF4(nn.Module):
@@ -54,12 +84,7 @@ class PaperStyleF4(nn.Module):
         return out.to(v.embed.weight.device)
 
     def forward(self, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor) -> Tensor:
-        sims = torch.bmm(F.normalize(q, dim=-1), F.normalize(d, dim=-1).transpose(1, 2))
-        pair = q_mask[:, :, None] & d_mask[:, None, :]
-        masked = sims.masked_fill(~pair, float("-inf"))
-        row = masked.max(-1, keepdim=True).values.expand_as(sims)
-        col = masked.max(-2, keepdim=True).values.expand_as(sims)
-        x = torch.stack([sims, row, col], dim=1).masked_fill(~pair[:, None], 0.0)
+        x, pair = paper_map(q, q_mask, d, d_mask)
         pad = (0, self.map_size - x.shape[3], 0, self.map_size - x.shape[2])
         x = F.pad(x, pad)
         valid = F.max_pool2d(F.pad(pair[:, None].float(), pad), self.patch).flatten(1) > 0
