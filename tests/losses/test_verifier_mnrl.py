@@ -118,6 +118,25 @@ def test_train_verifier_end_to_end_and_frozen(tiny_model, one_thread):
     assert all(torch.equal(frozen_before[k], v) for k, v in tiny_model.state_dict().items())
 
 
+def test_train_verifier_with_chunked_rows_trains_the_same(tiny_model, monkeypatch, one_thread):
+    from spherekit.losses import _verifier_grid
+
+    rows, real = [], _verifier_grid._f4_all_pairs
+    monkeypatch.setattr(_verifier_grid, "_f4_all_pairs", lambda v, q, *a: rows.append(q.shape[0]) or real(v, q, *a))
+    data = TokenTriplets.from_texts(tiny_model, [r[0] for r in TEXTS], [r[1] for r in TEXTS], [r[2:] for r in TEXTS])
+    runs = []
+    for chunk_rows in (None, 1):
+        verifier = _small_f4()
+        result = train_verifier(verifier, data, batch_size=4, epochs=3, progress=False, chunk_rows=chunk_rows)
+        runs.append(([h["loss"] for h in result.history], verifier.state_dict()))
+    assert rows == [4] * 3 + [1] * 4 * 2 * 3  # whole blocks, then one-row chunks (forward and recompute) per step
+    assert runs[0][0] == pytest.approx(runs[1][0], rel=1e-5) and len(runs[0][0]) == 3
+    # AdamW turns a gradient that is 0 up to rounding (masked patches' positions) into a step of up to lr in an
+    # arbitrary direction, so the weights agree to 3 steps x lr 1e-4, not to rounding
+    for k, v in runs[0][1].items():
+        torch.testing.assert_close(runs[1][1][k], v, atol=3e-4, rtol=0)
+
+
 def test_token_triplets_from_texts_and_trainer_errors(tiny_model):
     data = TokenTriplets.from_texts(tiny_model, [r[0] for r in TEXTS], [r[1] for r in TEXTS], [r[2:] for r in TEXTS])
     assert len(data) == 4 and data.negatives.shape[:2] == (4, 1) and data.negatives.shape[-1] == 32

@@ -99,3 +99,73 @@ def test_map_size_is_checked_on_every_column():
         score_grid(verifier, q, qm, p, pm, neg, nm)
     with pytest.raises(ValueError, match="neg_mask was given without neg_tokens"):
         score_grid(verifier, q, qm, p, pm, None, nm)
+
+
+def _grid_and_grads(verifier, batch, chunk_rows):
+    q, qm, p, pm, neg, nm = batch
+    q, p = q.clone().requires_grad_(), p.clone().requires_grad_()
+    loss, scores = verifier_mnrl_loss(verifier, q, qm, p, pm, neg, nm, return_scores=True, chunk_rows=chunk_rows)
+    return scores, loss, torch.autograd.grad(loss, [q, p, *verifier.parameters()])
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 2, 3, 5])
+@pytest.mark.parametrize("H", [0, 1])
+def test_chunked_f4_grid_equals_the_whole_grid(chunk_rows, H, one_thread):
+    """chunk_rows scores the in-batch block a few query rows at a time under checkpointing: same scores, loss and
+    gradients (tokens and every parameter); chunk_rows >= B is the whole block."""
+    batch = _batch(5, 6, 7, 12, H, seed=H + 20)
+    verifier = _verifier("F4", seed=4).train()
+    s1, l1, g1 = _grid_and_grads(verifier, batch, None)
+    s2, l2, g2 = _grid_and_grads(verifier, batch, chunk_rows)
+    torch.testing.assert_close(s2, s1, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(l2, l1, atol=1e-6, rtol=1e-5)
+    for a, b in zip(g2, g1):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+
+def test_chunked_f4_recomputes_with_the_same_dropout(monkeypatch, one_thread):
+    """With dropout on, the checkpointed chunks recompute with the forward's random masks: the gradients equal
+    those of the same chunks computed without checkpointing (the same random stream)."""
+    from spherekit.losses import _verifier_grid
+
+    batch = _batch(4, 5, 6, 12, 1, seed=30)
+    torch.manual_seed(4)
+    verifier = PatchTransformerVerifier(patch=4, width=16, num_layers=1, num_heads=2, ff_dim=8, dropout=0.3,
+                                        map_size=16, backend="cpu").train()
+    torch.manual_seed(0)
+    s1, l1, g1 = _grid_and_grads(verifier, batch, 2)
+    monkeypatch.setattr(_verifier_grid, "checkpoint", lambda fn, *args, use_reentrant: fn(*args))
+    torch.manual_seed(0)
+    s2, l2, g2 = _grid_and_grads(verifier, batch, 2)
+    torch.testing.assert_close(s1, s2)
+    for a, b in zip(g1, g2):
+        torch.testing.assert_close(a, b)
+    torch.manual_seed(1)
+    assert not torch.equal(_grid_and_grads(verifier, batch, 2)[0], s1)  # dropout is on: another stream differs
+
+
+def test_chunk_rows_is_checked():
+    from spherekit.losses import VerifierMNRLLoss
+
+    batch = _batch(2, 5, 6, 12, 0, seed=0)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="chunk_rows must be a positive int"):
+            verifier_mnrl_loss(_verifier("F4", seed=0), *batch, chunk_rows=bad)
+    with pytest.raises(ValueError, match=r"PatchTransformerVerifier \(F4\) only.*CNNVerifier \(F3\)"):
+        verifier_mnrl_loss(_verifier("F3", seed=0), *batch, chunk_rows=2)
+    with pytest.raises(ValueError, match=r"F4\) only.*CNNVerifier"):
+        VerifierMNRLLoss(None, _verifier("F3", seed=0), chunk_rows=2)
+
+
+def test_chunks_are_scored_and_recomputed_chunk_by_chunk(monkeypatch, one_thread):
+    from spherekit.losses import _verifier_grid
+
+    rows, real = [], _verifier_grid._f4_all_pairs
+    monkeypatch.setattr(_verifier_grid, "_f4_all_pairs", lambda v, q, *a: rows.append(q.shape[0]) or real(v, q, *a))
+    verifier = _verifier("F4", seed=5).train()
+    _grid_and_grads(verifier, _batch(5, 6, 7, 12, 1, seed=3), 2)
+    assert rows == [2, 2, 1] + [1, 2, 2]  # forward, then each chunk recomputed in backward (last chunk first)
+    rows.clear()
+    with torch.no_grad():
+        verifier_mnrl_loss(verifier, *_batch(5, 6, 7, 12, 1, seed=3), chunk_rows=2)
+    assert rows == [2, 2, 1]  # no gradients: no checkpointing, nothing recomputed

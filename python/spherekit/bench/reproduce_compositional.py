@@ -11,6 +11,8 @@ near-miss per query), backward, AdamW (verifier; encoder too end to end).
     spherekit  frozen: token embeddings cached once (no encoder in the step); the grid from sim_map's all-pairs
                layout (spherekit.losses.verifier_mnrl_loss: no sequence copied per pair); F4 embeds only the
                patches of the batch's padded map, F3 computes each layer only where the maps reach
+    spherekit-chunked  F4 only: spherekit with the preset's chunk_rows (the in-batch block scored that many query
+               rows at a time under activation checkpointing: less memory for one more forward pass of F4)
 samples/s = B / median step time; peak = the step's peak extra memory (spherekit.bench.memory.PeakMemory: CPU
 resident-set growth, CUDA allocated bytes). Largest batch: B = b0, 2 b0, ... until the peak passes the limit.
 
@@ -32,7 +34,7 @@ import torch
 
 from .machine import GIB, machine_name, now
 
-PROVIDERS = ("released", "spherekit")
+PROVIDERS = ("released", "spherekit", "spherekit-chunked")
 VERIFIERS = ("F3", "F4")
 REGIMES = ("frozen", "e2e")
 COLUMNS = ["timestamp", "preset", "machine", "provider", "verifier", "regime", "B", "samples_per_s", "step_median_s",
@@ -53,14 +55,15 @@ class Preset:
     search_max: int
     mem_limit_gib: float
     steps: int
+    chunk_rows: int      # of the spherekit-chunked provider
 
 
 MINILM = dict(vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536)
 PRESETS = {
-    "cpu-small": Preset("cpu", MINILM, 12, 24, 32, 32, 384, (32, 64), 16, 512, 3.0, 2),
-    "gpu": Preset("cuda", MINILM, 32, 128, 128, 128, 384, (32, 64), 32, 4096, 24.0, 5),
+    "cpu-small": Preset("cpu", MINILM, 12, 24, 32, 32, 384, (32, 64), 16, 512, 3.0, 2, 8),
+    "gpu": Preset("cuda", MINILM, 32, 128, 128, 128, 384, (32, 64), 32, 4096, 24.0, 5, 16),
     "tiny": Preset("cpu", dict(vocab_size=128, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                               intermediate_size=37), 5, 7, 8, 4, 32, (4,), 2, 8, 8.0, 1),
+                               intermediate_size=37), 5, 7, 8, 4, 32, (4,), 2, 8, 8.0, 1, 3),
 }
 
 
@@ -102,7 +105,8 @@ def build_step(provider, name, regime, B, p: Preset):
     torch.manual_seed(0)
     encoder = BertModel(BertConfig(**p.encoder, max_position_embeddings=512), add_pooling_layer=False).to(p.device)
     ours, released = _verifiers(name, p)
-    verifier = (ours if provider == "spherekit" else released).to(p.device).train()
+    verifier = (released if provider == "released" else ours).to(p.device).train()
+    chunk_rows = p.chunk_rows if provider == "spherekit-chunked" else None
     params = [{"params": verifier.parameters(), "lr": 1e-4}]
     if regime == "e2e":
         params.append({"params": encoder.parameters(), "lr": 1e-5})
@@ -114,7 +118,7 @@ def build_step(provider, name, regime, B, p: Preset):
         return encoder(input_ids=ids, attention_mask=mask.long()).last_hidden_state
 
     cached = None
-    if provider == "spherekit" and regime == "frozen":
+    if provider != "released" and regime == "frozen":
         with torch.no_grad():
             cached = [encode(i, m) for i, m in batch]  # the token cache: encoded once, outside the step
 
@@ -127,8 +131,9 @@ def build_step(provider, name, regime, B, p: Preset):
         else:
             toks = [encode(i, m) for i, m in batch]
         (q, qm), (pos, pm), (neg, nm) = [(t, m) for t, (_, m) in zip(toks, batch)]
-        if provider == "spherekit":
-            loss = verifier_mnrl_loss(verifier, q, qm, pos, pm, neg[:, None], nm[:, None], scale=10.0)
+        if provider != "released":
+            loss = verifier_mnrl_loss(verifier, q, qm, pos, pm, neg[:, None], nm[:, None], scale=10.0,
+                                      chunk_rows=chunk_rows)
         else:
             loss = _released_loss(verifier, q, qm, pos, pm, neg, nm)
         loss.backward()
@@ -161,6 +166,11 @@ def measure(provider, name, regime, B, p: Preset) -> dict:
             "status": status, "note": ""}
 
 
+def providers(name: str) -> tuple:
+    """The providers measured for a verifier (chunk_rows exists for F4 only)."""
+    return PROVIDERS if name == "F4" else PROVIDERS[:2]
+
+
 def run(preset: str = "tiny", out="benches/results", search: bool = True) -> list[dict]:
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; valid presets: {', '.join(PRESETS)}")
@@ -181,7 +191,7 @@ def run(preset: str = "tiny", out="benches/results", search: bool = True) -> lis
 
     for name in VERIFIERS:
         for regime in REGIMES:
-            for provider in PROVIDERS:
+            for provider in providers(name):
                 for B in p.batches:
                     emit(provider, name, regime, B, measure(provider, name, regime, B, p))
                 if search:
@@ -212,12 +222,13 @@ def summarize(rows) -> list[str]:
             plain = {(r["provider"], r["B"]): r for r in sel if "largest" not in r["note"]}
             big = {r["provider"]: r["B"] for r in sel if "largest" in r["note"]}
             for (prov, B), r in sorted(plain.items()):
-                if prov == "spherekit" and ("released", B) in plain:
+                if prov != "released" and ("released", B) in plain:
                     ratio = r["samples_per_s"] / plain[("released", B)]["samples_per_s"]
-                    out.append(f"{name} {regime} B={B}: spherekit / released samples/s = {ratio:.1f}x")
-            if len(big) == 2:
-                out.append(f"{name} {regime}: largest batch spherekit {big['spherekit']} vs released {big['released']}"
-                           f" ({big['spherekit'] / big['released']:.1f}x)")
+                    out.append(f"{name} {regime} B={B}: {prov} / released samples/s = {ratio:.1f}x")
+            for prov in big:
+                if prov != "released" and "released" in big:
+                    out.append(f"{name} {regime}: largest batch {prov} {big[prov]} vs released {big['released']}"
+                               f" ({big[prov] / big['released']:.1f}x)")
     return out
 
 

@@ -119,7 +119,8 @@ def train_verifier(verifier: Verifier, data, *, encoder=None, freeze_encoder: bo
                    epochs: int = 1, max_steps: int | None = None, lr: float = 1e-4, weight_decay: float = 0.01,
                    encoder_lr: float = 1e-5, encoder_weight_decay: float = 0.01, scale: float = 10.0,
                    learn_scale: bool = False, warmup_ratio: float = 0.1, max_grad_norm: float | None = 1.0,
-                   seed: int = 42, device=None, drop_last: bool = True, progress: bool = True) -> TrainResult:
+                   seed: int = 42, device=None, drop_last: bool = True, progress: bool = True,
+                   chunk_rows: int | None = None) -> TrainResult:
     """Train a verifier (and, end-to-end, the encoder) with verifier MNRL; returns the step history.
 
     Args:
@@ -139,6 +140,8 @@ def train_verifier(verifier: Verifier, data, *, encoder=None, freeze_encoder: bo
         device: where to train (default: the encoder's device, else the verifier's, else cpu).
         drop_last: skip the last incomplete batch of an epoch.
         progress: show a tqdm progress bar with the running loss and accuracy.
+        chunk_rows: F4 only: score the in-batch block this many queries at a time under activation
+            checkpointing (less memory, the same training; spherekit.losses.verifier_mnrl_loss).
 
     Returns a ``TrainResult`` (steps, per-step loss / in-grid accuracy / lr, the loss module with its scale).
     The verifier (and encoder) are trained in place and left in eval mode.
@@ -157,7 +160,7 @@ def train_verifier(verifier: Verifier, data, *, encoder=None, freeze_encoder: bo
             None, False
     n = len(rows) if texts else len(data)
     loss_fn = VerifierMNRLLoss(encoder if texts else None, verifier, scale, learn_scale=learn_scale,
-                               freeze_encoder=freeze_encoder).to(device)
+                               freeze_encoder=freeze_encoder, chunk_rows=chunk_rows).to(device)
     groups = _param_groups(loss_fn, learn_scale, encoder if texts and not freeze_encoder else None, lr, weight_decay,
                            encoder_lr, encoder_weight_decay)
     per_epoch = n // batch_size if drop_last and n >= batch_size else math.ceil(n / batch_size)
@@ -256,4 +259,5 @@ def _step_loss(loss_fn: VerifierMNRLLoss, data, rows, index: Tensor, device):
         (q, qm), (p, pm) = (cols[0].tokens, cols[0].mask), (cols[1].tokens, cols[1].mask)
         neg, nm = stack_columns([c.tokens for c in cols[2:]], [c.mask for c in cols[2:]]) if len(cols) > 2 \
             else (None, None)
-    return verifier_mnrl_loss(loss_fn.verifier, q, qm, p, pm, neg, nm, scale=loss_fn.scale, return_scores=True)
+    return verifier_mnrl_loss(loss_fn.verifier, q, qm, p, pm, neg, nm, scale=loss_fn.scale, return_scores=True,
+                              chunk_rows=loss_fn.chunk_rows)

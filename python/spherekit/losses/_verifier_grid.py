@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch.utils.checkpoint import checkpoint
 
 from .. import ops
 from ..nn.verifiers import SIM_CHANNELS, CNNVerifier, PatchTransformerVerifier, check_map_size
@@ -53,15 +54,29 @@ def _f4_all_pairs(verifier: PatchTransformerVerifier, q, q_mask, d, d_mask) -> T
     return _transformer(verifier, patches.flatten(0, 1), pos, valid.flatten(0, 1)).view(b_q, b_d)
 
 
+def _f4_rows(verifier: PatchTransformerVerifier, q, q_mask, d, d_mask, chunk_rows: int | None) -> Tensor:
+    """The (B, B) block, chunk_rows query rows at a time under activation checkpointing when gradients are on:
+    only one chunk's maps and activations are alive at once, recomputed in backward (same scores and gradients)."""
+    if not chunk_rows or chunk_rows >= q.shape[0]:
+        return _f4_all_pairs(verifier, q, q_mask, d, d_mask)
+    rows = []
+    for r in range(0, q.shape[0], chunk_rows):
+        args = (verifier, q[r:r + chunk_rows], q_mask[r:r + chunk_rows], d, d_mask)
+        rows.append(checkpoint(_f4_all_pairs, *args, use_reentrant=False) if torch.is_grad_enabled()
+                    else _f4_all_pairs(*args))
+    return torch.cat(rows)
+
+
 def map_verifier_grid(verifier, q: Tensor, q_mask: Tensor, pos: Tensor, pos_mask: Tensor, neg: Tensor | None,
-                      neg_mask: Tensor | None) -> Tensor:
-    """(B, B + H) scores of an F3 / F4 verifier (validated bool masks; neg (B, H, n', h) or None)."""
+                      neg_mask: Tensor | None, chunk_rows: int | None = None) -> Tensor:
+    """(B, B + H) scores of an F3 / F4 verifier (validated bool masks; neg (B, H, n', h) or None); chunk_rows
+    (F4 only): score the in-batch block that many query rows at a time (see _f4_rows)."""
     b = q.shape[0]
     h_cols = 0 if neg is None else neg.shape[1]
     for n in [pos.shape[1]] + ([neg.shape[2]] if h_cols else []):
         check_map_size(q.shape[1], n, verifier.map_size)
     if isinstance(verifier, PatchTransformerVerifier):
-        cols = [_f4_all_pairs(verifier, q, q_mask, pos, pos_mask)]
+        cols = [_f4_rows(verifier, q, q_mask, pos, pos_mask, chunk_rows)]
         cols += [verifier._score(q, q_mask, neg[:, k], neg_mask[:, k])[:, None] for k in range(h_cols)]
         return torch.cat(cols, dim=1)
     width = max([pos.shape[1]] + ([neg.shape[2]] if h_cols else []))

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..nn import Verifier
+from ..nn import PatchTransformerVerifier, Verifier
 from ..ops.checks import check_verifier_pair as check_pair
 from ..ops.tokens import pad_tokens
 from ._verifier_grid import MAP_VERIFIERS, map_verifier_grid
@@ -46,9 +46,19 @@ def _check_scale(scale) -> None:
         raise ValueError(f"scale must be a finite float > 0, got {scale!r}")
 
 
+def _check_chunk_rows(verifier, chunk_rows) -> None:
+    if chunk_rows is None:
+        return
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be a positive int or None, got {chunk_rows!r}")
+    if not isinstance(verifier, PatchTransformerVerifier):
+        raise ValueError(f"chunk_rows is supported for PatchTransformerVerifier (F4) only, whose scores depend on "
+                         f"one map each; got {type(verifier).__name__} ({verifier.kind})")
+
+
 def verifier_mnrl_loss(verifier: Verifier, q_tokens: Tensor, q_mask: Tensor | None, pos_tokens: Tensor,
                        pos_mask: Tensor | None, neg_tokens: Tensor | None = None, neg_mask: Tensor | None = None,
-                       *, scale: float | Tensor = 10.0, return_scores: bool = False):
+                       *, scale: float | Tensor = 10.0, return_scores: bool = False, chunk_rows: int | None = None):
     """Cross-entropy of the (B, B + H) verifier score grid with target column i for query i.
 
     Args:
@@ -58,20 +68,26 @@ def verifier_mnrl_loss(verifier: Verifier, q_tokens: Tensor, q_mask: Tensor | No
         neg_tokens, neg_mask: near-misses (B, H, n', h), (B, H, n') or None (in-batch negatives only).
         scale: logit scale s = 1 / temperature (float or 0-dim tensor, > 0).
         return_scores: also return the (B, B + H) score grid (before scaling).
+        chunk_rows: F4 only: score the in-batch block this many queries at a time with activation checkpointing
+            (the activations of one chunk alive at once, recomputed in backward: the same loss and gradients
+            for about one more forward pass of the verifier); None: the whole block at once.
     Returns:
         the mean loss (0-dim fp32), and the scores when asked.
     """
     _check_scale(scale)
-    scores = score_grid(verifier, q_tokens, q_mask, pos_tokens, pos_mask, neg_tokens, neg_mask)
+    scores = score_grid(verifier, q_tokens, q_mask, pos_tokens, pos_mask, neg_tokens, neg_mask, chunk_rows=chunk_rows)
     target = torch.arange(scores.shape[0], device=scores.device)
     loss = F.cross_entropy(scores.float() * scale, target)
     return (loss, scores) if return_scores else loss
 
 
 def score_grid(verifier: Verifier, q_tokens: Tensor, q_mask: Tensor | None, pos_tokens: Tensor,
-               pos_mask: Tensor | None, neg_tokens: Tensor | None = None, neg_mask: Tensor | None = None) -> Tensor:
+               pos_mask: Tensor | None, neg_tokens: Tensor | None = None, neg_mask: Tensor | None = None, *,
+               chunk_rows: int | None = None) -> Tensor:
     """The (B, B + H) MNRL grid: F3 / F4 from the all-pairs layout of sim_map (no token sequence copied per
-    pair; spherekit.losses._verifier_grid), every other verifier through its own Verifier.score_grid."""
+    pair; spherekit.losses._verifier_grid), every other verifier through its own Verifier.score_grid;
+    chunk_rows: see verifier_mnrl_loss (F4 only)."""
+    _check_chunk_rows(verifier, chunk_rows)
     if not isinstance(verifier, MAP_VERIFIERS):
         return verifier.score_grid(q_tokens, q_mask, pos_tokens, pos_mask, neg_tokens, neg_mask)
     q_mask, pos_mask = check_pair(q_tokens, q_mask, pos_tokens, pos_mask)
@@ -79,7 +95,7 @@ def score_grid(verifier: Verifier, q_tokens: Tensor, q_mask: Tensor | None, pos_
         raise ValueError("neg_mask was given without neg_tokens")
     if neg_tokens is not None:
         _, neg_mask = check_pair(q_tokens, q_mask, neg_tokens, neg_mask, d_ndim=4)
-    return map_verifier_grid(verifier, q_tokens, q_mask, pos_tokens, pos_mask, neg_tokens, neg_mask)
+    return map_verifier_grid(verifier, q_tokens, q_mask, pos_tokens, pos_mask, neg_tokens, neg_mask, chunk_rows)
 
 
 def stack_columns(tokens: list[Tensor], masks: list[Tensor]) -> tuple[Tensor, Tensor]:
@@ -91,7 +107,7 @@ def stack_columns(tokens: list[Tensor], masks: list[Tensor]) -> tuple[Tensor, Te
 
 class VerifierMNRLLoss(nn.Module):
     def __init__(self, model: nn.Module | None, verifier: Verifier, scale: float = 10.0, *, learn_scale: bool = False,
-                 freeze_encoder: bool = True) -> None:
+                 freeze_encoder: bool = True, chunk_rows: int | None = None) -> None:
         """MultipleNegativesRankingLoss over a token-map verifier's scores (in-batch + near-miss negatives).
 
         Args:
@@ -103,6 +119,8 @@ class VerifierMNRLLoss(nn.Module):
             learn_scale: learn log(s) as a parameter (initialised at log(scale)).
             freeze_encoder: True computes the token embeddings under torch.no_grad (frozen regime);
                 False lets gradients reach the encoder (end-to-end regime).
+            chunk_rows: F4 only: score the in-batch block this many queries at a time under activation
+                checkpointing (less memory, the same loss and gradients; see verifier_mnrl_loss).
 
         References:
             - Ralev et al. 2026, Training for Compositional Sensitivity Reduces Dense Retrieval
@@ -132,9 +150,11 @@ class VerifierMNRLLoss(nn.Module):
         """
         super().__init__()
         _check_scale(scale)
+        _check_chunk_rows(verifier, chunk_rows)
         self.model = model
         self.verifier = verifier
         self.freeze_encoder = freeze_encoder
+        self.chunk_rows = chunk_rows
         log_scale = torch.tensor(math.log(float(scale)))
         if learn_scale:
             self.log_scale = nn.Parameter(log_scale)
@@ -168,11 +188,12 @@ class VerifierMNRLLoss(nn.Module):
                              f"tokens and {len(masks)} masks")
         neg, neg_mask = stack_columns(tokens[2:], masks[2:]) if len(tokens) > 2 else (None, None)
         return verifier_mnrl_loss(self.verifier, tokens[0], masks[0], tokens[1], masks[1], neg, neg_mask,
-                                  scale=self.scale)
+                                  scale=self.scale, chunk_rows=self.chunk_rows)
 
     def get_config_dict(self) -> dict:
         return {"verifier": type(self.verifier).__name__, "scale": float(self.scale.detach()),
-                "learn_scale": isinstance(self.log_scale, nn.Parameter), "freeze_encoder": self.freeze_encoder}
+                "learn_scale": isinstance(self.log_scale, nn.Parameter), "freeze_encoder": self.freeze_encoder,
+                "chunk_rows": self.chunk_rows}
 
     @property
     def citation(self) -> str:
