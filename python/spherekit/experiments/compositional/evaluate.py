@@ -17,6 +17,7 @@ from ...evaluation import metrics
 from .data import FAMILIES
 
 METRICS = ("nDCG@10", "MRR@10", "Acc@1", "Acc@10")
+_RETRIEVERS: dict = {}  # the untuned encoder's stage 1 per set (one backbone at a time), see retrieval()
 
 
 def _accuracy_at(ranked, relevant, k: int) -> float:
@@ -30,17 +31,32 @@ def rank_metrics(ranked: torch.Tensor, relevant: list) -> dict[str, float]:
             "Acc@1": _accuracy_at(ranked, rel, 1), "Acc@10": _accuracy_at(ranked, rel, 10)}
 
 
-def retrieval(encoder, suite, cfg, verifier=None) -> dict:
-    """{"sets": {name: metrics}, "mean": metrics over sets, "mean2": over the first two sets (the released code's
-    Figure 2 used two sets)}; with a verifier the top-K of stage 1 are re-ranked by its scores."""
+def _retriever(encoder, s, cfg, untuned: str | None):
+    """Stage 1 of one set (pooled index + token store of its corpus); `untuned` (the backbone's name) marks the
+    untuned encoder, whose stage 1 is built once and kept in memory for every base / frozen unit and seed."""
     from ...retrieval.two_stage import TwoStageRetriever
 
+    key = (untuned, s.name, len(s.corpus), s.corpus[0], cfg.max_seq_length, cfg.top_k)
+    if untuned and key in _RETRIEVERS:
+        return _RETRIEVERS[key]
+    retriever = TwoStageRetriever.from_texts(encoder, s.corpus, None, k=min(cfg.top_k, len(s.corpus)),
+                                             batch_size=cfg.eval_batch_size, pair_batch_size=512)
+    if untuned:
+        for old in [k for k in _RETRIEVERS if k[0] != untuned]:  # one backbone's sets at a time
+            del _RETRIEVERS[old]
+        _RETRIEVERS[key] = retriever
+    return retriever
+
+
+def retrieval(encoder, suite, cfg, verifier=None, untuned: str | None = None) -> dict:
+    """{"sets": {name: metrics}, "mean": metrics over sets, "mean2": over the first two sets (the released code's
+    Figure 2 used two sets)}; with a verifier the top-K of stage 1 are re-ranked by its scores. untuned: the
+    backbone's name when `encoder` is its untuned checkpoint (stage 1 reused across units and seeds)."""
     out = {}
     with torch.no_grad():
         for s in suite:
-            k = min(cfg.top_k, len(s.corpus))
-            retriever = TwoStageRetriever.from_texts(encoder, s.corpus, verifier, k=k,
-                                                     batch_size=cfg.eval_batch_size, pair_batch_size=512)
+            retriever = _retriever(encoder, s, cfg, untuned)
+            retriever.verifier = verifier
             result = retriever.search_texts(encoder, s.queries, batch_size=cfg.eval_batch_size)
             out[s.name] = rank_metrics(result.ids, s.relevant)
     mean = {m: sum(v[m] for v in out.values()) / len(out) for m in METRICS}

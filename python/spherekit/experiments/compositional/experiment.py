@@ -50,14 +50,16 @@ def _run_seed(cfg, unit: Unit, data, seed: int, unit_dir: Path) -> dict:
         record["train"] = {**models.train_encoder(encoder, rows, steps, cfg, seed, unit_dir / "trainer"),
                            "rows": len(rows), "probe_samples_per_s": sps}
     if cond in ("base", "model_a", "model_b"):
-        record["retrieval"] = evaluate.retrieval(encoder, data.suite, cfg)
+        record["retrieval"] = evaluate.retrieval(encoder, data.suite, cfg, untuned=unit.backbone if cond == "base"
+                                                 else None)
         record["figure1"] = evaluate.figure1(encoder, data, cfg)
         return record
     regime, name = cond.split("_")
     verifier = models.build(name, cfg, encoder.get_embedding_dimension())
     record["train"] = models.train_verifier_run(encoder, unit.backbone, verifier, regime, name, data.train_b, cfg, seed)
     verifier.eval()
-    record["retrieval"] = evaluate.retrieval(encoder, data.suite, cfg, verifier)
+    record["retrieval"] = evaluate.retrieval(encoder, data.suite, cfg, verifier,
+                                             untuned=unit.backbone if regime == "frozen" else None)
     record["figure3"] = evaluate.figure3(encoder, verifier, data, cfg)
     record["parameters"] = sum(p.numel() for p in verifier.parameters())
     return record

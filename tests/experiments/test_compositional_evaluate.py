@@ -1,0 +1,37 @@
+"""The compositional evaluation's stage-1 cache: the untuned encoder's retrievers (index and token store of every
+set) are built once per backbone and reused by later base / frozen units and seeds, with the same metrics as a
+fresh build; a tuned encoder (no `untuned` name) always builds its own; another backbone replaces the cache."""
+
+
+from spherekit.experiments.compositional import evaluate
+from spherekit.experiments.compositional.config import preset_config
+from spherekit.experiments.compositional.data import RetrievalSet
+from spherekit.nn import MaxSimVerifier
+from spherekit.retrieval.two_stage import TwoStageRetriever
+
+WORDS = ["cat", "dog", "car", "tree", "house", "river", "stone", "cloud", "apple", "bread", "chair", "lamp"]
+
+
+def _suite():
+    corpus = [f"a {w} near the {v}" for w in WORDS for v in WORDS[:3]]
+    queries = [f"where is the {w}" for w in WORDS[:6]]
+    relevant = [[3 * i, 3 * i + 1] for i in range(6)]
+    return [RetrievalSet("one", queries, corpus, relevant), RetrievalSet("two", queries[:4], corpus[:20], relevant[:4])]
+
+
+def test_untuned_stage1_is_built_once_and_gives_the_same_metrics(backbone, monkeypatch, one_thread):
+    cfg = preset_config("tiny")
+    builds, real = [], TwoStageRetriever.from_texts.__func__
+    monkeypatch.setattr(TwoStageRetriever, "from_texts",
+                        classmethod(lambda cls, enc, corpus, *a, **k: builds.append(len(corpus)) or
+                                    real(cls, enc, corpus, *a, **k)))
+    monkeypatch.setattr(evaluate, "_RETRIEVERS", {})
+    suite = _suite()
+    fresh = [evaluate.retrieval(backbone, suite, cfg, v) for v in (None, MaxSimVerifier())]
+    assert builds == [36, 20, 36, 20]  # no name: built every time
+    builds.clear()
+    cached = [evaluate.retrieval(backbone, suite, cfg, v, untuned="bb") for v in (None, MaxSimVerifier(), None)]
+    assert builds == [36, 20]  # built once, reused with and without a verifier
+    assert cached[0] == fresh[0] and cached[1] == fresh[1] and cached[2] == fresh[0]
+    evaluate.retrieval(backbone, suite, cfg, untuned="other")
+    assert builds == [36, 20, 36, 20] and {k[0] for k in evaluate._RETRIEVERS} == {"other"}
