@@ -102,6 +102,9 @@ def test_bad_stacks_and_sizes_name_the_problem():
     strided = nn.Sequential(nn.Conv2d(3, 2, 3, stride=2, padding=1), nn.AdaptiveAvgPool2d(1), nn.Flatten())
     with pytest.raises(ValueError, match="stride-1 'same' convolutions"):
         cropped_cnn(strided, maps, 8)
+    even = nn.Sequential(nn.Conv2d(3, 2, 2, padding=1), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    with pytest.raises(ValueError, match="odd kernels"):
+        cropped_cnn(even, maps, 8)
     with pytest.raises(ValueError, match=r"layer 1 \(Tanh\(\)\)"):
         cropped_cnn(nn.Sequential(nn.Conv2d(3, 2, 3, padding=1), nn.Tanh()), maps, 8)
     with pytest.raises(ValueError, match="non-overlapping max pooling"):
