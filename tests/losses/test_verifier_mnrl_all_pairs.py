@@ -10,7 +10,7 @@ import torch
 
 from spherekit.losses import verifier_mnrl_loss
 from spherekit.losses.verifier_mnrl import score_grid
-from spherekit.nn import CNNVerifier, PatchTransformerVerifier
+from spherekit.nn import CNNVerifier, MaxSimVerifier, PatchTransformerVerifier
 
 
 def _batch(B, m, n, h, H, seed):
@@ -134,7 +134,7 @@ def test_chunked_f4_recomputes_with_the_same_dropout(monkeypatch, one_thread):
                                         map_size=16, backend="cpu").train()
     torch.manual_seed(0)
     s1, l1, g1 = _grid_and_grads(verifier, batch, 2)
-    monkeypatch.setattr(_verifier_grid, "checkpoint", lambda fn, *args, use_reentrant: fn(*args))
+    monkeypatch.setattr(_verifier_grid, "checkpoint", lambda fn, *args, **kwargs: fn(*args))
     torch.manual_seed(0)
     s2, l2, g2 = _grid_and_grads(verifier, batch, 2)
     torch.testing.assert_close(s1, s2)
@@ -151,10 +151,10 @@ def test_chunk_rows_is_checked():
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="chunk_rows must be a positive int"):
             verifier_mnrl_loss(_verifier("F4", seed=0), *batch, chunk_rows=bad)
-    with pytest.raises(ValueError, match=r"PatchTransformerVerifier \(F4\) only.*CNNVerifier \(F3\)"):
-        verifier_mnrl_loss(_verifier("F3", seed=0), *batch, chunk_rows=2)
-    with pytest.raises(ValueError, match=r"F4\) only.*CNNVerifier"):
-        VerifierMNRLLoss(None, _verifier("F3", seed=0), chunk_rows=2)
+    with pytest.raises(ValueError, match=r"map verifiers F3 and F4 .*MaxSimVerifier \(F1\)"):
+        verifier_mnrl_loss(MaxSimVerifier(), *batch, chunk_rows=2)
+    with pytest.raises(ValueError, match=r"map verifiers F3 and F4 .*MaxSimVerifier"):
+        VerifierMNRLLoss(None, MaxSimVerifier(), chunk_rows=2)
 
 
 def test_chunks_are_scored_and_recomputed_chunk_by_chunk(monkeypatch, one_thread):
@@ -169,3 +169,62 @@ def test_chunks_are_scored_and_recomputed_chunk_by_chunk(monkeypatch, one_thread
     with torch.no_grad():
         verifier_mnrl_loss(verifier, *_batch(5, 6, 7, 12, 1, seed=3), chunk_rows=2)
     assert rows == [2, 2, 1]  # no gradients: no checkpointing, nothing recomputed
+
+
+def _running_stats(verifier):
+    return [b.clone() for b in verifier.buffers()]
+
+
+def test_f3_with_one_row_chunks_is_the_released_per_query_loop(one_thread):
+    """F3 in training mode with chunk_rows = 1: each query row and the near-miss column are separate CNN calls with
+    their own BatchNorm statistics, as the released code's loop: the same loss, gradients and running statistics
+    (updated once per call: checkpointing does not count the recomputation)."""
+    from spherekit.bench.reproduce_compositional import _released_loss
+    from spherekit.reference.paper_verifier import PaperStyleF3
+
+    q, qm, p, pm, neg, nm = _batch(4, 5, 6, 12, 1, seed=40)
+    neg, nm = neg[:, 0, :6], nm[:, 0, :6]
+    results = []
+    for path in ("chunked", "released"):
+        verifier = _verifier("F3", seed=6).train()
+        qq, pp = q.clone().requires_grad_(), p.clone().requires_grad_()
+        if path == "chunked":
+            loss = verifier_mnrl_loss(verifier, qq, qm, pp, pm, neg[:, None], nm[:, None], chunk_rows=1)
+        else:
+            loss = _released_loss(PaperStyleF3.from_verifier(verifier), qq, qm, pp, pm, neg, nm)
+        results.append((loss, torch.autograd.grad(loss, [qq, pp, *verifier.parameters()]), _running_stats(verifier)))
+    (l1, g1, r1), (l2, g2, r2) = results
+    torch.testing.assert_close(l1, l2, atol=1e-5, rtol=1e-5)
+    scale = max(float(g.abs().max()) for g in g2)
+    zero = {2 + i for i in _zero_gradient_params(_verifier("F3", seed=6))}
+    for i, (a, b) in enumerate(zip(g1, g2)):
+        if i not in zero:
+            torch.testing.assert_close(a, b, atol=1e-5 * scale, rtol=1e-4)
+    for a, b in zip(r1, r2):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+    assert int(r1[-1]) == 4 + 1  # num_batches_tracked of the last BatchNorm: B row calls + the near-miss call
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_f3_chunks_recompute_without_counting_twice(train, monkeypatch, one_thread):
+    """Checkpointed F3 chunks equal the same chunks computed without checkpointing (scores, gradients, running
+    statistics); in eval mode (running statistics) they also equal the whole grid in one call."""
+    from spherekit.losses import _verifier_grid
+
+    batch = _batch(5, 6, 7, 12, 1, seed=41)
+    runs = []
+    for mode in ("checkpointed", "plain", "whole"):
+        if mode == "plain":
+            monkeypatch.setattr(_verifier_grid, "checkpoint", lambda fn, *args, **kwargs: fn(*args))
+        verifier = _verifier("F3", seed=7).train(train)
+        torch.manual_seed(0)
+        scores, loss, grads = _grid_and_grads(verifier, batch, None if mode == "whole" else 2)
+        runs.append((scores, grads, _running_stats(verifier)))
+    (s1, g1, r1), (s2, g2, r2), (s3, g3, r3) = runs
+    torch.testing.assert_close(s1, s2)
+    for a, b in zip([*g1, *r1], [*g2, *r2]):
+        torch.testing.assert_close(a, b)
+    if not train:
+        torch.testing.assert_close(s1, s3, atol=1e-6, rtol=1e-5)
+    else:  # per-chunk statistics: other scores than one call over the whole grid, and 3 + 1 calls counted
+        assert not torch.allclose(s1, s3, atol=1e-4) and int(r1[-1]) == 4 and int(r3[-1]) == 1

@@ -11,8 +11,9 @@ near-miss per query), backward, AdamW (verifier; encoder too end to end).
     spherekit  frozen: token embeddings cached once (no encoder in the step); the grid from sim_map's all-pairs
                layout (spherekit.losses.verifier_mnrl_loss: no sequence copied per pair); F4 embeds only the
                patches of the batch's padded map, F3 computes each layer only where the maps reach
-    spherekit-chunked  F4 only: spherekit with the preset's chunk_rows (the in-batch block scored that many query
-               rows at a time under activation checkpointing: less memory for one more forward pass of F4)
+    spherekit-chunked  spherekit with the preset's chunk_rows (the grid scored that many query rows at a time
+               under activation checkpointing: less memory for one more forward pass of the verifier; F3's
+               BatchNorm statistics per chunk, as the released code's per-row calls)
 samples/s = B / median step time; peak = the step's peak extra memory (spherekit.bench.memory.PeakMemory: CPU
 resident-set growth, CUDA allocated bytes). Largest batch: B = b0, 2 b0, ... until the peak passes the limit.
 
@@ -166,11 +167,6 @@ def measure(provider, name, regime, B, p: Preset) -> dict:
             "status": status, "note": ""}
 
 
-def providers(name: str) -> tuple:
-    """The providers measured for a verifier (chunk_rows exists for F4 only)."""
-    return PROVIDERS if name == "F4" else PROVIDERS[:2]
-
-
 def run(preset: str = "tiny", out="benches/results", search: bool = True) -> list[dict]:
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; valid presets: {', '.join(PRESETS)}")
@@ -191,7 +187,7 @@ def run(preset: str = "tiny", out="benches/results", search: bool = True) -> lis
 
     for name in VERIFIERS:
         for regime in REGIMES:
-            for provider in providers(name):
+            for provider in PROVIDERS:
                 for B in p.batches:
                     emit(provider, name, regime, B, measure(provider, name, regime, B, p))
                 if search:

@@ -140,8 +140,8 @@ def train_verifier(verifier: Verifier, data, *, encoder=None, freeze_encoder: bo
         device: where to train (default: the encoder's device, else the verifier's, else cpu).
         drop_last: skip the last incomplete batch of an epoch.
         progress: show a tqdm progress bar with the running loss and accuracy.
-        chunk_rows: F4 only: score the in-batch block this many queries at a time under activation
-            checkpointing (less memory, the same training; spherekit.losses.verifier_mnrl_loss).
+        chunk_rows: F3 / F4: score the grid this many queries at a time under activation checkpointing (less
+            memory; F3's BatchNorm statistics per chunk; spherekit.losses.verifier_mnrl_loss).
 
     Returns a ``TrainResult`` (steps, per-step loss / in-grid accuracy / lr, the loss module with its scale).
     The verifier (and encoder) are trained in place and left in eval mode.

@@ -14,12 +14,15 @@ pos_embed / encoder / head): the scores equal Verifier.score_grid's (tests/losse
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch.utils.checkpoint import checkpoint
 
 from .. import ops
+from ..nn._cnn_crop import running_stats_frozen
 from ..nn.verifiers import SIM_CHANNELS, CNNVerifier, PatchTransformerVerifier, check_map_size
 
 MAP_VERIFIERS = (CNNVerifier, PatchTransformerVerifier)
@@ -54,29 +57,44 @@ def _f4_all_pairs(verifier: PatchTransformerVerifier, q, q_mask, d, d_mask) -> T
     return _transformer(verifier, patches.flatten(0, 1), pos, valid.flatten(0, 1)).view(b_q, b_d)
 
 
-def _f4_rows(verifier: PatchTransformerVerifier, q, q_mask, d, d_mask, chunk_rows: int | None) -> Tensor:
-    """The (B, B) block, chunk_rows query rows at a time under activation checkpointing when gradients are on:
-    only one chunk's maps and activations are alive at once, recomputed in backward (same scores and gradients)."""
-    if not chunk_rows or chunk_rows >= q.shape[0]:
-        return _f4_all_pairs(verifier, q, q_mask, d, d_mask)
-    rows = []
-    for r in range(0, q.shape[0], chunk_rows):
-        args = (verifier, q[r:r + chunk_rows], q_mask[r:r + chunk_rows], d, d_mask)
-        rows.append(checkpoint(_f4_all_pairs, *args, use_reentrant=False) if torch.is_grad_enabled()
-                    else _f4_all_pairs(*args))
-    return torch.cat(rows)
+def _f3_all_pairs(verifier: CNNVerifier, q, q_mask, d, d_mask) -> Tensor:
+    """(Bq, Bd) F3 scores of every query against every candidate: one CNN call (one set of BatchNorm statistics)."""
+    grid = ops.sim_map(q, q_mask, d, d_mask, channels=SIM_CHANNELS, all_pairs=True, backend=verifier.backend)
+    raw = verifier.mlp(verifier.features(_cnn_input(grid.flatten(0, 1), d.shape[1]))).squeeze(-1)
+    return _out(verifier, raw).view(q.shape[0], d.shape[0])
+
+
+def _checkpointed(fn, *args) -> Tensor:
+    """fn(*args), under activation checkpointing when gradients are on (recomputed in backward with the forward's
+    random state; BatchNorm running statistics are updated by the forward only)."""
+    if not torch.is_grad_enabled():
+        return fn(*args)
+    return checkpoint(fn, *args, use_reentrant=False, context_fn=lambda: (nullcontext(), running_stats_frozen()))
+
+
+def _chunked_rows(verifier, q, q_mask, d, d_mask, chunk_rows: int) -> Tensor:
+    """The (B, B) block chunk_rows query rows at a time, each chunk checkpointed: only one chunk's maps and
+    activations are alive at once (F4: the same scores as the whole block; F3: BatchNorm statistics per chunk)."""
+    block = _f4_all_pairs if isinstance(verifier, PatchTransformerVerifier) else _f3_all_pairs
+    return torch.cat([_checkpointed(block, verifier, q[r:r + chunk_rows], q_mask[r:r + chunk_rows], d, d_mask)
+                      for r in range(0, q.shape[0], chunk_rows)])
 
 
 def map_verifier_grid(verifier, q: Tensor, q_mask: Tensor, pos: Tensor, pos_mask: Tensor, neg: Tensor | None,
                       neg_mask: Tensor | None, chunk_rows: int | None = None) -> Tensor:
-    """(B, B + H) scores of an F3 / F4 verifier (validated bool masks; neg (B, H, n', h) or None); chunk_rows
-    (F4 only): score the in-batch block that many query rows at a time (see _f4_rows)."""
+    """(B, B + H) scores of an F3 / F4 verifier (validated bool masks; neg (B, H, n', h) or None); chunk_rows:
+    score the in-batch block that many query rows at a time and each near-miss column on its own, each call
+    checkpointed (see _chunked_rows; F3 with chunk_rows = 1 normalises as the released code's per-query calls)."""
     b = q.shape[0]
     h_cols = 0 if neg is None else neg.shape[1]
     for n in [pos.shape[1]] + ([neg.shape[2]] if h_cols else []):
         check_map_size(q.shape[1], n, verifier.map_size)
+    if chunk_rows:
+        cols = [_chunked_rows(verifier, q, q_mask, pos, pos_mask, chunk_rows)]
+        cols += [_checkpointed(verifier._score, q, q_mask, neg[:, k], neg_mask[:, k])[:, None] for k in range(h_cols)]
+        return torch.cat(cols, dim=1)
     if isinstance(verifier, PatchTransformerVerifier):
-        cols = [_f4_rows(verifier, q, q_mask, pos, pos_mask, chunk_rows)]
+        cols = [_f4_all_pairs(verifier, q, q_mask, pos, pos_mask)]
         cols += [verifier._score(q, q_mask, neg[:, k], neg_mask[:, k])[:, None] for k in range(h_cols)]
         return torch.cat(cols, dim=1)
     width = max([pos.shape[1]] + ([neg.shape[2]] if h_cols else []))

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..nn import PatchTransformerVerifier, Verifier
+from ..nn import Verifier
 from ..ops.checks import check_verifier_pair as check_pair
 from ..ops.tokens import pad_tokens
 from ._verifier_grid import MAP_VERIFIERS, map_verifier_grid
@@ -51,9 +51,9 @@ def _check_chunk_rows(verifier, chunk_rows) -> None:
         return
     if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
         raise ValueError(f"chunk_rows must be a positive int or None, got {chunk_rows!r}")
-    if not isinstance(verifier, PatchTransformerVerifier):
-        raise ValueError(f"chunk_rows is supported for PatchTransformerVerifier (F4) only, whose scores depend on "
-                         f"one map each; got {type(verifier).__name__} ({verifier.kind})")
+    if not isinstance(verifier, MAP_VERIFIERS):
+        raise ValueError(f"chunk_rows is supported for the map verifiers F3 and F4 (CNNVerifier, "
+                         f"PatchTransformerVerifier); got {type(verifier).__name__} ({verifier.kind})")
 
 
 def verifier_mnrl_loss(verifier: Verifier, q_tokens: Tensor, q_mask: Tensor | None, pos_tokens: Tensor,
@@ -68,9 +68,11 @@ def verifier_mnrl_loss(verifier: Verifier, q_tokens: Tensor, q_mask: Tensor | No
         neg_tokens, neg_mask: near-misses (B, H, n', h), (B, H, n') or None (in-batch negatives only).
         scale: logit scale s = 1 / temperature (float or 0-dim tensor, > 0).
         return_scores: also return the (B, B + H) score grid (before scaling).
-        chunk_rows: F4 only: score the in-batch block this many queries at a time with activation checkpointing
-            (the activations of one chunk alive at once, recomputed in backward: the same loss and gradients
-            for about one more forward pass of the verifier); None: the whole block at once.
+        chunk_rows: F3 / F4: score the in-batch block this many queries at a time (and each near-miss column on
+            its own), each call under activation checkpointing: one chunk's maps and activations alive at once,
+            recomputed in backward, for about one more forward pass of the verifier. F4: the same loss and
+            gradients. F3 in training mode: BatchNorm statistics per call instead of over the whole grid
+            (chunk_rows = 1 is the released code's per-query calls). None: the whole grid in one call.
     Returns:
         the mean loss (0-dim fp32), and the scores when asked.
     """
@@ -86,7 +88,7 @@ def score_grid(verifier: Verifier, q_tokens: Tensor, q_mask: Tensor | None, pos_
                chunk_rows: int | None = None) -> Tensor:
     """The (B, B + H) MNRL grid: F3 / F4 from the all-pairs layout of sim_map (no token sequence copied per
     pair; spherekit.losses._verifier_grid), every other verifier through its own Verifier.score_grid;
-    chunk_rows: see verifier_mnrl_loss (F4 only)."""
+    chunk_rows: see verifier_mnrl_loss (F3 / F4)."""
     _check_chunk_rows(verifier, chunk_rows)
     if not isinstance(verifier, MAP_VERIFIERS):
         return verifier.score_grid(q_tokens, q_mask, pos_tokens, pos_mask, neg_tokens, neg_mask)
@@ -119,8 +121,8 @@ class VerifierMNRLLoss(nn.Module):
             learn_scale: learn log(s) as a parameter (initialised at log(scale)).
             freeze_encoder: True computes the token embeddings under torch.no_grad (frozen regime);
                 False lets gradients reach the encoder (end-to-end regime).
-            chunk_rows: F4 only: score the in-batch block this many queries at a time under activation
-                checkpointing (less memory, the same loss and gradients; see verifier_mnrl_loss).
+            chunk_rows: F3 / F4: score the grid this many queries at a time under activation checkpointing
+                (less memory; F3's BatchNorm statistics per chunk; see verifier_mnrl_loss).
 
         References:
             - Ralev et al. 2026, Training for Compositional Sensitivity Reduces Dense Retrieval

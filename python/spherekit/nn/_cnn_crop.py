@@ -25,11 +25,27 @@ the paper's 128 x 128 layout costs about an eighth.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["cropped_cnn"]
+__all__ = ["cropped_cnn", "running_stats_frozen"]
+
+_FROZEN = {"running_stats": False}
+
+
+@contextmanager
+def running_stats_frozen():
+    """Within it, BatchNorm in training mode still normalises with batch statistics but leaves its running
+    statistics (and num_batches_tracked) alone: a checkpointed forward recomputed in backward counts once."""
+    before = _FROZEN["running_stats"]
+    _FROZEN["running_stats"] = True
+    try:
+        yield
+    finally:
+        _FROZEN["running_stats"] = before
 
 
 def _extend(crop: Tensor, background: Tensor, h: int, w: int) -> Tensor:
@@ -70,7 +86,7 @@ def _batch_norm(bn: nn.BatchNorm2d, crop: Tensor, background: Tensor) -> tuple[T
         mean = (crop.sum((0, 2, 3)) + n * out.sum(1)) / count
         centred = (crop - mean[:, None, None]).square().sum((0, 2, 3)) + n * (out - mean[:, None]).square().sum(1)
         var = centred / count
-        if bn.training and bn.track_running_stats:
+        if bn.training and bn.track_running_stats and not _FROZEN["running_stats"]:
             with torch.no_grad():
                 bn.num_batches_tracked.add_(1)
                 factor = 1.0 / float(bn.num_batches_tracked) if bn.momentum is None else bn.momentum
