@@ -22,7 +22,7 @@ from torch import Tensor
 from torch.utils.checkpoint import checkpoint
 
 from .. import ops
-from ..nn._cnn_crop import running_stats_frozen
+from ..nn import running_stats_frozen
 from ..nn.verifiers import SIM_CHANNELS, CNNVerifier, PatchTransformerVerifier, check_map_size
 
 MAP_VERIFIERS = (CNNVerifier, PatchTransformerVerifier)

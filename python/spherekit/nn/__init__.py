@@ -21,13 +21,15 @@ from .token_encoder import TokenBatch, encode_tokens
 from .verifiers import (VERIFIERS, CNNVerifier, GlobalAverageVerifier, MaxSimVerifier, PatchTransformerVerifier,
                         SoftAlignVerifier, build_verifier)
 from ._verifier_base import Verifier
+from ._cnn_crop import running_stats_frozen
 
 _LAZY = {"HypersphereHead": "head", "freeze_backbone": "head", "RenormalizeCallback": "callbacks",
          "LayerMixPooling": "readouts", "enable_hidden_states": "readouts", "layer_mix_model": "readouts"}
 
 __all__ = ["GPTBlock", "NGPTBlock", "ScaledParameter", "pool", "renormalize_all_", "unit_norm_weights", *_LAZY]
 __all__ += ["Verifier", "GlobalAverageVerifier", "MaxSimVerifier", "SoftAlignVerifier", "CNNVerifier",
-            "PatchTransformerVerifier", "VERIFIERS", "build_verifier", "TokenBatch", "encode_tokens"]
+            "PatchTransformerVerifier", "VERIFIERS", "build_verifier", "TokenBatch", "encode_tokens",
+            "running_stats_frozen"]
 
 
 def __getattr__(name: str):
