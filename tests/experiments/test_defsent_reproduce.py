@@ -90,7 +90,22 @@ def test_card_and_resume(card, backbone_dir):
     table8_c = next(line for line in report.splitlines() if line.startswith("| (cls, amp) | 1st-c | "))
     assert table8_c.endswith("| - | - |")  # the paper's Table 8 is on dictionary a only
     base_row = next(line for line in report.splitlines() if line.startswith("| base |"))
-    assert "1st-c: " in base_row and "1st-c-cls-word: " in base_row  # the untrained pooler per 1st-step bank
+    assert "| see below | see below | see below |" in base_row  # base has no trained pooler: RD under the table
+    untrained = next(line for line in report.splitlines() if line.startswith("base (the starting encoder"))
+    first_c = units["1st-c"]["rd_untrained"]
+    assert f"1st-c {first_c['rd_acc@1']:.2f} / {first_c['rd_acc@10']:.2f} / {first_c['rd_acc@100']:.2f}" in untrained
+    assert "; 1st-c-cls-word " in untrained and "2nd-c" not in untrained  # 1st steps only
+    banks = {n: units[n]["bank"] for n in ("1st-c", "2nd-c", "2nd-c-ica")}
+    cos = [banks[n]["mean_cosine"] for n in ("1st-c", "2nd-c")]
+    verdict = "holds" if cos[0] > cos[1] else "does not hold"
+    assert (f"- **{verdict}**: Figures 1-2: each PST step trains against a more isotropic bank (dictionary c: the "
+            f"bank's mean pairwise cosine falls from step to step). Measured: 1st bank {cos[0]:.3f}, 2nd bank "
+            f"{cos[1]:.3f}.") in report
+    ica, plain = banks["2nd-c-ica"], banks["2nd-c"]
+    heavier = ica["abs_skew"] > plain["abs_skew"] and ica["excess_kurtosis"] > plain["excess_kurtosis"]
+    assert (f"- **{'holds' if heavier else 'does not hold'}**: Appendix A, Figure 3: the ICA-transformed bank has "
+            f"heavier, more asymmetric tails than the quasi-isotropic one (2nd step, c). Measured: |skew| "
+            f"{ica['abs_skew']:.2f} vs {plain['abs_skew']:.2f}") in report
     assert sorted(p.name for p in (folder / "plots").iterdir()) == ["banks.png", "proxies.png"]
     before = _results(card)
     assert _run(backbone_dir, card) == 0

@@ -57,18 +57,17 @@ def table2(units, keys) -> str:
     rows = [f"| condition | {head} | best seed: {keys[0][1]} | paper BERT-base STS avg | paper RoBERTa-base |",
             "|---|" + "---|" * (len(keys) + 3)]
     for name, u in units.items():
-        cells = []
-        for key, _ in keys:
-            if name == "base" and key.startswith("rd_"):  # the untrained pooler, from the 1st steps' units
-                cells.append(" / ".join(f"{n}: {_n(v['rd_untrained'].get(key))}"
-                                        for n, v in units.items() if v.get("rd_untrained")) or "-")
-            else:
-                cells.append(_ms(u, key))
+        cells = ["see below" if name == "base" and key.startswith("rd_") else _ms(u, key) for key, _ in keys]
         paper = TABLE2.get("DefSent" if condition(name).word_bank else name, {})
         pb, pr = paper.get("BERT-base"), paper.get("RoBERTa-base")
         rows.append(f"| {name} | " + " | ".join(cells) + f" | {_n(u['metrics'].get(keys[0][0]))} | "
                     f"{'-' if not pb else f'{pb[0]:.2f} ± {pb[1]:.2f}'} | "
                     f"{'-' if not pr else f'{pr[0]:.2f} ± {pr[1]:.2f}'} |")
+    untrained = [f"{n} {' / '.join(_n(v['rd_untrained'].get(f'rd_acc@{k}')) for k in (1, 10, 100))}"
+                 for n, v in units.items() if v.get("rd_untrained")]
+    if untrained:  # the base encoder has no trained pooler: its reverse dictionary against each 1st step's bank
+        rows.append("\nbase (the starting encoder with its untrained pooler) against each 1st step's bank, RD acc@1 / "
+                    "@10 / @100: " + "; ".join(untrained) + ".")
     return "\n".join(rows)
 
 
@@ -136,6 +135,30 @@ def geometry_table(units) -> str:
     return "\n".join(rows)
 
 
+def geometry_claims(units) -> list[tuple[str, str, bool]]:
+    """Figures 1-3 and appendix A on the banks: PST turns the anisotropic bank quasi-isotropic step by step (the
+    mean pairwise cosine of the bank each step trains against falls), and ICA gives the bank heavy, asymmetric
+    tails (larger mean |skewness| and excess kurtosis than the quasi-isotropic bank it came from)."""
+    out = []
+    for d in "abc":
+        steps = [(s, units[f"{s}-{d}"]["bank"]) for s in ("1st", "2nd", "3rd") if "bank" in units.get(f"{s}-{d}", {})]
+        if len(steps) > 1:
+            cos = [g["mean_cosine"] for _, g in steps]
+            out.append((f"Figures 1-2: each PST step trains against a more isotropic bank (dictionary {d}: the "
+                        "bank's mean pairwise cosine falls from step to step)",
+                        ", ".join(f"{s} bank {c:.3f}" for (s, _), c in zip(steps, cos)),
+                        all(x > y for x, y in zip(cos, cos[1:]))))
+        for s in ("2nd", "3rd"):
+            ica, plain = (units.get(n, {}).get("bank") for n in (f"{s}-{d}-ica", f"{s}-{d}"))
+            if ica and plain:
+                out.append((f"Appendix A, Figure 3: the ICA-transformed bank has heavier, more asymmetric tails than "
+                            f"the quasi-isotropic one ({s} step, {d})",
+                            f"|skew| {ica['abs_skew']:.2f} vs {plain['abs_skew']:.2f}, excess kurtosis "
+                            f"{ica['excess_kurtosis']:.2f} vs {plain['excess_kurtosis']:.2f}",
+                            ica["abs_skew"] > plain["abs_skew"] and ica["excess_kurtosis"] > plain["excess_kurtosis"]))
+    return out
+
+
 def _verdict(holds) -> str:
     return "n/a" if holds is None else ("holds" if holds else "does not hold")
 
@@ -169,6 +192,7 @@ def claims(units) -> list[tuple[str, str, bool | None]]:
                     f"BERT-base {TEXT_2ND_ICA['BERT-base']} vs 78.40"
                 out.append((f"ICA bank vs quasi-isotropic bank at the {s} step ({d}; paper: {paper})",
                             f"{m(f'{s}-{d}-ica'):.2f} vs {m(f'{s}-{d}'):.2f}", None))
+    out += geometry_claims(units)
     gains = [TABLE2["1st-c"][e][0] - TABLE2["DefSent"][e][0] for e in TABLE2["DefSent"]]
     first_c = units.get("1st-c")
     word_units = [n for n in units if condition(n).word_bank]
