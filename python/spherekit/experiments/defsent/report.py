@@ -137,17 +137,19 @@ def geometry_table(units) -> str:
 
 def geometry_claims(units) -> list[tuple[str, str, bool]]:
     """Figures 1-3 and appendix A on the banks: PST turns the anisotropic bank quasi-isotropic step by step (the
-    mean pairwise cosine of the bank each step trains against falls), and ICA gives the bank heavy, asymmetric
+    mean pairwise cosine of the bank each step trains against and the share sigma_1^2 / sum_k sigma_k^2 of its top
+    singular direction, the narrow cone's axis, both fall), and ICA gives the bank heavy, asymmetric
     tails (larger mean |skewness| and excess kurtosis than the quasi-isotropic bank it came from)."""
     out = []
     for d in "abc":
         steps = [(s, units[f"{s}-{d}"]["bank"]) for s in ("1st", "2nd", "3rd") if "bank" in units.get(f"{s}-{d}", {})]
         if len(steps) > 1:
-            cos = [g["mean_cosine"] for _, g in steps]
+            cos, top1 = ([g[k] for _, g in steps] for k in ("mean_cosine", "svd_top1_share"))
             out.append((f"Figures 1-2: each PST step trains against a more isotropic bank (dictionary {d}: the "
-                        "bank's mean pairwise cosine falls from step to step)",
-                        ", ".join(f"{s} bank {c:.3f}" for (s, _), c in zip(steps, cos)),
-                        all(x > y for x, y in zip(cos, cos[1:]))))
+                        "bank's mean pairwise cosine and the top singular direction's share of its energy both "
+                        "fall from step to step)",
+                        ", ".join(f"{s} bank {c:.3f} / {t:.3f}" for (s, _), c, t in zip(steps, cos, top1)),
+                        all(x > y for x, y in zip(cos, cos[1:])) and all(x > y for x, y in zip(top1, top1[1:]))))
         for s in ("2nd", "3rd"):
             ica, plain = (units.get(n, {}).get("bank") for n in (f"{s}-{d}-ica", f"{s}-{d}"))
             if ica and plain:
