@@ -7,7 +7,7 @@ import pytest
 
 from spherekit.cli import main
 from spherekit.experiments import get
-from spherekit.experiments.defsent.config import DefSentConfig, PRESETS, preset_config, with_prerequisites
+from spherekit.experiments.defsent.config import DefSentConfig, PRESETS, condition, preset_config, with_prerequisites
 
 
 def _run(backbone_dir, out, *extra):
@@ -32,6 +32,10 @@ def test_presets_conditions_and_validation():
     cfg = preset_config("cpu-small")
     assert cfg.backbones == ("all-MiniLM-L6-v2",) and cfg.seeds == 2 and cfg.conditions == ("base", "1st-c")
     assert with_prerequisites(["3rd-a-ica"]) == ("1st-a", "2nd-a", "3rd-a-ica")
+    paper = preset_config("paper")  # Table 8's grid on a: the config's (cls, amp) is 1st-a, the other three beside
+    grid = {paper.combination(condition(n)) for n in paper.conditions
+            if condition(n).step == 1 and condition(n).dictionary == "a"}
+    assert grid == {(p, b) for p in ("cls", "mean") for b in ("amp", "ac")} and "1st-c-cls-word" in paper.conditions
     assert with_prerequisites(["2nd-c", "base"]) == ("base", "1st-c", "2nd-c")
     order = ("1st-b", "1st-a", "2nd-a", "3rd-a", "1st-a-cls-ac")
     assert with_prerequisites(["1st-b", "3rd-a", "1st-a-cls-ac"]) == order

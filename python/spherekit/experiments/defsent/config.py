@@ -117,8 +117,10 @@ class DefSentConfig:
     # what runs
     backbones: tuple = paper(("bert-base-uncased",), "sec. 4.1: BERT-base-uncased (also BERT-large, RoBERTa-base/"
                                                      "large; pass --backbone)")
-    conditions: tuple = runtime(("base", "1st-c", "1st-b", "1st-a", "2nd-a", "3rd-a", "3rd-a-ica"),
-                                "which conditions (units) run; prerequisites are added")
+    conditions: tuple = runtime(("base", "1st-c", "1st-c-cls-word", "1st-b", "1st-a", "2nd-a", "3rd-a", "3rd-a-ica",
+                                 "1st-a-mean-amp", "1st-a-cls-ac", "1st-a-mean-ac"),
+                                "which conditions (units) run; prerequisites are added. Default: Table 2 (DefSent's "
+                                "word bank re-run on c beside it) and the rest of Table 8's grid on a")
     seed: int = choice(0, "first seed; seed i of a step is seed + i (the paper gives no seed values)")
     seeds: int = paper(10, "sec. 4: 'training for each encoder with 10 runs of different random seeds'")
     data_dir: str | None = choice(None, "the paper's own data: <dir>/{a,b,c}.tsv (entry<TAB>def1<|list_more_def|>"
