@@ -35,6 +35,16 @@ def test_prescale_and_fit_rows():
     assert info["fit_rows"] == 500 and y.shape == x.shape and torch.isfinite(y).all()
 
 
+@pytest.mark.parametrize("whiten, std", [("arbitrary-variance", 100 / math.sqrt(2000)), ("unit-variance", 100.0)])
+def test_fit_rows_keeps_the_scale_of_a_fit_on_every_row(whiten, std):
+    x = _bank()  # 2000 rows: a fit on 500 of them has the scale of a fit on all 2000, not 100 / sqrt(500)
+    full, _ = ica_transform(x, whiten=whiten)
+    subset, info = ica_transform(x, whiten=whiten, fit_rows=500)
+    assert info["std"] == pytest.approx(std, rel=0.05) and subset.std(0).mean().item() == pytest.approx(std, rel=0.05)
+    corr = torch.corrcoef(torch.cat([full, subset], 1).T)[:8, 8:].abs()  # the same components, from fewer rows
+    assert (corr.max(1).values > 0.98).all()
+
+
 def test_non_convergence_warns_with_the_iteration_count():
     with pytest.warns(ICANotConvergedWarning, match="did not converge in 1 iterations"):
         _, info = ica_transform(_bank(), max_iter=1, tol=1e-12)

@@ -13,8 +13,9 @@ scale of the sources S (n x d):
 
 FastICA centres X; eq. 1 is invariant to adding a constant vector to every bank row, so that is harmless.
 When FastICA stops at max_iter without converging, a RuntimeWarning with the iteration count is issued and
-the info dict says so (the card records it). `fit_rows` > 0 fits on a random subset of rows, then
-transforms every row.
+the info dict says so (the card records it). `fit_rows` > 0 fits on a random subset of m rows, then
+transforms every row; with "arbitrary-variance" the output is then multiplied by sqrt(m / n), so that its scale
+is that of a fit on all n rows (1/sqrt(n) per source, not 1/sqrt(m)): the subset estimates the unmixing only.
 """
 
 from __future__ import annotations
@@ -62,5 +63,7 @@ def ica_transform(bank: Tensor, *, whiten: str = "arbitrary-variance", prescale:
         warnings.warn(f"FastICA did not converge in {ica.n_iter_} iterations (max_iter={max_iter}, tol={tol}); "
                       "the bank is the last iterate", ICANotConvergedWarning, stacklevel=2)
     y = ica.transform(x) * scale
+    if whiten == "arbitrary-variance":  # the scale of a fit on every row (see the module docstring)
+        y *= np.sqrt(fit.shape[0] / x.shape[0])
     info["std"] = float(y.std(axis=0).mean())
     return torch.from_numpy(y).float(), info
