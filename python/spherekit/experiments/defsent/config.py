@@ -148,7 +148,7 @@ class DefSentConfig:
     ica_random_state: int = paper(42, "appendix A: random_state 42")
     ica_scale: float = paper(100.0, "appendix A: 'multiply the matrix by 100'")
     ica_fit_rows: int = choice(0, "rows FastICA is fitted on (0: every entry, as the paper); then applied to "
-                                         "all, at the scale of a fit on every entry")
+                                  "all, at the scale of a fit on every entry")
     prompt: str = paper('This sentence : "{sentence}" means {mask} .',
                         "sec. 3.2 Prompt pooling; exact string of the released code (mask = the model's mask token)")
     # data (offline analogues of the paper's dictionaries; Table 1)
