@@ -1,16 +1,19 @@
-"""`spherekit reproduce`: list the experiments, run one, or re-render a result card.
+"""`spherekit reproduce`: list the experiments, run one, re-render a result card, or restore a card's units.
 
     spherekit reproduce list
     spherekit reproduce concept --preset cpu-small [--conditions B0,B1] [--backbone NAME|PATH] [--data-dir DIR]
                                 [--out DIR] [--seed S] [--force | --reevaluate] [--no-progress]
     spherekit reproduce circumplex --preset cpu --data-dir DIR --set dataset=goemotions [--angles FILE]
     spherekit reproduce report results/reproduce/concept/cpu-small
+    spherekit reproduce restore benches/results/reproduce/defsent/cpu [--out DIR]
 
 --set FIELD=VALUE overrides any field of the experiment's config (VALUE read as JSON, else as a string; the
 card marks a changed paper value as a departure); --angles FILE is --set angles_file=FILE (circumplex).
 
 A run prints a progress bar per stage and, at the end, a plain table of the main metrics per unit; the
-result card (results.json, report.md, plots/) is under <out>/<experiment>/<preset>/.
+result card (results.json, report.md, plots/) is under <out>/<experiment>/<preset>/. `restore` writes the units
+of a committed card back as finished units under <out>, so that a long preset resumes on another machine
+(spherekit.experiments.restore).
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ import sys
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("experiment", help="an experiment name, 'list', or 'report'")
-    parser.add_argument("folder", nargs="?", help="with 'report': the card folder <out>/<experiment>/<preset>")
+    parser.add_argument("experiment", help="an experiment name, 'list', 'report' or 'restore'")
+    parser.add_argument("folder", nargs="?",
+                        help="with 'report' or 'restore': the card folder <out>/<experiment>/<preset>")
     parser.add_argument("--preset", default="cpu-small", help="cpu-small (default), cpu, paper, tiny")
     parser.add_argument("--conditions", type=lambda s: [c for c in s.split(",") if c],
                         help="comma-separated subset of the experiment's conditions")
@@ -55,6 +59,22 @@ def parse_overrides(items) -> dict:
     return out
 
 
+def _restore(args) -> int:
+    from .restore import restore
+
+    if not args.folder:
+        print("spherekit reproduce restore: give the card folder, e.g. benches/results/reproduce/defsent/cpu",
+              file=sys.stderr)
+        return 2
+    try:
+        written = restore(args.folder, out=args.out, log=lambda msg: print(msg, file=sys.stderr))
+    except (ValueError, FileNotFoundError, PermissionError) as exc:
+        print(f"spherekit reproduce restore: {exc}", file=sys.stderr)
+        return 2
+    print(f"restored {len(written)} finished unit(s) under {args.out}")
+    return 0
+
+
 def main(args) -> int:
     from .._store import DataMissingError
     from . import get, names
@@ -75,6 +95,8 @@ def main(args) -> int:
             return 2
         print(f"report: {render(args.folder)}")
         return 0
+    if args.experiment == "restore":
+        return _restore(args)
     try:
         overrides = parse_overrides(args.set)
         if args.angles:
