@@ -45,7 +45,7 @@ def test_all_pairs_grid_equals_the_flattened_grid(kind, train, H, one_thread):
     results = []
     for path in ("all-pairs", "flattened"):
         verifier = _verifier(kind, seed=3).train(train)
-        q, _, p, _, neg, _ = leaves = _leaves(batch)
+        q, _, p, _, neg, _ = _leaves(batch)
         args = (q, masks[0], p, masks[1], neg, masks[2])
         scores = score_grid(verifier, *args) if path == "all-pairs" else verifier.score_grid(*args)
         loss = torch.nn.functional.cross_entropy(scores * 10.0, torch.arange(4))
