@@ -61,9 +61,10 @@ def test_all_pairs_grid_equals_the_flattened_grid(kind, train, H, one_thread):
     # last parameter) shifts every score of a row alike up to tanh's slope, so its gradient, a sum over the grid of
     # dL/d(score) that nearly cancels row by row, carries rounding at the scale of those terms, not of its value
     scale = max(float(b.abs().max()) for b in g2)
-    n_params = len(list(_verifier(kind, seed=3).parameters()))
-    assert list(_verifier(kind, seed=3).parameters())[-1].shape == (1,)  # the output bias
-    zero = _zero_gradient_params(_verifier(kind, seed=3)) if train else set()
+    fresh = _verifier(kind, seed=3)
+    n_params = len(list(fresh.parameters()))
+    assert list(fresh.parameters())[-1].shape == (1,)  # the output bias
+    zero = _zero_gradient_params(fresh) if train else set()
     for i, (a, b) in enumerate(zip(g1, g2)):
         param = i - (len(g1) - n_params)
         if param in zero:

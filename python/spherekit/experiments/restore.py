@@ -25,7 +25,7 @@ from pathlib import Path
 from . import card
 from .base import Unit
 from .config import RUNTIME, as_dict, with_overrides
-from .runner import DONE, METRICS, SELECTION, UNIT, finished, unit_fingerprint
+from .runner import SELECTION, UNIT, finished, record_finished, unit_fingerprint
 
 
 def card_config(experiment, results: dict):
@@ -74,9 +74,8 @@ def restore(folder, out="results/reproduce", log=None) -> list[str]:
             log(f"{unit.id}: {unit_dir} holds another or an unfinished run; left alone (remove it to restore)")
             continue
         card.write_json(unit_dir / UNIT, {"fingerprint": fp, "backbone": unit.backbone, "condition": unit.condition})
-        card.write_json(unit_dir / METRICS, {k: v for k, v in result.items() if k != "reused"})
-        card.write_json(unit_dir / DONE, {"fingerprint": fp, "finished": results.get("finished"),
-                                          "restored_from": str(path)})
+        record_finished(unit_dir, fp, {k: v for k, v in result.items() if k != "reused"},
+                        restored_from=str(path), card_finished=results.get("finished"))
         log(f"{unit.id}: restored (metrics only; no trained model)")
         written.append(unit.id)
     return written

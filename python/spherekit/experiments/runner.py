@@ -90,6 +90,13 @@ def finished(unit_dir: Path, fp: str) -> dict | None:
     return _read_json(unit_dir / METRICS)
 
 
+def record_finished(unit_dir: Path, fp: str, result: dict, **done_fields) -> None:
+    """Save a unit's result, then its `done` marker (fingerprint, finish time and `done_fields`): written last,
+    so a unit with `done` always has its metrics."""
+    card.write_json(unit_dir / METRICS, result)
+    card.write_json(unit_dir / DONE, {"fingerprint": fp, "finished": card.now(), **done_fields})
+
+
 def _start_unit(unit_dir: Path, fp: str, unit: Unit, force: bool, log) -> None:
     info = _read_json(unit_dir / UNIT)
     if unit_dir.exists() and (force or not info or info.get("fingerprint") != fp):
@@ -164,8 +171,7 @@ def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_di
         result = {"backbone": unit.backbone, "condition": unit.condition, **result}
         if saved is not None:  # keep the times of the stages that were not redone
             result["seconds"] = {**saved.get("seconds", {}), **result.get("seconds", {})}
-        card.write_json(unit_dir / METRICS, result)
-        card.write_json(unit_dir / DONE, {"fingerprint": fp, "finished": card.now()})
+        record_finished(unit_dir, fp, result)
         results[unit.id] = result
     if not main:
         return {}
