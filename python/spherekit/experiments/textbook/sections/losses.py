@@ -3,19 +3,25 @@
 
 MNRL scores each query against the batch's positives and negatives (2B - 1 negatives); TripletLoss uses the
 row's one negative; CosineSimilarityLoss regresses cos(term, gloss) to 1 and cos(term, negative) to 0 (each row
-gives two pairs, so a batch holds B / 2 rows)."""
+gives two pairs, so a batch holds B / 2 rows).
+
+Each loss's finished training is kept in <unit>/train-<loss>/result.json (its curve and training record), so an
+interrupted unit resumes with the next loss: every loss starts from the backbone and trains with the same seed,
+so the order and a resume do not change any loss's result."""
 
 from __future__ import annotations
 
+import json
 import random
 
 from ..config import LOSSES
 
 
 def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
-    from ..evaluate import curve_callback, retrieval_metrics
+    from ...card import write_json
+    from ..evaluate import retrieval_metrics
     from ..mining import random_negatives, training_rows
-    from ..models import fit, load
+    from ..models import load
 
     negatives, _ = random_negatives(None, data.train, cfg, random.Random(cfg.seed))
     columns = training_rows(data.train, negatives, 1)
@@ -23,18 +29,31 @@ def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
     metrics, details = {}, {"start": start, "curves": {}, "training": {}}
     key = f"recall@{cfg.eval_k}"
     for loss in LOSSES:
-        model = load(backbone, cfg)
-        rows_per_step = cfg.batch_size // 2 if loss == "cosine" else cfg.batch_size
-        curve = curve_callback(data.test, cfg, cfg.steps, rows_per_step)
-        details["training"][loss] = fit(model, columns, loss, cfg, unit_dir / f"train-{loss}", callbacks=[curve],
-                                        progress=progress)
-        final = curve.curve[-1] if curve.curve and curve.curve[-1]["step"] == cfg.steps else \
-            {"step": cfg.steps, **retrieval_metrics(model, data.test, cfg)}
-        details["curves"][loss] = [{"step": 0, "examples": 0, **start}] + \
-            [c for c in curve.curve if c["step"] != final["step"]] + [final]
-        metrics[f"{loss}_{key}"] = final[key]
+        saved = unit_dir / f"train-{loss}" / "result.json"
+        if saved.is_file():
+            result = json.loads(saved.read_text(encoding="utf-8"))
+        else:
+            result = _train_one(cfg, backbone, data, columns, loss, saved.parent, progress)
+            write_json(saved, result)
+        curve = [{"step": 0, "examples": 0, **start}] + result["curve"]
+        details["training"][loss], details["curves"][loss] = result["training"], curve
+        metrics[f"{loss}_{key}"] = curve[-1][key]
         # sample efficiency: the mean recall over the curve (area under it, start excluded)
-        metrics[f"{loss}_{key}_curve_mean"] = round(sum(c[key] for c in details["curves"][loss][1:])
-                                                   / (len(details["curves"][loss]) - 1), 4)
+        metrics[f"{loss}_{key}_curve_mean"] = round(sum(c[key] for c in curve[1:]) / (len(curve) - 1), 4)
     metrics[f"start_{key}"] = start[key]
     return {"metrics": metrics, "details": details}
+
+
+def _train_one(cfg, backbone: str, data, columns, loss: str, out_dir, progress: bool) -> dict:
+    """Train a fresh backbone with `loss` for cfg.steps; its retrieval curve (the last point at cfg.steps) and
+    training record."""
+    from ..evaluate import curve_callback, retrieval_metrics
+    from ..models import fit, load
+
+    model = load(backbone, cfg)
+    rows_per_step = cfg.batch_size // 2 if loss == "cosine" else cfg.batch_size
+    curve = curve_callback(data.test, cfg, cfg.steps, rows_per_step)
+    training = fit(model, columns, loss, cfg, out_dir, callbacks=[curve], progress=progress)
+    final = curve.curve[-1] if curve.curve and curve.curve[-1]["step"] == cfg.steps else \
+        {"step": cfg.steps, **retrieval_metrics(model, data.test, cfg)}
+    return {"curve": [c for c in curve.curve if c["step"] != final["step"]] + [final], "training": training}
