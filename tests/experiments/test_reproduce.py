@@ -2,6 +2,7 @@
 is evaluated, the output layout and the card, resume rules (reuse, --force, an interrupted evaluation, a
 changed config), the report command, source-holdout units, --data-dir suites, cached views, and bad input."""
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from spherekit.cli import main
-from spherekit.experiments import runner
+from spherekit.experiments import get, runner
 from spherekit.experiments.concept import CONDITIONS
 
 ALL = ",".join(CONDITIONS)
@@ -91,8 +92,42 @@ def test_force_and_interrupted_evaluation(card, backbone_dir):
     # --force redoes it from scratch
     assert main(args + ["--force"]) == 0
     assert "train" in json.loads((b1 / "metrics.json").read_text())["seconds"]
-    # the card still lists every finished unit of this config, not only the one this run asked for
-    assert len(json.loads((card / "results.json").read_text())["units"]) == len(CONDITIONS)
+    # the card still lists every finished unit of this config, not only the one this run asked for, and its
+    # configuration names all their conditions
+    results = json.loads((card / "results.json").read_text())
+    assert len(results["units"]) == len(CONDITIONS)
+    for field, value in get("concept").select(CONDITIONS).items():
+        assert results["config"][field] == list(value)
+
+
+def test_card_config_names_the_backbones_and_conditions_of_its_units():
+    from spherekit.experiments.textbook.config import preset_config
+
+    experiment = get("textbook")  # as after `--preset cpu --conditions ann --backbone all-mpnet-base-v2`
+    cfg = dataclasses.replace(preset_config("cpu"), backbones=("all-mpnet-base-v2",), sections=("ann",))
+    units = {"a": {"backbone": "all-mpnet-base-v2", "condition": "ann"},
+             "b": {"backbone": "all-MiniLM-L6-v2", "condition": "pooling"},
+             "c": {"backbone": "all-MiniLM-L6-v2", "condition": "listings"}}
+    shown = runner.shown_config(experiment, cfg, units)
+    assert shown.backbones == ("all-mpnet-base-v2", "all-MiniLM-L6-v2")  # this run's backbone first
+    assert shown.sections == ("listings", "pooling", "ann")                # the experiment's order
+    rest = {f: v for f, v in vars(shown).items() if f not in ("backbones", "sections")}
+    assert rest == {f: v for f, v in vars(preset_config("cpu")).items() if f not in ("backbones", "sections")}
+    assert runner.shown_config(experiment, cfg, {}) is cfg
+
+
+@pytest.mark.parametrize("name", ["concept", "circumplex", "compositional", "defsent", "textbook"])
+def test_card_config_of_a_narrowed_run_selects_exactly_the_cards_units(name):
+    experiment = get(name)
+    for preset in experiment.presets:
+        cfg = runner.make_config(experiment, preset)
+        units = {u.id: {"backbone": u.backbone, "condition": u.condition} for u in experiment.units(cfg)}
+        assert runner.shown_config(experiment, cfg, units) is cfg  # a full run: its own config
+        last = units[list(units)[-1]]["condition"]
+        narrowed = runner.make_config(experiment, preset, conditions=[last])
+        assert len(experiment.units(narrowed)) < len(units)
+        shown = runner.shown_config(experiment, narrowed, units)
+        assert {u.id for u in experiment.units(shown)} == set(units), preset
 
 
 def test_reevaluate_recomputes_metrics_from_the_saved_model(card, backbone_dir, capsys):

@@ -22,6 +22,7 @@ temporary name and renamed, so nothing half-written is left behind.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import sys
@@ -123,6 +124,27 @@ def collect_finished(root: Path, experiment, cfg, selection) -> dict[str, dict]:
     return out
 
 
+def shown_config(experiment, cfg, units: dict):
+    """The config the card describes. Runs of one backbone or a few conditions at a time add up to one card
+    (collect_finished); when the card shows units this run's `cfg` did not select, the fields that choose units
+    are widened to name them too (backbones appended; conditions in the experiment's order)."""
+    own = experiment.units(cfg)
+    extra = [u for unit_id, u in units.items() if unit_id not in {o.id for o in own}]
+    if not extra:
+        return cfg
+    fields = {f.name for f in dataclasses.fields(cfg)}
+    changes = {}
+    if "backbones" in fields:
+        changes["backbones"] = tuple(dict.fromkeys([*cfg.backbones, *(u["backbone"] for u in extra)]))
+    shown = {u.condition for u in own} | {u["condition"] for u in extra}
+    select = getattr(experiment, "select", None)
+    if select:
+        changes.update(select([c for c in experiment.conditions if c in shown]))
+    elif "conditions" in fields:
+        changes["conditions"] = tuple(dict.fromkeys([*cfg.conditions, *(u["condition"] for u in extra)]))
+    return with_overrides(cfg, changes)
+
+
 def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_dir=None, out="results/reproduce",
               seed=None, force: bool = False, reevaluate: bool = False, progress: bool = True,
               overrides: dict | None = None, log=None) -> dict:
@@ -181,7 +203,8 @@ def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_di
         for stage, s in result.get("seconds", {}).items():
             seconds[f"{unit_id}/{stage}"] = s
     seconds["total"] = round(time.perf_counter() - t0, 2)
-    payload = card.results_payload(experiment, preset, cfg, results, seconds, started,
+    payload = card.results_payload(experiment, preset, shown_config(experiment, cfg, results), results, seconds,
+                                   started,
                                    data_stats=getattr(data, "stats", {}))
     card.write_card(root, experiment, payload)
     return payload
