@@ -204,7 +204,6 @@ def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_di
             seconds[f"{unit_id}/{stage}"] = s
     seconds["total"] = round(time.perf_counter() - t0, 2)
     payload = card.results_payload(experiment, preset, shown_config(experiment, cfg, results), results, seconds,
-                                   started,
-                                   data_stats=getattr(data, "stats", {}))
+                                   started, data_stats=getattr(data, "stats", {}))
     card.write_card(root, experiment, payload)
     return payload
