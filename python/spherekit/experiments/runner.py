@@ -129,7 +129,8 @@ def shown_config(experiment, cfg, units: dict):
     (collect_finished); when the card shows units this run's `cfg` did not select, the fields that choose units
     are widened to name them too (backbones appended; conditions in the experiment's order)."""
     own = experiment.units(cfg)
-    extra = [u for unit_id, u in units.items() if unit_id not in {o.id for o in own}]
+    own_ids = {o.id for o in own}
+    extra = [u for unit_id, u in units.items() if unit_id not in own_ids]
     if not extra:
         return cfg
     fields = {f.name for f in dataclasses.fields(cfg)}

@@ -11,14 +11,13 @@ so the order and a resume do not change any loss's result."""
 
 from __future__ import annotations
 
-import json
 import random
 
 from ..config import LOSSES
 
 
 def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
-    from ...card import write_json
+    from ...card import cached_json
     from ..evaluate import retrieval_metrics
     from ..mining import random_negatives, training_rows
     from ..models import load
@@ -29,12 +28,9 @@ def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
     metrics, details = {}, {"start": start, "curves": {}, "training": {}}
     key = f"recall@{cfg.eval_k}"
     for loss in LOSSES:
-        saved = unit_dir / f"train-{loss}" / "result.json"
-        if saved.is_file():
-            result = json.loads(saved.read_text(encoding="utf-8"))
-        else:
-            result = _train_one(cfg, backbone, data, columns, loss, saved.parent, progress)
-            write_json(saved, result)
+        out_dir = unit_dir / f"train-{loss}"
+        result = cached_json(out_dir / "result.json", loss,
+                             lambda: _train_one(cfg, backbone, data, columns, loss, out_dir, progress))
         curve = [{"step": 0, "examples": 0, **start}] + result["curve"]
         details["training"][loss], details["curves"][loss] = result["training"], curve
         metrics[f"{loss}_{key}"] = curve[-1][key]
