@@ -2,15 +2,14 @@
 of Affect" (arXiv:2601.06575), unit norm, padding invariance, causality, weight renormalisation, gradients and
 argument errors."""
 
-import importlib.util
-
 import pytest
 import torch
 
 from spherekit.nn import GPTBlock, NGPTBlock
 from tests.nn import _oracle_blocks as oracle
+from tests.ops._harness import backends
 
-BACKENDS = ["reference", "cpu"] + (["triton"] if importlib.util.find_spec("spherekit.kernels.ngpt") else [])
+BACKENDS = ["reference", *backends("ngpt")]
 D, H, DM = 30, 5, 41  # d_head 6, non-power-of-two sizes
 
 

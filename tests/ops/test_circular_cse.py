@@ -4,6 +4,7 @@ layouts, margin 0 and > 0 (bad input: test_circular_cse_errors.py)."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pytest
 import torch
@@ -11,9 +12,9 @@ import torch.nn.functional as F
 
 from spherekit import reference
 from spherekit.ops import cpu_budget, circular_cse
-from tests._oracle import assert_close_to_oracle, grads_of, leaf
+from tests.ops._harness import backends, compare, linear_weights
 
-BACKENDS = ["cpu", "triton"]
+BACKENDS = backends("circular_cse")
 DTYPES = [torch.float32, torch.float16]
 SHAPES = [(2, 41), (37, 64), (70, 19)]
 LAYOUTS = ["few", "many", "balanced"]
@@ -49,23 +50,14 @@ def _case(B, d, layout, *, seed=0, spread=0.0):
 
 
 def _run_and_compare(e64, labels, dtype, backend, *, angles=ANGLES, margin=0.0):
-    def run(fn, cast_dtype, compute_dtype=None):
-        e = leaf(e64, cast_dtype)
-        kw = dict(backend=backend) if compute_dtype is None else dict(compute_dtype=compute_dtype)
-        return fn(e, labels, angles, margin=margin, **kw), [e]
-
-    out, ins = run(circular_cse, dtype)
-    oracle, oins = run(reference.circular_cse, torch.float64, torch.float64)
-    base, bins = run(reference.circular_cse, dtype, dtype)
+    """The op on `backend` against the oracle (tests/ops/_harness.py): the loss (an fp32 scalar; the one-pass op on
+    the cpu backend) and d_embeddings (grad_output 0.7); the angles go to both sides as given."""
+    out = compare(partial(circular_cse, label_angles=angles, margin=margin, backend=backend),
+                  partial(reference.circular_cse, label_angles=angles, margin=margin),
+                  dict(embeddings=e64, labels=labels), dtype, ("embeddings",), weights=linear_weights)
     assert out.dtype == torch.float32 and out.shape == ()
     if backend == "cpu":  # a scalar loss with a gradient: the one-pass op
         assert "circular_cse_fused" in out.grad_fn.name()
-    assert_close_to_oracle("loss", out, base, oracle, dtype)
-    w = torch.tensor(0.7)
-    (g,), (go,), (gb,) = (grads_of(out, w, ins), grads_of(oracle, w.double(), oins),
-                          grads_of(base, w.to(base.dtype), bins))
-    assert g is not None and g.shape == go.shape and g.dtype == dtype
-    assert_close_to_oracle("d_embeddings", g, gb, go, dtype)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -1,14 +1,16 @@
 """Every backend implementation has its family's launchers (spherekit.ops.contracts) with the same parameter
-names in the same order and the same kinds (tensors positional, options keyword-only)."""
+names in the same order and the same kinds (tensors positional, options keyword-only); the backends the contracts
+name for a family are the ones its op dispatches to."""
 
 import importlib
 import inspect
 
 import pytest
 
-from spherekit.ops.contracts import IMPLEMENTATIONS
+from spherekit.ops.contracts import IMPLEMENTATIONS, backends
 
 CASES = [(family, target) for family, (_, targets) in IMPLEMENTATIONS.items() for target in targets]
+FAMILIES = [f for f in IMPLEMENTATIONS if not (f.endswith("_cpu") and f.removesuffix("_cpu") in IMPLEMENTATIONS)]
 
 
 def _launchers(protocol) -> list[str]:
@@ -60,6 +62,14 @@ def test_every_family_module_is_listed():
     # maxsim_ragged has one compiled backend (CUDA); its CPU path is plain torch inside the op: no family contract
     unlisted = sorted(backends - listed - {"spherekit.ops._maxsim_cuda"})
     assert not unlisted, f"backend modules without a contract in spherekit.ops.contracts: {unlisted}"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_backends_are_the_ones_the_op_dispatches_to(family):
+    """backends(family), the backends the op tests run (tests/ops/_harness.py), are those the op accepts besides its
+    oracle (SUPPORTED in spherekit.ops.<family>): a backend the op dispatches to cannot go untested."""
+    op = importlib.import_module(f"spherekit.ops.{family}")
+    assert set(backends(family)) == set(op.SUPPORTED) - {"reference"}
 
 
 def test_kernels_ignore_index_equals_the_oracles():

@@ -10,7 +10,8 @@ import torch
 
 from spherekit.ops import global_avg_sim
 from spherekit.reference import sim_map as ref
-from tests.ops._sim_map_cases import DTYPES, compare, ragged_mask, tokens
+from tests.ops._harness import compare
+from tests.ops._sim_map_cases import DTYPES, ragged_mask, tokens
 
 SHAPES = [(3, 37, 41, 24), (2, 1, 9, 16), (3, 6, 1, 8)]
 

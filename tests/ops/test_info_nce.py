@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 from spherekit import reference
 from spherekit.ops import info_nce
-from tests._oracle import assert_close_to_oracle, grads_of, leaf
+from tests.ops._harness import backends, compare, linear_weights
 
-BACKENDS = ["cpu", "triton"]
+BACKENDS = backends("info_nce")
 DTYPES = [torch.float32, torch.float16]
 # (B, N, d, k): one row, N = B + 1 (one extra negative), non-powers of two, k hard negatives or none
 SHAPES = [(1, 2, 41, 1), (37, 38, 41, 3), (16, 33, 64, None), (5, 71, 19, 2)]
@@ -42,36 +44,16 @@ def _case(B, N, d, k, *, seed=0, labels=False, bias=False, ignore=False, targets
 
 
 def _run_and_compare(case, dtype, backend, *, reduction="none", tau_grad=False, tau=0.07, **opts):
-    float_keys = ("queries", "candidates", "hard_negatives")
-    weights = None
-
-    def run(fn, cast_dtype, compute_dtype=None, **extra):
-        args = {k: (leaf(v, cast_dtype) if k in float_keys and v is not None else v) for k, v in case.items()}
-        if args.get("label_bias") is not None:
-            args["label_bias"] = args["label_bias"].to(torch.float32 if compute_dtype is None else compute_dtype)
-        temp = torch.tensor(tau, dtype=torch.float64 if cast_dtype == torch.float64 else torch.float32,
-                            requires_grad=tau_grad)
-        kw = dict(compute_dtype=compute_dtype) if compute_dtype is not None else dict(backend=backend)
-        out = fn(args["queries"], args["candidates"], args["targets"], args["hard_negatives"], temperature=temp,
-                 query_labels=args.get("query_labels"), candidate_labels=args.get("candidate_labels"),
-                 label_bias=args.get("label_bias"), reduction=reduction, **opts, **kw, **extra)
-        return out, [args["queries"], args["candidates"], args["hard_negatives"], temp]
-
-    out, ins = run(info_nce, dtype)
-    oracle, oins = run(reference.info_nce, torch.float64, torch.float64)
-    base, bins = run(reference.info_nce, dtype, dtype)
-    weights = torch.linspace(0.5, 1.5, out.numel()).reshape(out.shape) if out.dim() else torch.tensor(0.7)
-    assert out.dtype == torch.float32 and out.shape == oracle.shape
-    assert_close_to_oracle("loss", out, base, oracle, dtype)
-    names = ("d_queries", "d_candidates", "d_hard_negatives", "d_temperature")
-    for name, g, go, gb in zip(names, grads_of(out, weights, ins), grads_of(oracle, weights.double(), oins),
-                               grads_of(base, weights.to(base.dtype), bins)):
-        if go is None:
-            assert g is None, name
-            continue
-        assert g is not None and g.shape == go.shape, name
-        assert g.dtype == (torch.float32 if name == "d_temperature" else dtype), name
-        assert_close_to_oracle(name, g, gb, go, dtype)
+    """The op on `backend` against the oracle (tests/ops/_harness.py): loss (fp32), the gradients of the queries,
+    candidates and hard negatives, and the temperature's when tau_grad."""
+    inputs = {**case, "temperature": torch.tensor(tau, dtype=torch.float64)}
+    grads = [k for k in ("queries", "candidates", "hard_negatives") if case[k] is not None]
+    if tau_grad:
+        grads.append("temperature")
+    out = compare(partial(info_nce, reduction=reduction, **opts, backend=backend),
+                  partial(reference.info_nce, reduction=reduction, **opts), inputs, dtype, grads,
+                  params=("temperature",), consts=("label_bias",), weights=linear_weights)
+    assert out.dtype == torch.float32
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -5,10 +5,14 @@ both gradient paths (reduction "none": forward + recomputing backward; "mean": t
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 import torch
 
+from spherekit import reference
 from spherekit.ops import cpu_budget, _info_nce_cpu, info_nce
+from tests.ops._harness import compare
 from tests.ops.test_info_nce import _case, _run_and_compare
 
 # (elements per tile, MIN_ROWS) -> the (rows, columns) tiles they give for B = 23 rows, N = 45 candidates
@@ -76,26 +80,14 @@ def test_a_frozen_bank_over_column_blocks_takes_one_streamed_pass(tiling, mode, 
     """candidate_grad=False with a scalar loss: over column blocks the fused path accumulates sum_j p_ij c_j with a
     running maximum (one pass) instead of a second pass; loss, d_queries, d_hard_negatives and d_temperature match
     the fp64 oracle (label masks that hide every column of a block included)."""
-    from spherekit import reference
-    from tests._oracle import assert_close_to_oracle, leaf
-
     calls = []
     real = _info_nce_cpu._streamed_softmax_mean
     monkeypatch.setattr(_info_nce_cpu, "_streamed_softmax_mean", lambda *a: calls.append(1) or real(*a))
     case = _case(23, 45, 41, 2, seed=4, labels=True, bias=True, ignore=True, targets=True)
     case["targets"][1] = 44
-
-    def run(fn, dtype, **kw):
-        q, h = leaf(case["queries"], dtype), leaf(case["hard_negatives"], dtype)
-        tau = torch.tensor(0.07, dtype=dtype, requires_grad=True)
-        loss = fn(q, case["candidates"].to(dtype), case["targets"], h, temperature=tau, hard_negative_mode=mode,
-                  query_labels=case["query_labels"], candidate_labels=case["candidate_labels"],
-                  label_bias=case["label_bias"].to(dtype if dtype == torch.float64 else torch.float32), **kw)
-        return [loss, *torch.autograd.grad(loss * 0.7, (q, h, tau))]
-
-    ours = run(info_nce, torch.float32, candidate_grad=False, backend="cpu")
-    oracle = run(reference.info_nce, torch.float64, compute_dtype=torch.float64)
-    base = run(reference.info_nce, torch.float32, compute_dtype=torch.float32)
-    for name, a, o, b in zip(("loss", "d_queries", "d_hard_negatives", "d_temperature"), ours, oracle, base):
-        assert_close_to_oracle(name, a, b, o, torch.float32)
+    inputs = {**case, "temperature": torch.tensor(0.07, dtype=torch.float64)}
+    compare(partial(info_nce, hard_negative_mode=mode, candidate_grad=False, backend="cpu"),
+            partial(reference.info_nce, hard_negative_mode=mode), inputs, torch.float32,
+            ("queries", "hard_negatives", "temperature"), params=("temperature",), consts=("label_bias",),
+            weights=lambda _: torch.tensor(0.7, dtype=torch.float64))
     assert bool(calls) == (TILINGS[tiling][1][1] < 45)  # streamed exactly when the columns are blocked

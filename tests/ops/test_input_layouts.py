@@ -16,8 +16,8 @@ import torch.nn.functional as F
 from spherekit import reference
 from spherekit.ops import circular_cse, info_nce, maxsim, sim_map, sincere, soft_align
 from spherekit.reference import sim_map as ref_sim_map
+from tests.ops._harness import backends
 
-BACKENDS = ["cpu", "triton"]
 LAYOUTS = ["strided", "expanded"]
 
 
@@ -87,7 +87,8 @@ OPS = {
     "soft_align": (soft_align, ref_sim_map.soft_align, lambda: (_tokens_case(3), dict(lam=0.1, tau=0.2))),
     "sim_map": (sim_map, ref_sim_map.sim_map, lambda: (_tokens_case(3), dict(channels=("sim", "rowmax", "colmax")))),
 }
-CASES = [(op, arg) for op, (_, _, case) in OPS.items() for arg in case()[0]]
+CASES = [(op, arg, layout, backend) for op, (_, _, case) in OPS.items() for arg in case()[0] for layout in LAYOUTS
+         for backend in backends(op)]
 # the op rejects labels that are all equal (no anchor has a negative): sincere has no expanded-labels case
 SKIP = {("sincere", "labels", "expanded")}
 NO_GRAD = {"label_bias", "label_angles"}
@@ -108,9 +109,7 @@ def _run(fn, tensors, arg, layout, dtype, **kw):
     return out, torch.autograd.grad((out * weights).sum(), wrt, allow_unused=True)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("op,arg", CASES)
+@pytest.mark.parametrize("op,arg,layout,backend", CASES, ids=["-".join(case) for case in CASES])
 def test_non_contiguous_argument_matches_the_reference(op, arg, layout, backend):
     if (op, arg, layout) in SKIP:
         pytest.skip("the op rejects this content")

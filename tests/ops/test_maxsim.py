@@ -19,11 +19,10 @@ from spherekit.ops import maxsim
 from spherekit.ops import tokens as T
 from spherekit.ops.maxsim import to_layout
 from spherekit.reference import sim_map as ref
-from tests._oracle import assert_close_to_oracle, grads_of, leaf
+from tests.ops._harness import backends, check, compare, random_weights, runs
+from tests.ops._sim_map_cases import DTYPES, need_triton, ragged_mask, small_cpu_chunks, tokens  # noqa: F401
 
-from tests.ops._sim_map_cases import DTYPES, compare, need_triton, ragged_mask, small_cpu_chunks, tokens  # noqa: F401
-
-BACKENDS = ["cpu", "triton"]
+BACKENDS = backends("maxsim")
 LAYOUTS = ["allpairs", "pairwise", "perquery"]
 SHAPES = [(3, 4, 37, 41, 24), (2, 3, 1, 9, 16), (3, 2, 6, 1, 8)]  # (Bq, Bd or K, m, n, h): m = 1, n = 1
 SELECTION_TOL = {torch.float32: 1e-5, torch.float16: 4e-3}
@@ -99,19 +98,10 @@ def test_values_and_grads(backend, dtype, shape, layout, normalize):
     argmax = _op_argmax(inputs, pairwise, normalize, dtype, backend)
     assert argmax.dtype == torch.int32 and argmax.shape == (shape[0], 1 if pairwise else shape[1], shape[2])
     _check_selection(argmax, inputs, pairwise, normalize, dtype)
-    w = torch.rand(expected, generator=torch.Generator().manual_seed(3), dtype=torch.float64) * 2 - 0.5
-
-    def grads(fn, cast, **extra):
-        q, d = leaf(inputs["q"], cast), leaf(inputs["d"], cast)
-        out = fn(q, inputs["q_mask"], d, inputs["d_mask"], **extra)
-        return grads_of(out, w.to(out.dtype), [q, d])
-
-    got = grads(partial(maxsim, **kw, backend=backend), dtype)
-    oracle = grads(partial(_selected_score, argmax=argmax, **kw), torch.float64, compute_dtype=torch.float64)
-    base = grads(partial(_selected_score, argmax=argmax, **kw), dtype, compute_dtype=dtype)
-    for name, g, go, gb in zip(("d_q", "d_d"), got, oracle, base):
-        assert g.dtype == dtype and g.shape == go.shape, name
-        assert_close_to_oracle(name, g, gb, go, dtype)
+    got, same, exact = runs(partial(maxsim, **kw, backend=backend), partial(_selected_score, argmax=argmax, **kw),
+                            inputs, dtype, ("q", "d"), weights=partial(random_weights, seed=3))
+    assert all(g.dtype == dtype for g in got[1:])
+    check(("d_q", "d_d"), got[1:], same[1:], exact[1:], dtype)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

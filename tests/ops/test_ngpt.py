@@ -7,6 +7,8 @@ entries, zero rows (clamped Jacobian, no NaN), non-contiguous inputs."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -14,9 +16,13 @@ import torch.nn.functional as F
 from spherekit import _backend, ops
 from spherekit.ops import ngpt as ngpt_ops
 from spherekit.reference import ngpt as ref
-from tests._oracle import assert_close_to_oracle, grads_of, leaf
+from tests._oracle import assert_close_to_oracle, leaf
+from tests.ops._harness import backends, check, runs
 
-BACKENDS = ["cpu", "cpu-generic", "cpu-torch", "triton", "reference"]
+# the cpu backend three ways: the C++ loops of spherekit._C for this machine's ISA and for the baseline one, and the
+# torch composition (ops/_ngpt_cpu.py) used where _C lacks them
+CPU_VARIANTS = ["cpu", "cpu-generic", "cpu-torch"]
+BACKENDS = [v for b in backends("ngpt") for v in (CPU_VARIANTS if b == "cpu" else [b])] + ["reference"]
 DTYPES = [torch.float32, torch.float16]
 SHAPES = [(1, 41), (7, 1000), (2, 3, 41), (300, 257)]  # (300, 257): OpenMP threads, several grad_alpha flushes
 ALPHA_SHAPES = ["scalar", "one", "vector"]
@@ -68,26 +74,11 @@ def _weights(shape, dtype, seed=99):
 
 
 def _geodesic_runs(backend, h64, f64, a64, dtype, eps=1e-6):
-    """(kernel, same-precision torch, fp64 oracle) -> each a list [out, grad_h, grad_f, grad_alpha].
+    """(kernel, same-precision torch, fp64 oracle) -> each a list [out, grad_h, grad_f, grad_alpha] (harness.runs).
     Inputs are first rounded to `dtype` (alpha to fp32), so the oracle sees exactly what the kernel sees."""
-    w = _weights(h64.shape, dtype)
-    h64, f64, a64 = _exact(h64, dtype), _exact(f64, dtype), _exact(a64, torch.float32)
-
-    def run(fn, cast, compute=None):
-        h, f = leaf(h64, cast), leaf(f64, cast)
-        a = leaf(a64, torch.float64 if cast == torch.float64 else torch.float32)
-        out = fn(h, f, a, eps=eps, backend=backend) if compute is None else fn(h, f, a, eps, compute_dtype=compute)
-        return [out, *grads_of(out, w.to(out.dtype), [h, f, a])]
-
-    return (run(ops.geodesic_residual, dtype), run(ref.geodesic_residual, dtype, dtype),
-            run(ref.geodesic_residual, torch.float64, torch.float64))
-
-
-def _compare(names, got, base, oracle, dtype):
-    for name, g, b, o in zip(names, got, base, oracle):
-        assert g is not None and g.shape == o.shape, name
-        assert torch.isfinite(g).all() and torch.isfinite(o).all(), name
-        assert_close_to_oracle(name, g, b, o, dtype)
+    inputs = dict(h=_exact(h64, dtype), f=_exact(f64, dtype), alpha=_exact(a64, torch.float32))
+    return runs(partial(ops.geodesic_residual, eps=eps, backend=backend), partial(ref.geodesic_residual, eps=eps),
+                inputs, dtype, ("h", "f", "alpha"), params=("alpha",), weights=partial(_weights, dtype=dtype))
 
 
 GR_NAMES = ("out", "grad_h", "grad_f", "grad_alpha")
@@ -105,7 +96,7 @@ def test_geodesic_residual(backend, dtype, shape, alpha_kind):
     got, base, oracle = _geodesic_runs(backend, h64, f64, a64, dtype)
     assert got[0].dtype == dtype and got[0].shape == shape
     assert got[3].dtype == torch.float32 and got[3].shape == a64.shape
-    _compare(GR_NAMES, got, base, oracle, dtype)
+    check(GR_NAMES, got, base, oracle, dtype)
 
 
 @pytest.mark.parametrize("backend", BACKENDS, indirect=True)
@@ -128,7 +119,7 @@ def test_geodesic_residual_clamped_rows(backend, dtype):
     assert torch.equal(got[0][3], torch.zeros(41, dtype=dtype))  # Norm(0) = 0
     y4 = ref.geodesic_residual(_exact(h64[4:5], dtype), _exact(f64[4:5], dtype), a64, 1e30, compute_dtype=torch.float64)
     assert 0 < y4.norm() * 1e30 < 0.5 * eps  # the row really has 0 < ||y|| < eps (y = out * max(||y||, 1e30))
-    _compare(GR_NAMES, got, base, oracle, dtype)
+    check(GR_NAMES, got, base, oracle, dtype)
 
 
 @pytest.mark.parametrize("shape", [(5, 41), (300, 257)])
@@ -137,7 +128,7 @@ def test_geodesic_residual_bf16_cpp(shape):
     h64, f64, a64 = _rand(shape, 6), _rand(shape, 7), _alpha("vector", shape[-1])
     got, base, oracle = _geodesic_runs("cpu", h64, f64, a64, torch.bfloat16)
     assert got[0].dtype == torch.bfloat16
-    _compare(GR_NAMES, got, base, oracle, torch.bfloat16)
+    check(GR_NAMES, got, base, oracle, torch.bfloat16)
     for name, g, o in zip(GR_NAMES, got, oracle):
         tol = 2 ** -7 * o.abs().max().item()  # two bf16 ulps of the largest entry
         assert (g.double() - o).abs().max().item() <= tol, name
@@ -210,17 +201,11 @@ def test_l2_normalize(backend, dtype, shape, dim):
         if last.norm() > 0:  # (not the zero slice itself when there is only one)
             last *= 0.3 * eps / last.norm()  # a nonzero slice below eps: Jacobian I / eps
     x64 = _exact(x64, dtype)
-    w = _weights(shape, dtype)
-
-    def run(fn, cast, compute=None):
-        x = leaf(x64, cast)
-        out = fn(x, dim, eps=eps, backend=backend) if compute is None else fn(x, dim, eps, compute_dtype=compute)
-        return [out, *grads_of(out, w.to(out.dtype), [x])]
-
-    got = run(ops.l2_normalize, dtype)
+    got, base, oracle = runs(partial(ops.l2_normalize, dim=dim, eps=eps, backend=backend),
+                             partial(ref.l2_normalize, dim=dim, eps=eps), dict(x=x64), dtype, ("x",),
+                             weights=partial(_weights, dtype=dtype))
     assert got[0].dtype == dtype and got[0].shape == shape
-    _compare(("out", "grad_x"), got, run(ref.l2_normalize, dtype, dtype), run(ref.l2_normalize, torch.float64,
-                                                                               torch.float64), dtype)
+    check(("out", "grad_x"), got, base, oracle, dtype)
 
 
 def test_l2_normalize_bf16_cpp_and_zero_row():

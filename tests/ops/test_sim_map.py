@@ -18,9 +18,10 @@ import torch.nn.functional as F
 
 from spherekit.ops import sim_map, sim_map_patch_mask
 from spherekit.reference import sim_map as ref
-from tests.ops._sim_map_cases import DTYPES, compare, need_triton, ragged_mask, small_cpu_chunks, tokens  # noqa: F401
+from tests.ops._harness import backends, compare
+from tests.ops._sim_map_cases import DTYPES, need_triton, ragged_mask, small_cpu_chunks, tokens  # noqa: F401
 
-BACKENDS = ["cpu", "triton"]
+BACKENDS = backends("sim_map")
 ALL = ("sim", "rowmax", "colmax")
 CASES = [  # (B, m, n, h), patch, channels
     ((3, 37, 41, 24), None, ("sim",)),

@@ -15,7 +15,8 @@ import torch
 
 from spherekit.ops import _sim_map_cpu, sim_map, sim_map_patch_mask
 from spherekit.reference import sim_map as ref
-from tests.ops._sim_map_cases import compare, need_triton, ragged_mask, small_cpu_chunks, tokens  # noqa: F401
+from tests.ops._harness import backends, compare
+from tests.ops._sim_map_cases import need_triton, ragged_mask, small_cpu_chunks, tokens  # noqa: F401
 
 ALL = ("sim", "rowmax", "colmax")
 CASES = [  # (Bq, Bd, m, n, h), patch, channels
@@ -74,7 +75,7 @@ def test_all_pairs_values_and_grads(backend, dtype, case):
                 _oracle(**kw, normalize=False), _grid_case(shape, seed, unit_dtype=dtype), dtype, ("q", "d"))
 
 
-@pytest.mark.parametrize("backend", ["cpu", "triton"])
+@pytest.mark.parametrize("backend", backends("sim_map"))
 def test_all_pairs_equals_the_paired_op_on_repeated_inputs(backend):
     """grid[a, b] == sim_map(q[a], d[b]) paired: the layout, not only the values, is the paired op's."""
     if backend == "triton":

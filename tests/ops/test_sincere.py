@@ -4,6 +4,7 @@ label layouts, SoftCSE weights, anchors whose negatives all have weight 0 (bad i
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pytest
 import torch
@@ -11,9 +12,9 @@ import torch.nn.functional as F
 
 from spherekit import reference
 from spherekit.ops import cpu_budget, sincere
-from tests._oracle import assert_close_to_oracle, grads_of, leaf
+from tests.ops._harness import backends, compare, linear_weights
 
-BACKENDS = ["cpu", "triton"]
+BACKENDS = backends("sincere")
 DTYPES = [torch.float32, torch.float16]
 SHAPES = [(3, 41), (37, 64), (70, 19)]  # B = 2 can have no positive AND a negative: see test_sincere_errors.py
 LAYOUTS = ["few", "many", "singletons"]
@@ -50,36 +51,17 @@ def _case(B, d, layout, *, seed=0):
 
 
 def _run_and_compare(e64, labels, dtype, backend, *, label_bias=None, tau=0.07, grad_conditioning=0.0):
-    """Kernel vs fp64 oracle vs same-precision torch: loss, d_embeddings, d_temperature (grad_output 0.7);
-    grad_conditioning: the relative error allowed in the gradients on top of the 2x rule (tests/_oracle.py)."""
-
-    def run(fn, cast_dtype, compute_dtype=None):
-        e = leaf(e64, cast_dtype)
-        temp = torch.tensor(tau, dtype=torch.float64 if cast_dtype == torch.float64 else torch.float32,
-                            requires_grad=True)
-        if compute_dtype is None:
-            lb = None if label_bias is None else label_bias.float()
-            out = fn(e, labels, temperature=temp, label_bias=lb, backend=backend)
-        else:
-            lb = None if label_bias is None else label_bias.to(compute_dtype)
-            out = fn(e, labels, temperature=temp, label_bias=lb, compute_dtype=compute_dtype)
-        return out, [e, temp]
-
-    out, ins = run(sincere, dtype)
-    oracle, oins = run(reference.sincere, torch.float64, torch.float64)
-    base, bins = run(reference.sincere, dtype, dtype)
+    """The op on `backend` against the oracle (tests/ops/_harness.py): the loss (a finite fp32 scalar; the one-pass
+    op on the cpu backend), d_embeddings and d_temperature (grad_output 0.7); grad_conditioning: the relative error
+    allowed in the gradients on top of the 2x rule (tests/_oracle.py)."""
+    inputs = dict(embeddings=e64, labels=labels, temperature=torch.tensor(tau, dtype=torch.float64),
+                  label_bias=label_bias)
+    out = compare(partial(sincere, backend=backend), reference.sincere, inputs, dtype, ("embeddings", "temperature"),
+                  params=("temperature",), consts=("label_bias",), weights=linear_weights,
+                  grad_conditioning=grad_conditioning)
     assert out.dtype == torch.float32 and out.shape == ()
     if backend == "cpu":  # a scalar loss with gradients: the one-pass op
         assert "sincere_fused" in out.grad_fn.name()
-    assert torch.isfinite(oracle)
-    assert_close_to_oracle("loss", out, base, oracle, dtype)
-    w = torch.tensor(0.7)
-    for name, g, go, gb in zip(("d_embeddings", "d_temperature"), grads_of(out, w, ins),
-                               grads_of(oracle, w.double(), oins), grads_of(base, w.to(base.dtype), bins)):
-        assert g is not None and g.shape == go.shape, name
-        assert g.dtype == (torch.float32 if name == "d_temperature" else dtype), name
-        assert torch.isfinite(g).all() and torch.isfinite(go).all(), name
-        assert_close_to_oracle(name, g, gb, go, dtype, conditioning=grad_conditioning)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

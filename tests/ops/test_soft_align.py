@@ -11,9 +11,10 @@ import torch
 
 from spherekit.ops import soft_align
 from spherekit.reference import sim_map as ref
-from tests.ops._sim_map_cases import DTYPES, compare, need_triton, ragged_mask, small_cpu_chunks, tokens  # noqa: F401
+from tests.ops._harness import backends, compare
+from tests.ops._sim_map_cases import DTYPES, need_triton, ragged_mask, small_cpu_chunks, tokens  # noqa: F401
 
-BACKENDS = ["cpu", "triton"]
+BACKENDS = backends("soft_align")
 SHAPES = [(3, 37, 41, 24), (2, 1, 9, 16), (3, 6, 1, 8), (4, 20, 7, 32)]  # (B, m, n, h)
 
 
@@ -38,7 +39,8 @@ def test_values_and_grads(backend, dtype, shape, normalize):
         need_triton("soft_align")
     inputs = _case(shape, seed=shape[1] + 3 * shape[2], tau=0.2 if normalize else 2.0)
     out = compare(partial(soft_align, normalize=normalize, backend=backend),
-                  partial(ref.soft_align, normalize=normalize), inputs, dtype, ("q", "d", "lam", "tau"))
+                  partial(ref.soft_align, normalize=normalize), inputs, dtype, ("q", "d", "lam", "tau"),
+                  params=("lam", "tau"))
     assert out.shape == (shape[0],) and out.dtype == torch.float32
 
 
@@ -48,7 +50,8 @@ def test_sharp_softmax_and_negative_lam(backend):
     if backend == "triton":
         need_triton("soft_align")
     inputs = _case((3, 13, 29, 16), seed=4, lam=-0.05, tau=0.02)
-    compare(partial(soft_align, backend=backend), ref.soft_align, inputs, torch.float32, ("q", "d", "lam", "tau"))
+    compare(partial(soft_align, backend=backend), ref.soft_align, inputs, torch.float32, ("q", "d", "lam", "tau"),
+            params=("lam", "tau"))
 
 
 @pytest.mark.parametrize("backend", BACKENDS + ["reference"])

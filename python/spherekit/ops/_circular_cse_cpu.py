@@ -16,12 +16,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._info_nce_cpu import rows_per_chunk
+from .cpu_budget import row_chunks, rows_per_chunk
 
 
-def _residuals(e32: Tensor, labels: Tensor, cs: Tensor, margin: float, r0: int, step: int) -> Tensor:
-    """r (R, B) fp32 for rows r0:r0+step, with the diagonal at 0."""
-    sl = slice(r0, r0 + step)
+def _residuals(e32: Tensor, labels: Tensor, cs: Tensor, margin: float, sl: slice) -> Tensor:
+    """r (R, B) fp32 for the rows sl, with the diagonal at 0."""
     y_r = labels[sl]
     same = y_r[:, None] == labels[None, :]
     r = torch.mm(e32[sl], e32.T)
@@ -30,7 +29,7 @@ def _residuals(e32: Tensor, labels: Tensor, cs: Tensor, margin: float, r0: int, 
         shrunk = r.abs().sub_(margin).clamp_(min=0.0).mul_(torch.sign(r))
         r = torch.where(same, shrunk, r)
     rows = torch.arange(r.shape[0], device=r.device)
-    r[rows, rows + r0] = 0.0
+    r[rows, rows + sl.start] = 0.0
     return r
 
 
@@ -40,10 +39,9 @@ def circular_cse_fwd(e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor
     cs = torch.stack((row_cos.float(), row_sin.float()), dim=1)
     B = e.shape[0]
     out = torch.empty(B, dtype=torch.float32, device=e.device)
-    step = rows_per_chunk(B)
-    for r0 in range(0, B, step):
-        r = _residuals(e32, labels, cs, margin, r0, step)
-        out[r0:r0 + step] = torch.linalg.vecdot(r, r, dim=1)
+    for sl in row_chunks(B, rows_per_chunk(B)):
+        r = _residuals(e32, labels, cs, margin, sl)
+        out[sl] = torch.linalg.vecdot(r, r, dim=1)
     return out
 
 
@@ -55,10 +53,8 @@ def circular_cse_bwd(grad_rows: Tensor, e: Tensor, labels: Tensor, row_cos: Tens
     w = grad_rows.float()
     B = e.shape[0]
     de = torch.empty_like(e32)
-    step = rows_per_chunk(B)
-    for r0 in range(0, B, step):
-        sl = slice(r0, r0 + step)
-        r = _residuals(e32, labels, cs, margin, r0, step)
+    for sl in row_chunks(B, rows_per_chunk(B)):
+        r = _residuals(e32, labels, cs, margin, sl)
         r.mul_(w[sl, None] + w[None, :])
         torch.mm(r, e32, out=de[sl])
     return de.mul_(2.0)
@@ -78,9 +74,8 @@ def circular_cse_fwd_bwd(e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Te
     weight = 1.0 / (B * (B - 1))
     total = torch.zeros((), dtype=torch.float32, device=e.device)
     de = torch.empty_like(e32)
-    step = rows_per_chunk(B)
-    for r0 in range(0, B, step):
-        r = _residuals(e32, labels, cs, margin, r0, step)
+    for sl in row_chunks(B, rows_per_chunk(B)):
+        r = _residuals(e32, labels, cs, margin, sl)
         total += torch.vdot(r.view(-1), r.view(-1))
-        torch.mm(r, e32, out=de[r0:r0 + step])
+        torch.mm(r, e32, out=de[sl])
     return total * weight, de.mul_(4.0 * weight)

@@ -32,14 +32,9 @@ from torch import Tensor
 
 from ..reference.contrastive import IGNORE_INDEX
 from . import cpu_budget
+from .cpu_budget import row_chunks
 
 MIN_ROWS = 64  # whole-row tiles of fewer rows make memory-bound products: block the columns instead
-
-
-def rows_per_chunk(n_cols: int) -> int:
-    """Rows of n_cols columns that fit one work buffer (the whole-row chunking of the sincere and circular_cse
-    CPU paths)."""
-    return max(1, cpu_budget.CHUNK_ELEMENTS // max(1, n_cols))
 
 
 def tile_shape(B: int, N: int) -> tuple[int, int]:
@@ -90,8 +85,8 @@ class _Problem:
 
     def blocks(self, width: int):
         """(c0, candidate block, its labels) over the candidates, width columns at a time."""
-        for c0 in range(0, self.c.shape[0], width):
-            yield c0, self.c[c0:c0 + width], None if self.cl is None else self.cl[c0:c0 + width]
+        for cs in row_chunks(self.c.shape[0], width):
+            yield cs.start, self.c[cs], None if self.cl is None else self.cl[cs]
 
 
 @dataclass
@@ -232,8 +227,8 @@ def _grad_buffers(p: _Problem, need_dq, need_dc, need_dh):
 def _row_chunks(p: _Problem):
     """(row chunk, tile width) over every query row."""
     rows, width = tile_shape(p.q.shape[0], p.c.shape[0])
-    for r0 in range(0, p.q.shape[0], rows):
-        yield p.rows(slice(r0, r0 + rows)), width
+    for sl in row_chunks(p.q.shape[0], rows):
+        yield p.rows(sl), width
 
 
 def info_nce_fwd(q, c, targets, h, tau, ql, cl, label_bias, *, hn_softmax, bce_weight, bce_scale, bce_bias):

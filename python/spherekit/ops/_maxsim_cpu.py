@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from . import cpu_budget
+from .cpu_budget import row_chunks
 
 NEG_INF = float("-inf")
 
@@ -41,11 +42,6 @@ def plan(Bq: int, K: int, per_pair: int, per_cand: int, shared: bool) -> tuple[i
     if Bq * per_pair + per_cand <= budget:
         return Bq, max(1, min(K, budget // (Bq * per_pair + per_cand)))
     return max(1, min(Bq, budget // per_pair)), 1
-
-
-def _chunks(total: int, step: int):
-    for start in range(0, total, step):
-        yield start, min(total, start + step)
 
 
 def _best(qc: Tensor, dc: Tensor, pad: Tensor | None, shared: bool) -> tuple[Tensor, Tensor]:
@@ -80,16 +76,16 @@ def maxsim_fwd(q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, *, shared
     d_pad = None if bool(d_mask4.all()) else ~d_mask4  # no masking work when every doc token is valid
     copies = d4.dtype != dt  # half-precision candidates are upcast chunk by chunk
     bc, kc = plan(Bq, K, m * n, n * h if copies else 0, shared)
-    for b0, b1 in _chunks(Bq, bc):
-        qc = q[b0:b1].to(dt)
-        for k0, k1 in _chunks(K, kc):
+    for bs in row_chunks(Bq, bc):
+        qc = q[bs].to(dt)
+        for ks in row_chunks(K, kc):
             if shared:
-                dc, pad = d4[0, k0:k1], None if d_pad is None else d_pad[0, k0:k1]
+                dc, pad = d4[0, ks], None if d_pad is None else d_pad[0, ks]
             else:
-                dc, pad = d4[b0:b1, k0:k1], None if d_pad is None else d_pad[b0:b1, k0:k1]
+                dc, pad = d4[bs, ks], None if d_pad is None else d_pad[bs, ks]
             best, idx = _best(qc, dc.to(dt), pad, shared)  # (bc, kc, m)
-            scores[b0:b1, k0:k1] = torch.einsum("bki,bi->bk", best, qm[b0:b1]) * inv_count[b0:b1, None]
-            argmax[b0:b1, k0:k1] = idx.masked_fill(q_pad[b0:b1, None, :], -1)
+            scores[bs, ks] = torch.einsum("bki,bi->bk", best, qm[bs]) * inv_count[bs, None]
+            argmax[bs, ks] = idx.masked_fill(q_pad[bs, None, :], -1)
     return scores, argmax
 
 
@@ -106,19 +102,19 @@ def maxsim_bwd(grad: Tensor, q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Ten
     gd = torch.zeros(G * K * n, h, dtype=dt, device=q.device) if need_dd else None
     kidx = torch.arange(K, device=q.device)
     bc, kc = plan(Bq, K, 2 * m * h, 0, shared)
-    for b0, b1 in _chunks(Bq, bc):
-        for k0, k1 in _chunks(K, kc):
-            a = argmax[b0:b1, k0:k1].long()  # (bc, kc, m)
-            coeff = weights[b0:b1, k0:k1, None] * (a >= 0)  # (bc, kc, m)
-            base = kidx[k0:k1] * n
+    for bs in row_chunks(Bq, bc):
+        for ks in row_chunks(K, kc):
+            a = argmax[bs, ks].long()  # (bc, kc, m)
+            coeff = weights[bs, ks, None] * (a >= 0)  # (bc, kc, m)
+            base = kidx[ks] * n
             if not shared:
-                base = base[None, :] + torch.arange(b0, b1, device=q.device)[:, None] * (K * n)
+                base = base[None, :] + torch.arange(bs.start, bs.stop, device=q.device)[:, None] * (K * n)
             rows = (base[..., None] + a.clamp_min(0)).reshape(-1)  # flat doc-token rows
             if gq is not None:
-                picked = d_flat.index_select(0, rows).view(b1 - b0, k1 - k0, m, h).to(dt)
-                gq[b0:b1] += torch.einsum("bki,bkih->bih", coeff, picked)
+                picked = d_flat.index_select(0, rows).view(*a.shape, h).to(dt)
+                gq[bs] += torch.einsum("bki,bkih->bih", coeff, picked)
                 del picked
             if gd is not None:
-                gd.index_add_(0, rows, (coeff[..., None] * q32[b0:b1, None]).reshape(-1, h))
+                gd.index_add_(0, rows, (coeff[..., None] * q32[bs, None]).reshape(-1, h))
     return (None if gq is None else gq.to(q.dtype),
             None if gd is None else gd.view(d4.shape).to(d4.dtype))

@@ -19,16 +19,16 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from . import cpu_budget
-from ._maxsim_cpu import _chunks, _math_dtype
+from .cpu_budget import row_chunks, rows_per_chunk
+from ._maxsim_cpu import _math_dtype
 
 NEG_INF = float("-inf")
 
 
-def _rows_per_chunk(m: int, n: int, C: int, patch: int | None) -> int:
+def _pairs_per_chunk(m: int, n: int, C: int, patch: int | None) -> int:
+    """Pairs per chunk: a pair takes its C channels on the padded patch grid plus 3 m n elements of work buffers."""
     p = patch or 1
-    per_pair = (-(-m // p) * p) * (-(-n // p) * p) * C + 3 * m * n
-    return max(1, cpu_budget.CHUNK_ELEMENTS // per_pair)
+    return rows_per_chunk((-(-m // p) * p) * (-(-n // p) * p) * C + 3 * m * n)
 
 
 def grid(m: int, n: int, patch: int) -> tuple[int, int]:
@@ -40,17 +40,17 @@ def _pair_chunks(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, all_pairs
     layout, built from queries a0..a1 (paired: documents a0..a1; all pairs: every document)."""
     B = q.shape[0]
     bd = d.shape[0] if all_pairs else 1
-    for a0, a1 in _chunks(B, max(1, per_chunk // bd)):
-        qc = q[a0:a1].to(dt)
+    for sl in row_chunks(B, max(1, per_chunk // bd)):
+        qc = q[sl].to(dt)
         if all_pairs:
             dc = d.to(dt)
             sims = torch.einsum("aih,bjh->abij", qc, dc).flatten(0, 1)
-            valid = (q_mask[a0:a1, None, :, None] & d_mask[None, :, None, :]).flatten(0, 1)
+            valid = (q_mask[sl, None, :, None] & d_mask[None, :, None, :]).flatten(0, 1)
         else:
-            dc = d[a0:a1].to(dt)
+            dc = d[sl].to(dt)
             sims = torch.bmm(qc, dc.transpose(1, 2))
-            valid = q_mask[a0:a1, :, None] & d_mask[a0:a1, None, :]
-        yield a0 * bd, a1 * bd, a0, a1, qc, dc, sims, valid
+            valid = q_mask[sl, :, None] & d_mask[sl, None, :]
+        yield sl.start * bd, sl.stop * bd, sl.start, sl.stop, qc, dc, sims, valid
 
 
 def sim_map_fwd(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, patch: int | None,
@@ -67,7 +67,7 @@ def sim_map_fwd(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, patch: 
     else:
         gm, gn = grid(m, n, patch)
         out = torch.empty(P, gm * gn, patch * patch * C, dtype=out_dtype, device=q.device)
-    per_chunk = _rows_per_chunk(m, n, C, patch)
+    per_chunk = _pairs_per_chunk(m, n, C, patch)
     for p0, p1, _, _, _, _, sims, valid in _pair_chunks(q, q_mask, d, d_mask, all_pairs, per_chunk, dt):
         if clip:
             sims.clamp_(-1.0, 1.0)
@@ -112,7 +112,7 @@ def sim_map_bwd(grad_out: Tensor, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: 
     gq = torch.empty(q.shape, dtype=dt, device=q.device) if need_dq else None
     gd = (torch.zeros if all_pairs else torch.empty)(d.shape, dtype=dt, device=q.device) if need_dd else None
     grad_out = grad_out.reshape(-1, *grad_out.shape[-3 if patch is None else -2:])
-    per_chunk = _rows_per_chunk(m, n, C, patch)
+    per_chunk = _pairs_per_chunk(m, n, C, patch)
     for p0, p1, a0, a1, qc, dc, raw, valid in _pair_chunks(q, q_mask, d, d_mask, all_pairs, per_chunk, dt):
         sims = raw.clamp(-1.0, 1.0) if clip else raw
         g = _grad_map(grad_out, p0, p1, m, n, C, patch, dt)

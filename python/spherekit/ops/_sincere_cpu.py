@@ -1,6 +1,6 @@
 """The "cpu" backend of sincere (SINCERE / SoftCSE): chunked torch, BLAS for the products.
 
-Rows are processed `rows_per_chunk(B)` at a time, so peak memory is O(rows x B), never B x B. The
+Rows are processed `cpu_budget.rows_per_chunk(B)` at a time, so peak memory is O(rows x B), never B x B. The
 forward keeps only per-anchor statistics (loss, L_i, U_i, |P_i|); the backward recomputes each chunk's
 logits. sincere_fwd_bwd (the public scalar mean, with gradients) gets the loss and the gradients from one
 pass over the chunks instead (3 matrix products per chunk instead of 4). All math is fp32 whatever the
@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._info_nce_cpu import rows_per_chunk
+from .cpu_budget import row_chunks, rows_per_chunk
 
 NEG_INF = float("-inf")
 
@@ -59,12 +59,10 @@ def sincere_fwd(e: Tensor, labels: Tensor, tau: Tensor, label_bias: Tensor | Non
     B = e.shape[0]
     loss = torch.empty(B, dtype=torch.float32, device=e.device)
     lse, usum, npos = torch.empty_like(loss), torch.empty_like(loss), torch.empty_like(loss)
-    step = rows_per_chunk(B)
-    for r0 in range(0, B, step):
-        sl = slice(r0, r0 + step)
+    for sl in row_chunks(B, rows_per_chunk(B)):
         y_r = labels[sl]
         s = torch.mm(e32[sl], e32.T).mul_(inv_tau)
-        same, pos = _masks(y_r, labels, r0)
+        same, pos = _masks(y_r, labels, sl.start)
         z = _neg_logits(s, same, y_r, lb, None if shift is None else shift[sl])
         L = torch.logsumexp(z, dim=1)
         del z
@@ -87,12 +85,10 @@ def sincere_bwd(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, *
     lse_safe = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse)  # exp(-inf - 0) = 0, no NaN
     de = torch.zeros_like(e32) if need_de else None
     dtau = torch.zeros((), dtype=torch.float32, device=e.device)
-    step = rows_per_chunk(B)
-    for r0 in range(0, B, step):
-        sl = slice(r0, r0 + step)
+    for sl in row_chunks(B, rows_per_chunk(B)):
         y_r, e_r = labels[sl], e32[sl]
         s = torch.mm(e_r, e32.T).mul_(inv_tau)
-        same, pos = _masks(y_r, labels, r0)
+        same, pos = _masks(y_r, labels, sl.start)
         G = _neg_logits(s, same, y_r, lb, None if shift is None else shift[sl])
         G.sub_(lse_safe[sl, None]).exp_().mul_(cu[sl, None])  # softmax part: c_i U_i p_ij on negatives
         sig = torch.sigmoid(lse[sl, None] - s).masked_fill_(~pos, 0.0).mul_(c[sl, None])
@@ -131,12 +127,10 @@ def sincere_fwd_bwd(e, labels, tau, label_bias, shift, *, need_de, need_dtau):
     loss = torch.zeros((), dtype=torch.float32, device=e.device)
     de = torch.zeros_like(e32) if need_de else None
     dtau = torch.zeros_like(loss)
-    step = rows_per_chunk(B)
-    for r0 in range(0, B, step):
-        sl = slice(r0, r0 + step)
+    for sl in row_chunks(B, rows_per_chunk(B)):
         y_r, e_r, c = labels[sl], e32[sl], c_all[sl]
         s = torch.mm(e_r, e32.T).mul_(inv_tau)
-        same, pos = _masks(y_r, labels, r0)
+        same, pos = _masks(y_r, labels, sl.start)
         G = _neg_logits(s, same, y_r, lb, None if shift is None else shift[sl])
         L = torch.logsumexp(G, dim=1)
         t = torch.sub(L[:, None], s).masked_fill_(~pos, NEG_INF)  # L_i - s_ij on positives, -inf elsewhere

@@ -17,14 +17,15 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from . import cpu_budget
-from ._maxsim_cpu import _chunks, _math_dtype
+from .cpu_budget import row_chunks, rows_per_chunk
+from ._maxsim_cpu import _math_dtype
 
 NEG_INF = float("-inf")
 
 
-def _rows_per_chunk(m: int, n: int) -> int:
-    return max(1, cpu_budget.CHUNK_ELEMENTS // (4 * m * n))  # M, z, A and one temporary per pair
+def _pair_chunks(B: int, m: int, n: int):
+    """Slices of pairs whose M, z, A and one temporary (4 m n elements a pair) fit the CPU budget."""
+    return row_chunks(B, rows_per_chunk(4 * m * n))
 
 
 def _positions(m: int, n: int, dt: torch.dtype, device) -> Tensor:
@@ -48,11 +49,11 @@ def soft_align_fwd(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, lam: Te
     pos = _positions(m, n, dt, q.device)
     lse = torch.empty(B, m, dtype=dt, device=q.device)
     rows = torch.empty(B, m, dtype=dt, device=q.device)
-    for b0, b1 in _chunks(B, _rows_per_chunk(m, n)):
-        sims, z = _logits(q[b0:b1].to(dt), d[b0:b1].to(dt), d_mask[b0:b1], lam, tau, pos)
-        lse[b0:b1] = torch.logsumexp(z, dim=-1)
-        attn = z.sub_(lse[b0:b1, :, None]).exp_()
-        rows[b0:b1] = (attn * sims).sum(-1)
+    for sl in _pair_chunks(B, m, n):
+        sims, z = _logits(q[sl].to(dt), d[sl].to(dt), d_mask[sl], lam, tau, pos)
+        lse[sl] = torch.logsumexp(z, dim=-1)
+        attn = z.sub_(lse[sl, :, None]).exp_()
+        rows[sl] = (attn * sims).sum(-1)
     qm = q_mask.to(dt)
     score = (rows * qm).sum(-1) / qm.sum(-1)
     return score, lse, rows
@@ -73,22 +74,22 @@ def soft_align_bwd(grad: Tensor, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: T
     gd = torch.empty(d.shape, dtype=dt, device=q.device) if need_dd else None
     glam = torch.empty(B, dtype=dt, device=q.device)
     gtau = torch.empty(B, dtype=dt, device=q.device)
-    for b0, b1 in _chunks(B, _rows_per_chunk(m, n)):
-        qc, dc = q[b0:b1].to(dt), d[b0:b1].to(dt)
-        sims, z = _logits(qc, dc, d_mask[b0:b1], lam, tau, pos)
-        logp = z.sub_(lse[b0:b1, :, None])  # log A_ij (-inf at padding)
+    for sl in _pair_chunks(B, m, n):
+        qc, dc = q[sl].to(dt), d[sl].to(dt)
+        sims, z = _logits(qc, dc, d_mask[sl], lam, tau, pos)
+        logp = z.sub_(lse[sl, :, None])  # log A_ij (-inf at padding)
         attn = logp.exp()
         attn.div_(attn.sum(-1, keepdim=True))  # exactly row-stochastic again (lse carries rounding)
         # sum_j A_ij (M_ij - s_i) = 0, so any per-row constant may be taken off a factor multiplying it: with
         # s_i recomputed from this A, and z_ij - lse_i = log A_ij in place of z_ij, nothing large cancels
         # (z is up to |M| / tau + lam n / tau; its rounding would otherwise be amplified by 1 / tau)
-        centred = attn * (sims - (attn * sims).sum(-1, keepdim=True)) * coeff[b0:b1, :, None]
-        glam[b0:b1] = -(centred * pos).sum((1, 2)) / tau
-        gtau[b0:b1] = -(centred * logp.masked_fill_(~d_mask[b0:b1, None, :], 0.0)).sum((1, 2)) / tau
+        centred = attn * (sims - (attn * sims).sum(-1, keepdim=True)) * coeff[sl, :, None]
+        glam[sl] = -(centred * pos).sum((1, 2)) / tau
+        gtau[sl] = -(centred * logp.masked_fill_(~d_mask[sl, None, :], 0.0)).sum((1, 2)) / tau
         del z, logp, sims
-        gmap = attn.mul_(coeff[b0:b1, :, None]).add_(centred.div_(tau))  # G_ij = c_i A_ij (1 + (M_ij - s_i)/tau)
+        gmap = attn.mul_(coeff[sl, :, None]).add_(centred.div_(tau))  # G_ij = c_i A_ij (1 + (M_ij - s_i)/tau)
         if gq is not None:
-            gq[b0:b1] = torch.bmm(gmap, dc)
+            gq[sl] = torch.bmm(gmap, dc)
         if gd is not None:
-            gd[b0:b1] = torch.bmm(gmap.transpose(1, 2), qc)
+            gd[sl] = torch.bmm(gmap.transpose(1, 2), qc)
     return (None if gq is None else gq.to(q.dtype), None if gd is None else gd.to(d.dtype), glam, gtau)

@@ -27,7 +27,8 @@ Conventions (tests/ops/test_contracts.py checks every implementation against its
 The symbols follow each family's oracle in spherekit.reference, whose docstring states the forward and backward
 math: q, c, h queries / candidates / hard negatives, t targets, tau temperature, ql / cl query / candidate labels,
 e embeddings, y labels, lse the per-row logsumexp the forward saves for the backward.
-How to add a backend: kernels/README.md.
+backends(family) names the backends a family has; the op tests run each of them against the oracle
+(tests/ops/_harness.py). How to add a backend: kernels/README.md.
 """
 
 from __future__ import annotations
@@ -159,3 +160,20 @@ IMPLEMENTATIONS: dict[str, tuple[type, tuple[str, ...]]] = {
     "soft_align": (SoftAlignBackend, ("spherekit.kernels.soft_align", "spherekit.ops._soft_align_cpu")),
     "sim_map": (SimMapBackend, ("spherekit.kernels.sim_map", "spherekit.ops._sim_map_cpu")),
 }
+
+
+def backend_of(target: str) -> str:
+    """The backend (a spherekit._backend name) an IMPLEMENTATIONS entry serves, by the file naming of
+    kernels/README.md: spherekit.kernels.<family> is "triton", ops/_<family>_cuda.py "cuda", ops/_<family>_cpu.py
+    and ops/_<family>_cpp.py (the C++ loops of spherekit._C) "cpu"."""
+    module = target.partition(":")[0]
+    if module.startswith("spherekit.kernels."):
+        return "triton"
+    return {"cpu": "cpu", "cpp": "cpu", "cuda": "cuda"}[module.rsplit("_", 1)[-1]]
+
+
+def backends(family: str) -> tuple[str, ...]:
+    """The backends that implement `family`: those of its entries in IMPLEMENTATIONS (its own and its fused CPU
+    contract's, "<family>_cpu"), each once, in the order listed."""
+    targets = IMPLEMENTATIONS[family][1] + IMPLEMENTATIONS.get(f"{family}_cpu", (None, ()))[1]
+    return tuple(dict.fromkeys(backend_of(target) for target in targets))

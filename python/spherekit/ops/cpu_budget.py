@@ -10,10 +10,28 @@ goes back to the operating system instead of growing the heap (a 10k-document Ma
 peak at 2^22 vs 9.9 MiB at 2^21, at the same speed; benches/results/sim_map.csv). The environment variable
 SPHEREKIT_CPU_CHUNK_ELEMENTS (read at import) trades memory for fewer, larger matrix products. The paths read
 the value at call time, so tests can lower it with monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", n).
+
+Every path cuts its work with the two helpers below: a chunk size (rows_per_chunk for a cost per row, or the
+path's own rule where it tiles in two dimensions: info_nce's tile_shape, maxsim's plan) and row_chunks, the
+slices of rows that size gives.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 CHUNK_ELEMENTS = int(os.environ.get("SPHEREKIT_CPU_CHUNK_ELEMENTS", 1 << 21))
+
+
+def rows_per_chunk(row_elements: int) -> int:
+    """Rows per chunk for row_elements work-buffer elements per row: max(1, CHUNK_ELEMENTS // row_elements), the
+    most rows whose buffers fit the budget (one row when a single row is over it)."""
+    return max(1, CHUNK_ELEMENTS // max(1, row_elements))
+
+
+def row_chunks(total: int, step: int) -> Iterator[slice]:
+    """The chunks of a chunked loop over `total` rows: slice(r0, min(total, r0 + step)) for r0 = 0, step, 2 step,
+    ... below total; each holds `step` rows except the last, which holds the rest."""
+    for r0 in range(0, total, step):
+        yield slice(r0, min(total, r0 + step))
