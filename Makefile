@@ -27,8 +27,9 @@ $(VENV)/.installed: requirements/constraints.txt requirements/dev.txt pyproject.
 	$(PIP) install -q $(PINS) --no-build-isolation -Ceditable.rebuild=true -e .
 	touch $@
 
-# The main job: `spherekit reproduce concept --preset cpu-small` (B0, B1, B3 on all-MiniLM-L6-v2; ~10 min
-# on 2 cores); the result card goes to results/reproduce/concept/$(PRESET)/ and a table to stdout.
+# The main job: `spherekit reproduce concept --preset cpu-small` (B0, B1, B3 on all-MiniLM-L6-v2; its measured
+# time is in the README, generated from the committed card); the result card goes to
+# results/reproduce/concept/$(PRESET)/ and a table to stdout.
 run: data
 	$(BIN)/spherekit info
 	$(BIN)/spherekit reproduce concept --preset $(PRESET)

@@ -6,8 +6,10 @@ import csv
 import pytest
 import torch
 
-from spherekit.bench.reproduce import PlainConceptRecipe, run
-from spherekit.experiments.concept.config import CONDITIONS, preset_config
+from spherekit.experiments.concept.bench import PlainConceptRecipe, run
+from spherekit.experiments.concept.spec import EXPERIMENT, SETUPS as CONDITIONS
+
+preset_config = EXPERIMENT.make_config
 from spherekit.experiments.concept.models import build_loss, build_model
 
 A = ["dirty cup", "mammal", "joy", "death place"]

@@ -246,13 +246,14 @@ def test_angle_colors_are_cyclic():
 
 def test_ngpt_step_sizes_read_the_effective_alphas():
     from spherekit.experiments.circumplex.measure import ngpt_step_sizes
+    from spherekit.experiments.circumplex.spec import ALPHA_MAX, ALPHA_MEAN
     from spherekit.nn.head import HypersphereHead
 
     head = HypersphereHead(16, kind="ngpt", n_heads=2, n_layers=2, backend="reference")
-    assert ngpt_step_sizes(head) == pytest.approx({"alpha_mean": 0.05, "alpha_max": 0.05})
+    assert ngpt_step_sizes(head) == pytest.approx({ALPHA_MEAN: 0.05, ALPHA_MAX: 0.05})
     with torch.no_grad():  # effective alpha = raw * (0.05 / init_scaling); its sign does not matter
         head.blocks[1].alpha_mlp.raw[0] = -head.blocks[1].alpha_mlp.raw[0] * 3
     stats = ngpt_step_sizes(head)
-    assert stats["alpha_max"] == pytest.approx(0.15)
-    assert stats["alpha_mean"] == pytest.approx(0.05 + 0.10 / (4 * 16))
+    assert stats[ALPHA_MAX] == pytest.approx(0.15)
+    assert stats[ALPHA_MEAN] == pytest.approx(0.05 + 0.10 / (4 * 16))
     assert ngpt_step_sizes(HypersphereHead(16, kind="gpt", n_heads=2)) == {}

@@ -1,6 +1,7 @@
 """`spherekit reproduce circumplex` end to end on the tiny preset (a small local backbone): the grid, the
 label-count and unfrozen units, the card, resume, --data-dir tables, bad input, the paper's claims as
-checks, and the cached-vs-per-step benchmark."""
+checks (on the paper's own Table 1 and on numbers that break them), the claims' groups, and the cached-vs-per-step
+benchmark."""
 
 import json
 from pathlib import Path
@@ -9,10 +10,14 @@ import pytest
 
 from spherekit.cli import main
 from spherekit.experiments import get
-from spherekit.experiments.circumplex.config import (PRESETS, TRAINED_RUNS, CircumplexConfig, Run, parse_condition,
-                                                     preset_config, select, units_of)
-from spherekit.experiments.circumplex.paper import TABLE1, check_claims, paper_claims_hold
+from spherekit.experiments.circumplex import paper as P
+from spherekit.experiments.circumplex.spec import (CD_R, EXPERIMENT, PRESETS, TRAINED_RUNS, V, CircumplexConfig,
+                                                   GroupScope, Run, parse_condition)
+from spherekit.experiments.claims import evaluate
 from spherekit.experiments.config import with_overrides
+from spherekit.experiments.metrics import invalid_keys
+
+preset_config, units_of, select = EXPERIMENT.make_config, EXPERIMENT.selected, EXPERIMENT.select
 
 CONDITIONS = ("Pretrained,SINCERE-nGPT@frozen,CircularCSE-GPT@frozen,SoftCSE-nGPT@unfrozen,"
               "CircularCSE-nGPT@frozen+4labels")
@@ -35,7 +40,16 @@ def test_conditions_parse_and_round_trip():
     for bad in ("SINCERE", "SINCERE-GPT@cold", "SINCERE-GPT@frozen+5labels", "Foo-GPT@frozen"):
         with pytest.raises(ValueError, match="valid"):
             parse_condition(bad)
-    assert set(get("circumplex").conditions) >= {"Pretrained", *TRAINED_RUNS, "SINCERE-GPT@unfrozen"}
+    experiment = get("circumplex")
+    assert {"Pretrained", "SINCERE-GPT@unfrozen", "SoftCSE-nGPT@frozen+6labels"} <= set(experiment.conditions)
+    assert not set(TRAINED_RUNS) & set(experiment.conditions)  # bare run names are aliases, not units
+    assert set(TRAINED_RUNS) <= set(experiment.selectable())
+    assert len(experiment.conditions) == 1 + len(TRAINED_RUNS) * 2 * 5
+    for name, condition in experiment.conditions.items():
+        assert parse_condition(name) == condition.params
+        trained = name != "Pretrained"  # Pretrained: a frozen backbone evaluated with data_seed, run once
+        assert condition.seeded is trained and condition.distributed is trained, name
+    assert "a bare run name" in experiment.condition_help
 
 
 def test_presets_and_selection():
@@ -49,55 +63,117 @@ def test_presets_and_selection():
     assert cpu.index("CircularCSE-GPT@frozen+2labels") < cpu.index("SINCERE-GPT@unfrozen")  # cheap units first
     picked = with_overrides(cfg, select(["SINCERE-GPT", "CircularCSE-nGPT@unfrozen+4labels"]))
     assert units_of(picked) == ["SINCERE-GPT@frozen", "CircularCSE-nGPT@unfrozen+4labels"]
-    assert cfg.train_config(1800).steps == 5 * 29  # epochs x ceil(n / batch)
+    assert cfg.train_config(1800, 7).steps == 5 * 29 and cfg.train_config(1800, 7).seed == 7  # epochs x ceil(n / b)
+    assert (cfg.seeds, cfg.data_seed) == ((42,), 42)
     with pytest.raises(ValueError, match="runs"):
         CircumplexConfig(runs=("SINCERE-XL",))
     with pytest.raises(ValueError, match="data-dir"):
         CircumplexConfig(dataset="goemotions")
 
 
+def _verdicts(scope):
+    return {r["id"]: r for r in evaluate(P.CLAIMS, [scope])}
+
+
 def test_claim_checks_on_the_papers_own_table():
-    holds = paper_claims_hold()
-    names = list(TABLE1)
-    assert all(all(v) for c, v in holds.items() if not c.startswith("The highest CD-r"))
-    best = next(v for c, v in holds.items() if c.startswith("The highest CD-r"))
-    assert dict(zip(names, best)) == {names[0]: True, names[1]: True, names[2]: False}  # Llama: SoftCSE-nGPT ties
-    flipped = {run: (cd, v) for run, (v, cd) in TABLE1[names[0]].items()}  # swap V and CD-r: orders break
-    verdicts = {claim: h for claim, _, h in check_claims(flipped)}
-    assert not any(h for c, h in verdicts.items() if c.startswith(("V-measure", "CD-r")))
-    assert all(h is None for _, _, h in check_claims({"SINCERE-GPT": (0.5, 0.5)}))
+    holds = P.paper_claims_hold()
+    names = [backbone for backbone, _ in P.TABLE1]
+    assert list(holds) == ["C1", "C2", "C3", "C4", "C5"]
+    assert all(all(v) for c, v in holds.items() if c != "C3")
+    assert dict(zip(names, holds["C3"])) == {names[0]: True, names[1]: True, names[2]: False}  # Llama: a tie
+    e5 = P.paper_scopes()[0]
+    assert e5.name == "multilingual-e5-large, unfrozen" and e5.metric("SINCERE-GPT@unfrozen", V) == 0.760
+    flipped = GroupScope("e5", "unfrozen", {c: {"metrics": {V: u["metrics"][CD_R], CD_R: u["metrics"][V]}}
+                                            for c, u in e5.units.items()})  # swap V and CD-r: the orders break
+    got = _verdicts(flipped)
+    assert got["C1"]["verdict"] == got["C2"]["verdict"] == "does not hold"
+    assert got["C1"]["value"] < 0 and got["C1"]["op"] == ">" and got["C1"]["margin"] == 0.0
+    alone = _verdicts(GroupScope("b", "frozen", {"SINCERE-GPT@frozen": {"metrics": {V: 0.5, CD_R: 0.5}}}))
+    assert all(r["verdict"] == "not run" and r["measured"].startswith("needs") for r in alone.values())
+
+
+def test_claim_rules_at_their_edges():
+    def scope(v, cd, pretrained=0.1):
+        units = {Run(r, "frozen").name: {"metrics": {V: v[i], CD_R: cd[i]}} for i, r in enumerate(TRAINED_RUNS)}
+        return GroupScope("b", "frozen", {**units, "Pretrained": {"metrics": {V: pretrained, CD_R: 0.5}}})
+
+    # runs: SINCERE-GPT, SINCERE-nGPT, SoftCSE-GPT, SoftCSE-nGPT, CircularCSE-GPT, CircularCSE-nGPT
+    tie = _verdicts(scope([0.7, 0.7, 0.7, 0.7, 0.6, 0.6], [0.3, 0.3, 0.5, 0.8, 0.8, 0.7]))
+    assert tie["C3"]["verdict"] == "does not hold"  # SoftCSE-nGPT ties the best CircularCSE: the paper's Llama case
+    assert tie["C1"]["verdict"] == tie["C2"]["verdict"] == tie["C4"]["verdict"] == tie["C5"]["verdict"] == "holds"
+    flat = _verdicts(scope([0.5] * 6, [0.3, 0.3, 0.5, 0.5, 0.8, 0.8], pretrained=0.5))
+    assert flat["C4"]["verdict"] == "does not hold" and "undefined" in flat["C4"]["measured"]  # constant V column
+    assert flat["C5"]["verdict"] == "does not hold" and flat["C1"]["verdict"] == "does not hold"
+
+
+def test_scopes_group_the_main_grid_per_regime_with_pretrained():
+    def unit(backbone, condition):
+        return {"backbone": backbone, "condition": condition, "metrics": {V: 0.5, CD_R: 0.5}}
+
+    conds = ["Pretrained", "SINCERE-GPT@frozen", "SINCERE-GPT@unfrozen", "SINCERE-GPT@frozen+4labels"]
+    units = {f"a/{c}": unit("/models/a", c) for c in conds}
+    units["b/Pretrained"] = unit("b", "Pretrained")
+    scopes = EXPERIMENT.scopes({"units": units, "config": {}})
+    assert [s.name for s in scopes] == ["a, frozen", "a, unfrozen", "b, frozen"]
+    assert set(scopes[0].units) == {"Pretrained", "SINCERE-GPT@frozen"}  # the label-count unit is in no group
+    assert set(scopes[1].units) == {"Pretrained", "SINCERE-GPT@unfrozen"}
+    assert scopes[1].condition("SINCERE-GPT") == "SINCERE-GPT@unfrozen" and scopes[1].condition("Pretrained") == \
+        "Pretrained"
+    assert set(scopes[2].units) == {"Pretrained"}  # a Pretrained-only backbone
+
+
+def test_printed_table1():
+    assert len(P.PRINTED) == 3 * 7 * 2
+    assert {p.condition for p in P.PRINTED} <= set(EXPERIMENT.conditions)
+    assert not invalid_keys({p.metric for p in P.PRINTED}, EXPERIMENT)
+    from spherekit.experiments.printed import find
+
+    assert find(P.PRINTED, "CircularCSE-nGPT@unfrozen", CD_R, "multilingual-e5-large").value == 0.764
+    assert find(P.PRINTED, "SoftCSE-nGPT@frozen", CD_R, "Llama-3.2-3B").value == 0.728
+    assert find(P.PRINTED, "Pretrained", V, "Qwen3-Embedding-4B").value == 0.495
 
 
 def test_units_layout_and_metrics(card):
+    from spherekit.experiments.circumplex.spec import ALPHA_MAX, ALPHA_MEAN
+
     results = json.loads((card / "results.json").read_text())
     assert set(results["units"]) == {f"st/{c}" for c in CONDITIONS.split(",")}
     for uid, unit in results["units"].items():
         m = unit["metrics"]
-        assert 0 <= m["v_measure"] <= 1 and -1 <= m["cd_r"] <= 1, uid
-        details = unit["details"]
-        n_labels = len(unit["labels"])
+        assert not invalid_keys(m, EXPERIMENT), uid
+        assert 0 <= m[V] <= 1 and -1 <= m[CD_R] <= 1, uid
+        (run,) = unit["runs"]
+        assert unit["seeds"] == [None if uid == "st/Pretrained" else 42], uid  # Pretrained: one no-seed run
+        details = run["details"]
+        n_labels = len(run["labels"])
         assert len(details["label_cosine"]) == n_labels and details["pca_sweep"][-1]["reduced"] is False
         assert len(details["pca_points"]) == details["n_test"] == len(details["pca_labels"])
         if "nGPT" in uid:  # the trained step sizes, read back from the saved head: near their init here
-            assert 0 < m["alpha_mean"] <= m["alpha_max"] < 0.2, uid
+            assert 0 < m[ALPHA_MEAN] <= m[ALPHA_MAX] < 0.2, uid
         else:
-            assert "alpha_mean" not in m and "alpha_max" not in m, uid
+            assert ALPHA_MEAN not in m and ALPHA_MAX not in m, uid
     four = results["units"]["st/CircularCSE-nGPT@frozen+4labels"]
-    assert four["labels"] == ["love", "surprise", "disgust", "calmness"]
+    assert four["runs"][0]["labels"] == ["love", "surprise", "disgust", "calmness"]
     frozen = results["units"]["st/SINCERE-nGPT@frozen"]
     assert frozen["seconds"]["train"] > 0 and "cache" in frozen["seconds"]
-    assert frozen["training"]["steps"] == 2 * -(-6 * 12 // 16)
+    assert frozen["runs"][0]["training"]["steps"] == 2 * -(-6 * 12 // 16)
     assert "cache" not in results["units"]["st/SoftCSE-nGPT@unfrozen"]["seconds"]  # fine-tuning: no cache
+    assert (card / "st" / "Pretrained" / "no-seed" / "done").is_file()
     for cond in CONDITIONS.split(",")[1:]:
-        d = card / "st" / cond
+        d = card / "st" / cond / "seed-42"
         assert (d / "done").is_file() and (d / "checkpoint" / "modules.json").is_file()
         assert not (d / "trainer").exists()
+    assert (card / "data" / "token_states").is_dir()  # the frozen runs' shared cache
+    by_id = {(r["scope"], r["id"]): r for r in results["claims"]}
+    assert set(by_id) == {(f"st, {g}", f"C{i}") for g in ("frozen", "unfrozen") for i in range(1, 6)}
+    assert all(r["verdict"] == "not run" for r in results["claims"])  # the tiny grid lacks runs every claim needs
 
 
 def test_saved_frozen_model_reloads_on_the_real_backbone(card):
     from sentence_transformers import SentenceTransformer
 
-    model = SentenceTransformer(str(card / "st" / "SINCERE-nGPT@frozen" / "checkpoint"), trust_remote_code=True)
+    model = SentenceTransformer(str(card / "st" / "SINCERE-nGPT@frozen" / "seed-42" / "checkpoint"),
+                                trust_remote_code=True)
     emb = model.encode(["I am so happy today", "a dreadful fright"], convert_to_tensor=True)
     assert emb.shape[0] == 2 and abs(float(emb.norm(dim=1).mean()) - 1.0) < 1e-4
 
@@ -106,6 +182,7 @@ def test_card_report_and_rerender(card):
     report = (card / "report.md").read_text()
     assert "The paper's Table 1" in report and "Label-count study" in report and "departs" in report
     assert "frozen backbone" in report and "unfrozen backbone" in report and "nGPT alpha mean" in report
+    assert "Claims of the paper" in report and "| C1 |" in report and "the paper's multilingual-e5-large" in report
     plots = sorted(p.name for p in (card / "plots").glob("*.png"))
     assert "label_count.png" in plots and any(p.endswith("_pca_dims.png") for p in plots)
     assert any("CircularCSE" not in p and p.endswith("_cosine.png") for p in plots)
@@ -158,16 +235,16 @@ def test_bad_input(backbone_dir, tmp_path, capsys):
         _table(tmp_path / "odd" / f"{split}.csv", [f"{lab} {split} {i},{lab}" for lab in ("joy", "nostalgia")
                                                    for i in range(n)])
     _fails(capsys, ["--backbone", str(backbone_dir), "--data-dir", str(tmp_path / "odd"), "--out",
-                    str(tmp_path / "o")], "nostalgia", "--angles")
+                    str(tmp_path / "o")], "nostalgia", "--set angles_file=FILE")
     angles = tmp_path / "angles.csv"
     angles.write_text("label,angle\nnostalgia,210\n")
     assert main(["reproduce", "circumplex", "--preset", "tiny", "--no-progress", "--backbone", str(backbone_dir),
-                 "--data-dir", str(tmp_path / "odd"), "--angles", str(angles), "--conditions", "Pretrained",
+                 "--data-dir", str(tmp_path / "odd"), "--set", f"angles_file={angles}", "--conditions", "Pretrained",
                  "--out", str(tmp_path / "o")]) == 0
 
 
 def test_bench_cached_equals_per_step(backbone_dir, tmp_path, capsys):
-    from spherekit.bench.reproduce_circumplex import run
+    from spherekit.experiments.circumplex.bench import run
 
     import csv
 

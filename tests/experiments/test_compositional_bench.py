@@ -1,13 +1,14 @@
-"""`spherekit bench reproduce compositional --preset tiny`: every (verifier, regime, provider) at the preset's batch
-plus the largest-batch row, the CSV, and the speed-up summary; the released loop and spherekit's all-pairs step
-optimise the same loss (equal first-step losses on the same weights and inputs)."""
+"""`spherekit bench reproduce compositional --preset tiny` (spherekit.experiments.compositional.bench): every
+(verifier, regime, provider) at the preset's batch plus the largest-batch row, the CSV, and the speed-up summary;
+the released loop and spherekit's all-pairs step optimise the same loss (equal first-step losses on the same weights
+and inputs)."""
 
 import csv
 
 import pytest
 import torch
 
-from spherekit.bench import reproduce_compositional as RC
+from spherekit.experiments.compositional import bench as RC
 from spherekit.cli import main
 
 
@@ -33,8 +34,8 @@ def test_released_and_spherekit_losses_agree(name, chunk_rows, one_thread):
     ours, released = RC._verifiers(name, p)
     ours.eval(), released.eval()
     g = torch.Generator().manual_seed(0)
-    q, pos, neg = torch.randn(3, 5, 32, generator=g), torch.randn(3, 7, 32, generator=g), torch.randn(3, 6, 32, generator=g)
-    qm, pm, nm = torch.ones(3, 5, dtype=torch.bool), torch.ones(3, 7, dtype=torch.bool), torch.ones(3, 6, dtype=torch.bool)
+    q, pos, neg = (torch.randn(3, n, 32, generator=g) for n in (5, 7, 6))
+    qm, pm, nm = (torch.ones(3, n, dtype=torch.bool) for n in (5, 7, 6))
     qm[0, 3:] = False
     a = verifier_mnrl_loss(ours, q, qm, pos, pm, neg[:, None], nm[:, None], scale=10.0, chunk_rows=chunk_rows)
     b = RC._released_loss(released, q, qm, pos, pm, neg, nm)

@@ -1,21 +1,22 @@
-"""The compositional card's seed aggregation and claim rules on hand-built multi-seed units (the tiny preset runs
-one seed): mean and population std over seeds, B - A with the propagated std and the relative drop, Figure 1's
-lowered share pooled over seeds, the verifier orderings and the Figure 3 separations."""
+"""The compositional claims and tables on hand-built multi-seed units (the tiny preset runs one seed): the runner's
+mean and sample std over seeds, B - A with the propagated spread and the relative drop, Figure 1's lowered share
+pooled over seeds, the verifier orderings and the Figure 3 separations; every claim can fail."""
 
 import math
 
 import numpy as np
 import pytest
 
-from spherekit.experiments.compositional.claims import check
-from spherekit.experiments.compositional.experiment import aggregate
-from spherekit.experiments.compositional.report import report_body
+from spherekit.experiments.claims import Scope, evaluate
+from spherekit.experiments.compositional.figures import report
+from spherekit.experiments.compositional.paper import CLAIMS, PRINTED
+from spherekit.experiments.runner import aggregate
 
 SEEDS = (42, 43, 44)
 
 
-def _retrieval(ndcg):
-    return {"mean": {"nDCG@10": ndcg, "MRR@10": ndcg, "Acc@1": ndcg / 2, "Acc@10": ndcg}}
+def _mean(ndcg):
+    return {"nDCG@10": ndcg, "MRR@10": ndcg, "Acc@1": ndcg / 2, "Acc@10": ndcg}
 
 
 def _fig3(mean, auc, spatial_auc=None):
@@ -25,9 +26,9 @@ def _fig3(mean, auc, spatial_auc=None):
 
 
 def _unit(cond, ndcgs, **per_seed):
-    seeds = [{"seed": s, "retrieval": _retrieval(n), "train": {"steps": 5},
-              **{k: v[i] for k, v in per_seed.items()}} for i, (s, n) in enumerate(zip(SEEDS, ndcgs))]
-    return {"backbone": "bb", "condition": cond, "metrics": aggregate(seeds), "seeds": seeds}
+    runs = [{"seed": s, "metrics": _mean(n), "train": {"steps": 5}, **{k: v[i] for k, v in per_seed.items()}}
+            for i, (s, n) in enumerate(zip(SEEDS, ndcgs))]
+    return aggregate("bb", cond, runs)
 
 
 def _figure1(shift):
@@ -55,53 +56,92 @@ def units():
     }
 
 
-def test_aggregate_is_the_mean_and_population_std_over_seeds(units):
-    m = units["model_a"]["metrics"]
-    assert m["nDCG@10"] == pytest.approx(0.6) and m["Acc@1"] == pytest.approx(0.3)
-    assert m["nDCG@10_std"] == pytest.approx(np.std([0.5, 0.6, 0.7])) == pytest.approx(0.1 * math.sqrt(2 / 3))
-    assert units["base"]["metrics"]["nDCG@10_std"] == pytest.approx(0.0, abs=1e-12)
+def check(units) -> dict[str, dict]:
+    return {r["id"]: r for r in evaluate(CLAIMS, [Scope("bb", units)])}
 
 
-def test_table1_claims_report_the_difference_with_propagated_std(units):
-    claims = {c.split(" ")[0]: (m, h) for c, m, h in check(units)}
-    sd = math.hypot(np.std([0.5, 0.6, 0.7]), np.std([0.4, 0.5, 0.6]))
-    text, holds = claims["C1"]
-    assert holds and f"A 0.600, B 0.500, B - A = -0.100 +- {sd:.3f} (relative drop 16.7%)" == text
-    assert claims["C2"][1] and "A 0.300, B 0.250" in claims["C2"][0]
-    body = report_body({"units": {f"bb/{c}": u for c, u in units.items()}})
-    assert f"| B - A | -0.100 +- {sd:.3f} (16.7% drop) |" in body
+def test_units_are_the_mean_and_sample_std_over_seeds(units):
+    a = units["model_a"]
+    assert a["metrics"]["nDCG@10"] == pytest.approx(0.6) and a["metrics"]["Acc@1"] == pytest.approx(0.3)
+    assert a["spread"]["std"]["nDCG@10"] == pytest.approx(np.std([0.5, 0.6, 0.7], ddof=1)) == pytest.approx(0.1)
+    assert units["base"]["spread"]["std"]["nDCG@10"] == pytest.approx(0.0, abs=1e-12)
+    assert not any(k.endswith("_std") for u in units.values() for k in u["metrics"])
+
+
+def test_table1_claims_report_the_difference_with_propagated_spread(units):
+    claims = check(units)
+    sd = math.hypot(np.std([0.5, 0.6, 0.7], ddof=1), np.std([0.4, 0.5, 0.6], ddof=1))
+    c1 = claims["C1"]
+    assert c1["verdict"] == "holds"
+    assert c1["measured"] == f"A 0.600, B 0.500, B - A = -0.100 ± {sd:.3f} (relative drop 16.7%)"
+    assert (c1["value"], c1["op"], c1["margin"]) == (pytest.approx(-0.1), "<", 0.0)
+    assert claims["C2"]["verdict"] == "holds" and "A 0.300, B 0.250" in claims["C2"]["measured"]
+    body = report({"config": {}, "units": {f"bb/{c}": u for c, u in units.items()}})
+    assert f"| B - A | -0.100 ± {sd:.3f} (16.7% drop) |" in body
+
+
+def test_table1_claims_fail_when_model_b_is_not_lower(units):
+    units["model_b"] = _unit("model_b", [0.6, 0.7, 0.8], figure1=[r["figure1"] for r in units["model_b"]["runs"]])
+    claims = check(units)
+    assert claims["C1"]["verdict"] == claims["C2"]["verdict"] == "does not hold"
+    assert "B - A = +0.100" in claims["C1"]["measured"]
+
+
+def test_one_seed_has_no_spread_in_the_text(units):
+    units = {c: aggregate("bb", c, u["runs"][:1]) for c, u in units.items()}
+    assert check(units)["C1"]["measured"] == "A 0.500, B 0.400, B - A = -0.100 (relative drop 20.0%)"
 
 
 def test_figure1_shares_are_pooled_over_seeds(units):
-    claims = {c.split(" ")[0]: (m, h) for c, m, h in check(units)}
-    text, holds = claims["C4"]
+    claims = check(units)
+    text = claims["C4"]["measured"]
     assert "negation -0.100 (100% of pairs lowered)" in text and "binding +0.000 (0% of pairs lowered)" in text
-    assert "spatial -0.033 (67% of pairs lowered)" in text and holds  # 4 of 6 pairs: more than half
-    assert claims["C4b"][1] and claims["C3"][1]  # binding drops least; A's near-misses sit above the midpoint
+    assert "spatial -0.033 (67% of pairs lowered)" in text and claims["C4"]["verdict"] == "holds"  # 4 of 6 pairs
+    assert claims["C4b"]["verdict"] == claims["C3"]["verdict"] == "holds"  # binding drops least; A above the midpoint
 
 
 def test_figure1_rule_needs_more_than_half_of_the_pairs(units):
-    units["model_b"]["seeds"][0]["figure1"] = _figure1({"negation": [-0.1, -0.1]})
-    units["model_b"]["seeds"][1]["figure1"] = _figure1({"negation": [-0.1, -0.1], "spatial": [-0.3, 0.0]})
-    units["model_b"]["seeds"][2]["figure1"] = _figure1({"negation": [-0.1, -0.1], "spatial": [0.0, -0.005]})
-    text, holds = {c.split(" ")[0]: (m, h) for c, m, h in check(units)}["C4"]
-    assert "spatial -0.051 (17% of pairs lowered)" in text and holds is False  # lower mean, 1 of 6 pairs
+    runs = units["model_b"]["runs"]
+    runs[0]["figure1"] = _figure1({"negation": [-0.1, -0.1]})
+    runs[1]["figure1"] = _figure1({"negation": [-0.1, -0.1], "spatial": [-0.3, 0.0]})
+    runs[2]["figure1"] = _figure1({"negation": [-0.1, -0.1], "spatial": [0.0, -0.005]})
+    c4 = check(units)["C4"]
+    assert "spatial -0.051 (17% of pairs lowered)" in c4["measured"] and c4["verdict"] == "does not hold"
+
+
+def test_figure1_claims_can_fail(units):
+    for run in units["model_a"]["runs"]:
+        run["figure1"] = _figure1({"binding": [-0.6, -0.6]})  # binding at 0.35, below the midpoint 0.45
+    for run in units["model_b"]["runs"]:
+        run["figure1"] = _figure1({"binding": [-0.8, -0.8]})  # B - A on binding: -0.2, the largest drop
+    claims = check(units)
+    assert claims["C3"]["verdict"] == "does not hold" and claims["C3"]["value"] == pytest.approx(0.35 - 0.45)
+    assert claims["C4b"]["verdict"] == "does not hold"
 
 
 def test_verifier_claims_follow_the_measured_orderings(units):
-    claims = {c.split(" ")[0]: (m, h) for c, m, h in check(units)}
-    assert claims["C5"] == ("F1 0.650, F4 0.600, F2 0.300", True)
-    assert claims["C5b"][1] is True and claims["C6"] == ("F4 0.700, F1 0.620", True)
-    assert claims["C7"] == ("frozen F1 0.970 vs Model B cosine 0.879", True)
-    assert claims["C8"][1] is True and claims["C9"][1] is True
+    claims = check(units)
+    assert (claims["C5"]["measured"], claims["C5"]["verdict"]) == ("F1 0.650, F4 0.600, F2 0.300", "holds")
+    assert claims["C5b"]["verdict"] == "holds"
+    assert (claims["C6"]["measured"], claims["C6"]["verdict"]) == ("F4 0.700, F1 0.620", "holds")
+    assert (claims["C7"]["measured"], claims["C7"]["verdict"]) == ("frozen F1 0.970 vs Model B cosine 0.879", "holds")
+    assert claims["C8"]["verdict"] == claims["C9"]["verdict"] == "holds"
     units["e2e_F1"]["metrics"]["nDCG@10"] = 0.75  # F1 now beats F4's mean end to end
-    units["frozen_F4"]["seeds"] = [{**s, "figure3": _fig3(0.2, 0.5)} for s in units["frozen_F4"]["seeds"]]
-    units["e2e_F4"]["seeds"] = [{**s, "figure3": _fig3(0.1, 0.57, 0.57)} for s in units["e2e_F4"]["seeds"]]
-    claims = {c.split(" ")[0]: (m, h) for c, m, h in check(units)}
-    assert claims["C6"] == ("F1 0.750, F4 0.700", False)
-    assert claims["C8"][1] is False and claims["C9"][1] is False  # e2e F1 (0.58) separates best
+    units["frozen_F2"]["metrics"]["nDCG@10"] = 0.66  # F2 now the strongest frozen verifier
+    for run in units["frozen_F1"]["runs"]:
+        run["figure3"] = _fig3(0.8, 0.55)  # below Model B's pooled cosine
+    for run in units["frozen_F4"]["runs"]:
+        run["figure3"] = _fig3(0.2, 0.5)
+    for run in units["e2e_F4"]["runs"]:
+        run["figure3"] = _fig3(0.1, 0.57, 0.57)
+    claims = check(units)
+    assert (claims["C6"]["measured"], claims["C6"]["verdict"]) == ("F1 0.750, F4 0.700", "does not hold")
+    assert claims["C5"]["verdict"] == claims["C5b"]["verdict"] == "does not hold"
+    assert claims["C7"]["verdict"] == "does not hold"
+    assert claims["C8"]["verdict"] == claims["C9"]["verdict"] == "does not hold"  # e2e F1 (0.58) separates best
 
 
-def test_claims_without_their_units_are_not_applicable():
+def test_claims_without_their_units_are_not_run():
     claims = check({})
-    assert len(claims) == 11 and all(h is None for _, _, h in claims)
+    assert len(claims) == 11 and all(r["verdict"] == "not run" for r in claims.values())
+    assert claims["C1"]["measured"] == "needs model_a" and PRINTED == []

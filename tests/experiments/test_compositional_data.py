@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from spherekit.experiments.compositional.config import CompositionalConfig
+from spherekit.experiments.compositional.spec import CompositionalConfig
 from spherekit.experiments.compositional.data import RetrievalSet, _mixture, load_data, read_nearmiss_csv
 
 

@@ -1,11 +1,17 @@
-"""The compositional evaluation's stage-1 cache: the untuned encoder's retrievers (index and token store of every
-set) are built once per backbone and reused by later base / frozen units and seeds, with the same metrics as a
-fresh build; a tuned encoder (no `untuned` name) always builds its own; another backbone replaces the cache."""
+"""The compositional evaluation: the stage-1 cache (the untuned encoder's retrievers, index and token store of every
+set, are built once per backbone and reused by later base / frozen runs and seeds, with the same metrics as a fresh
+build; a tuned encoder (no `untuned` name) always builds its own; another backbone replaces the cache), Acc@1 from
+spherekit.evaluation.metrics equal to the count it replaced, and every metric key in the vocabulary."""
 
+import random
 
+import torch
+
+from spherekit.evaluation import metrics
 from spherekit.experiments.compositional import evaluate
-from spherekit.experiments.compositional.config import preset_config
 from spherekit.experiments.compositional.data import RetrievalSet
+from spherekit.experiments.compositional.spec import EXPERIMENT, METRICS
+from spherekit.experiments.metrics import lookup
 from spherekit.nn import MaxSimVerifier
 from spherekit.retrieval.two_stage import TwoStageRetriever
 
@@ -20,7 +26,7 @@ def _suite():
 
 
 def test_untuned_stage1_is_built_once_and_gives_the_same_metrics(backbone, monkeypatch, one_thread):
-    cfg = preset_config("tiny")
+    cfg = EXPERIMENT.make_config("tiny")
     builds, real = [], TwoStageRetriever.from_texts.__func__
     monkeypatch.setattr(TwoStageRetriever, "from_texts",
                         classmethod(lambda cls, enc, corpus, *a, **k: builds.append(len(corpus)) or
@@ -35,3 +41,21 @@ def test_untuned_stage1_is_built_once_and_gives_the_same_metrics(backbone, monke
     assert cached[0] == fresh[0] and cached[1] == fresh[1] and cached[2] == fresh[0]
     evaluate.retrieval(backbone, suite, cfg, untuned="other")
     assert builds == [36, 20, 36, 20] and {k[0] for k in evaluate._RETRIEVERS} == {"other"}
+
+
+def test_acc1_of_the_shared_metrics_equals_the_count_it_replaced():
+    rng = random.Random(0)
+    for _ in range(300):
+        n_q, n_docs = rng.randint(1, 120), rng.randint(4, 60)
+        ranked = torch.stack([torch.randperm(n_docs) for _ in range(n_q)])[:, :rng.randint(1, n_docs)]
+        relevant = [set(rng.sample(range(n_docs), rng.randint(1, 3))) for _ in range(n_q)]
+        assert metrics.accuracy_at_1(ranked, relevant) == evaluate.accuracy_at(ranked, relevant, 1)  # bit for bit
+
+
+def test_every_metric_key_is_in_the_vocabulary(backbone, one_thread):
+    out = evaluate.retrieval(backbone, _suite(), EXPERIMENT.make_config("tiny"))
+    assert set(out["mean"]) == set(out["mean2"]) == set(METRICS)
+    for values in (out["mean"], out["mean2"], *out["sets"].values()):
+        for key in values:
+            lookup(key, EXPERIMENT)
+    assert EXPERIMENT.main_metric in METRICS and all(lookup(m, EXPERIMENT) for m, _ in EXPERIMENT.summary_metrics)

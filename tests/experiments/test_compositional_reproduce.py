@@ -1,17 +1,21 @@
-"""`spherekit reproduce compositional` end to end on the tiny preset (a small local backbone): every unit (base,
-Model A/B, F1/F4 frozen and end to end) with its metrics, Table 1's aggregates equal the per-seed numbers, the
-card lists every claim with a verdict computed from the runs, Figures 1-3 are written, a rerun reuses the units."""
+"""`spherekit reproduce compositional` end to end on the tiny preset (a small local backbone): every run (base, Model
+A/B, F1/F4 frozen and end to end, seed 42) with its metrics and extras, the card's claims with verdicts computed
+from the runs, Figures 1-3 written; a rerun reuses the runs, and narrowing the verifiers or the seeds never
+retrains a finished run."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
 
 from spherekit.cli import main
 from spherekit.experiments import get
-from spherekit.experiments.compositional.claims import check
-from spherekit.experiments.compositional.config import CONDITIONS, PRESETS, CompositionalConfig, preset_config
-from spherekit.experiments.compositional.evaluate import METRICS
+from spherekit.experiments.compositional import models
+from spherekit.experiments.compositional.spec import CONDITIONS, EXPERIMENT, METRICS, PRESETS, CompositionalConfig
+from spherekit.experiments.metrics import lookup
+
+RAN = ["base", "model_a", "model_b", "frozen_F1", "frozen_F4", "e2e_F1", "e2e_F4"]
 
 
 def _run(backbone_dir, out, *extra):
@@ -26,17 +30,22 @@ def card(backbone_dir, tmp_path_factory):
     return out
 
 
-def _results(card):
-    return json.loads((card / "compositional" / "tiny" / "results.json").read_text())
+def _results(out):
+    return json.loads((out / "compositional" / "tiny" / "results.json").read_text())
 
 
-def test_presets_and_validation():
+def test_presets_selection_and_validation():
     for name in PRESETS:
-        preset_config(name)
-    assert preset_config("cpu").backbones == ("all-MiniLM-L6-v2", "all-mpnet-base-v2")
-    assert preset_config("cpu-small").verifiers == ("F1", "F4") and preset_config("cpu-small").seeds == (42,)
-    assert preset_config("paper").seeds == (42, 43, 44) and preset_config("paper").structural_fraction == 0.192
-    assert set(get("compositional").conditions) == set(CONDITIONS)
+        EXPERIMENT.make_config(name)
+    assert EXPERIMENT.make_config("cpu").backbones == ("all-MiniLM-L6-v2", "all-mpnet-base-v2")
+    small = EXPERIMENT.make_config("cpu-small")
+    assert small.verifiers == ("F1", "F4") and small.seeds == (42,)
+    assert EXPERIMENT.selected(small) == RAN  # the verifier conditions of F0, F2, F3 are dropped
+    assert EXPERIMENT.make_config("paper").seeds == (42, 43, 44) and EXPERIMENT.make_config("paper").data_seed == 0
+    assert EXPERIMENT.make_config("paper").structural_fraction == 0.192
+    assert len(EXPERIMENT.selected(EXPERIMENT.make_config("paper"))) == len(CONDITIONS) == 13
+    assert EXPERIMENT.select(["base", "frozen_F2"]) == {"conditions": ("base", "frozen_F2"), "verifiers": ("F2",)}
+    assert get("compositional") is EXPERIMENT
     with pytest.raises(ValueError, match="valid verifiers: F0, F1, F2, F3, F4"):
         CompositionalConfig(verifiers=("F1", "F9"))
     with pytest.raises(ValueError, match="valid conditions"):
@@ -45,48 +54,79 @@ def test_presets_and_validation():
         CompositionalConfig(map_size=60)
 
 
-def test_every_unit_runs_with_metrics(card):
+def test_every_run_has_its_metrics_and_extras(card):
     results = _results(card)
-    conds = ["base", "model_a", "model_b", "frozen_F1", "frozen_F4", "e2e_F1", "e2e_F4"]
-    assert set(results["units"]) == {f"st/{c}" for c in conds}
+    assert set(results["units"]) == {f"st/{c}" for c in RAN}
     units = {u["condition"]: u for u in results["units"].values()}
     for cond, unit in units.items():
-        seeds = unit["seeds"]
-        assert [s["seed"] for s in seeds] == [42]
-        for m in METRICS:  # the unit's metric is the mean over seeds of the suite mean; one seed: std 0
-            values = [s["retrieval"]["mean"][m] for s in seeds]
-            assert unit["metrics"][m] == pytest.approx(np.mean(values)) and unit["metrics"][m + "_std"] == 0.0
-            sets = seeds[0]["retrieval"]["sets"]
+        assert unit["seeds"] == [42] and "spread" not in unit  # one seed: the run's own numbers, no spread
+        (run,) = unit["runs"]
+        assert (card / "compositional" / "tiny" / "st" / cond / "seed-42" / "done").is_file()
+        assert unit["metrics"] == run["metrics"] and set(run["metrics"]) == set(METRICS)
+        sets = run["retrieval"]["sets"]
+        for m in METRICS:  # the run's metric is the unweighted mean over the suite's sets
             assert unit["metrics"][m] == pytest.approx(np.mean([v[m] for v in sets.values()]))
             assert 0 <= unit["metrics"][m] <= 1
-        assert seeds[0]["retrieval"]["mean"]["Acc@1"] <= seeds[0]["retrieval"]["mean"]["Acc@10"]
-    assert units["model_a"]["seeds"][0]["train"]["steps"] == units["model_b"]["seeds"][0]["train"]["steps"] == 2
-    assert units["model_b"]["seeds"][0]["train"]["rows"] > units["model_a"]["seeds"][0]["train"]["rows"]
-    assert units["frozen_F1"]["seeds"][0]["train"]["steps"] == 0  # no parameters: evaluated untrained
-    assert units["frozen_F4"]["seeds"][0]["train"]["steps"] == 2 and units["e2e_F1"]["seeds"][0]["train"]["steps"] == 2
-    # frozen re-ranking keeps the untuned encoder's stage 1: F1 frozen and base retrieve from the same top-K
-    fig3 = units["frozen_F4"]["seeds"][0]["figure3"]["overall"]
-    assert 0 <= fig3["auc"] <= 1 and fig3["n"] == sum(results["units"]["st/base"]["data"]["nearmiss_test"].values())
-    fig1 = units["model_a"]["seeds"][0]["figure1"]
-    assert len(fig1["positive"]) == len(fig1["negative"]) == results["units"]["st/base"]["data"]["reference_pairs"]
+            lookup(m, EXPERIMENT)
+        assert set(run["retrieval"]) == {"sets", "mean2"}
+        assert run["metrics"]["Acc@1"] <= run["metrics"]["Acc@10"]
+        assert set(run["seconds"]) >= {"eval"}
+    assert units["model_a"]["runs"][0]["train"]["steps"] == units["model_b"]["runs"][0]["train"]["steps"] == 2
+    assert units["model_b"]["runs"][0]["train"]["rows"] > units["model_a"]["runs"][0]["train"]["rows"]
+    assert units["frozen_F1"]["runs"][0]["train"]["steps"] == 0  # no parameters: evaluated untrained
+    assert units["frozen_F4"]["runs"][0]["train"]["steps"] == 2 and units["e2e_F1"]["runs"][0]["train"]["steps"] == 2
+    assert units["frozen_F4"]["runs"][0]["parameters"] > 0 == units["frozen_F1"]["runs"][0]["parameters"]
+    fig3 = units["frozen_F4"]["runs"][0]["figure3"]["overall"]
+    assert 0 <= fig3["auc"] <= 1 and fig3["n"] == sum(results["data"]["nearmiss_test"].values())
+    fig1 = units["model_a"]["runs"][0]["figure1"]
+    assert len(fig1["positive"]) == len(fig1["negative"]) == results["data"]["reference_pairs"]
+    assert not (card / "compositional" / "tiny" / "st" / "model_a" / "seed-42" / "trainer").exists()
 
 
 def test_card_has_claims_tables_and_figures(card):
     results = _results(card)
     report = (card / "compositional" / "tiny" / "report.md").read_text()
-    units = {u["condition"]: u for u in results["units"].values()}
-    claims = check(units)
-    assert len(claims) == 11
-    a, b = units["model_a"]["metrics"]["nDCG@10"], units["model_b"]["metrics"]["nDCG@10"]
-    assert claims[0][2] == (b < a) and f"A {a:.3f}, B {b:.3f}" in claims[0][1]
-    for claim, _, holds in claims:
-        assert claim in report
-    assert '"Acc@1" averaged Acc@1 and Acc@10' in report and "Table 1" in report
+    claims = {r["id"]: r for r in results["claims"]}
+    assert list(claims) == ["C1", "C2", "C3", "C4", "C4b", "C5", "C5b", "C6", "C7", "C8", "C9"]
+    a, b = results["units"]["st/model_a"]["metrics"]["nDCG@10"], results["units"]["st/model_b"]["metrics"]["nDCG@10"]
+    assert claims["C1"]["verdict"] == ("holds" if b < a else "does not hold")
+    assert claims["C1"]["measured"].startswith(f"A {a:.3f}, B {b:.3f}")
+    assert claims["C5b"]["verdict"] == "not run"  # F2 did not run
+    for record in claims.values():
+        assert record["statement"] in report and record["verdict"] in ("holds", "does not hold", "not run")
+    assert results["comparison"] == []  # the paper prints no numbers
+    assert '"Acc@1" averaged Acc@1 and Acc@10' in report and "Table 1" in report and "Figure 3" in report
     plots = sorted(p.name for p in (card / "compositional" / "tiny" / "plots").iterdir())
     assert plots == ["figure1_st.png", "figure2_st.png", "figure3_st.png"]
 
 
-def test_rerun_reuses_finished_units(card, backbone_dir, capsys):
+def test_rerun_reuses_finished_runs(card, backbone_dir, capsys):
     assert _run(backbone_dir, card, "--conditions", "base") == 0
     captured = capsys.readouterr()
-    assert "st/base: done earlier (reused" in captured.out + captured.err
+    assert "st/base/seed-42: done earlier (reused" in captured.out + captured.err
+
+
+def test_narrowing_verifiers_or_seeds_never_retrains(card, backbone_dir, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "out"
+    shutil.copytree(card, out)
+    trained = []
+    real_encoder, real_verifier = models.train_encoder, models.train_verifier_run
+    monkeypatch.setattr(models, "train_encoder", lambda *a, **k: trained.append("encoder") or real_encoder(*a, **k))
+    monkeypatch.setattr(models, "train_verifier_run", lambda *a, **k: trained.append("verifier") or
+                        real_verifier(*a, **k))
+    capsys.readouterr()
+    assert _run(backbone_dir, out, "--set", 'verifiers=["F1"]') == 0  # fewer verifiers: every run reused
+    err = capsys.readouterr().err
+    assert trained == [] and err.count("done earlier (reused") == 5 and "frozen_F4" not in err
+    assert _run(backbone_dir, out, "--conditions", "model_a", "--set", "seeds=[42,43]") == 0  # one more seed
+    assert trained == ["encoder"] and "st/model_a/seed-42: done earlier" in capsys.readouterr().err
+    trained.clear()
+    assert _run(backbone_dir, out, "--seed", "42", "--set", 'verifiers=["F1"]') == 0  # fewer seeds: reused
+    assert trained == [] and capsys.readouterr().err.count("done earlier (reused") == 5
+    results = _results(out)
+    assert set(results["units"]) == {f"st/{c}" for c in RAN}  # the card keeps every finished run
+    a = results["units"]["st/model_a"]
+    assert a["seeds"] == [42, 43] and a["spread"]["n"] == 2 and set(a["spread"]["std"]) == set(METRICS)
+    assert a["runs"][0] == {k: v for k, v in json.loads((card / "compositional" / "tiny" / "st" / "model_a" /
+                                                          "seed-42" / "metrics.json").read_text()).items()
+                            if k not in ("backbone", "condition")}

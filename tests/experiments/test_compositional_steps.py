@@ -1,13 +1,13 @@
 """Model A / Model B steps from the paper's wall-clock budget: steps = max(min_steps, floor(budget x throughput /
-batch)), the throughput measured once per backbone (and batch size), so A, B and every seed train the same steps,
-also when a run resumes."""
+batch)), the throughput measured once per backbone (and batch size; <backbone>/encoder_throughput.json), so A, B and
+every seed train the same steps, also when a run resumes."""
 
 import json
 from dataclasses import replace
 
 from spherekit.cli import main
 from spherekit.experiments.compositional import models
-from spherekit.experiments.compositional.config import preset_config
+from spherekit.experiments.compositional.spec import EXPERIMENT
 
 
 def _rows(n=8):
@@ -15,14 +15,14 @@ def _rows(n=8):
 
 
 def test_fixed_steps_measure_nothing(backbone, tmp_path):
-    cfg = preset_config("tiny")
+    cfg = EXPERIMENT.make_config("tiny")
     assert cfg.steps == 2
     assert models.encoder_steps(backbone, _rows(), cfg, tmp_path / "rate.json") == (2, None)
     assert not (tmp_path / "rate.json").exists()
 
 
 def test_budget_steps_measured_once_and_reused(backbone, tmp_path, monkeypatch):
-    cfg = replace(preset_config("tiny"), steps=0, time_budget_s=60.0, min_steps=1)
+    cfg = replace(EXPERIMENT.make_config("tiny"), steps=0, time_budget_s=60.0, min_steps=1)
     record = tmp_path / "rate.json"
     steps, sps = models.encoder_steps(backbone, _rows(), cfg, record)
     assert sps > 0 and steps == max(1, int(60.0 * sps / cfg.batch_size))
@@ -47,7 +47,9 @@ def test_model_a_and_b_train_the_same_budgeted_steps(backbone_dir, tmp_path):
             "--set", "min_steps=3"]
     assert main(args) == 0
     results = json.loads((tmp_path / "compositional" / "tiny" / "results.json").read_text())
-    trains = {u["condition"]: u["seeds"][0]["train"] for u in results["units"].values()}
+    trains = {u["condition"]: u["runs"][0]["train"] for u in results["units"].values()}
     assert set(trains) == {"model_a", "model_b"}
     assert trains["model_a"]["steps"] == trains["model_b"]["steps"] >= 3
     assert trains["model_a"]["probe_samples_per_s"] == trains["model_b"]["probe_samples_per_s"] > 0
+    rate = json.loads((tmp_path / "compositional" / "tiny" / "st" / "encoder_throughput.json").read_text())
+    assert rate["data"] == trains["model_a"]["probe_samples_per_s"]  # one measurement in the backbone's folder

@@ -6,7 +6,9 @@ import dataclasses
 import pytest
 
 from spherekit.data.records import TermDefinition, definition_key, term_key
-from spherekit.experiments.concept.config import preset_config
+from spherekit.experiments.concept.spec import EXPERIMENT
+
+preset_config = EXPERIMENT.make_config
 from spherekit.experiments.concept.data import build, cross_source_pairs, data_fingerprint, load_or_build
 
 CFG = dataclasses.replace(preset_config("tiny"), eval_splits=("in-domain", "head-holdout"), steps=4,
@@ -65,7 +67,7 @@ def test_cache_and_fingerprint(tmp_path, monkeypatch):
     assert len(again.eval_sets["in-domain"].negatives) == len(first.eval_sets["in-domain"].negatives)
     fp = data_fingerprint(cfg)
     assert data_fingerprint(dataclasses.replace(cfg, lr=1.0, conditions=("B0",))) == fp  # not data settings
-    for change in ({"seed": 1}, {"steps": 5}, {"negatives_per_pair": 3}, {"source_holdout_conditions": ("B0",)}):
+    for change in ({"data_seed": 1}, {"steps": 5}, {"negatives_per_pair": 3}, {"source_holdout_conditions": ("B0",)}):
         assert data_fingerprint(dataclasses.replace(cfg, **change)) != fp, change
     assert data_fingerprint(cfg, world=2) != fp
 

@@ -6,7 +6,9 @@ import dataclasses
 import pytest
 import torch
 
-from spherekit.experiments.concept.config import CONDITIONS, ConceptConfig, preset_config
+from spherekit.experiments.concept.spec import EXPERIMENT, SETUPS as CONDITIONS, ConceptConfig
+
+preset_config = EXPERIMENT.make_config
 from spherekit.experiments.concept.models import build_loss, build_model, readout_module
 from spherekit.losses import CachedConceptEquivalenceLoss, ConceptEquivalenceLoss
 from spherekit.losses.deep_supervision import DeepSupervisionLoss

@@ -4,7 +4,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from spherekit.experiments.config import as_dict, choice, describe, fingerprint, paper, runtime, with_overrides
+from spherekit.experiments.config import (as_dict, choice, describe, fingerprint, fingerprint_of, paper, runtime,
+                                          selection, with_overrides)
 
 
 @dataclass(frozen=True)
@@ -12,7 +13,8 @@ class Cfg:
     lr: float = paper(2e-5, "section 4")
     width: int = choice(64, "glosses are short")
     bar: bool = runtime(True, "progress")
-    picks: tuple = choice(("a",), "which units")
+    picks: tuple = selection(("a",), "which units")
+    seeds: tuple = selection((0,), "seeds", paper=(0, 1, 2))
 
 
 def test_describe_marks_sources_and_departures():
@@ -20,7 +22,9 @@ def test_describe_marks_sources_and_departures():
     assert rows["lr"][1] == "departs from the paper (paper: 2e-05)" and rows["lr"][0] == 1e-3
     assert rows["width"] == (64, "choice", "glosses are short") and rows["bar"][1] == "runtime"
     assert describe(Cfg())[0][2] == "paper"
-    assert as_dict(Cfg())["picks"] == ["a"]
+    assert as_dict(Cfg())["picks"] == ["a"] and rows["picks"][1] == "selection"
+    assert rows["seeds"][1] == "selection; departs from the paper (paper: [0, 1, 2])"
+    assert dict((n, s) for n, _, s, _ in describe(with_overrides(Cfg(), {"seeds": (0, 1, 2)})))["seeds"] == "selection"
 
 
 def test_overrides_name_the_fields():
@@ -32,5 +36,7 @@ def test_fingerprint():
     base = fingerprint(Cfg())
     assert fingerprint(with_overrides(Cfg(), {"bar": False})) == base            # runtime
     assert fingerprint(with_overrides(Cfg(), {"width": 32})) != base
-    assert fingerprint(with_overrides(Cfg(), {"picks": ("b",)}), exclude=("picks",)) == fingerprint(Cfg(), exclude=("picks",))
+    assert fingerprint(with_overrides(Cfg(), {"picks": ("b",), "seeds": (5,)})) == base  # selection, by construction
+    assert fingerprint_of(Cfg(), ("width",)) == fingerprint_of(with_overrides(Cfg(), {"lr": 1.0}), ("width",))
+    assert fingerprint_of(Cfg(), ("width",)) != fingerprint_of(with_overrides(Cfg(), {"width": 1}), ("width",))
     assert fingerprint(Cfg(), unit="x") != fingerprint(Cfg(), unit="y")

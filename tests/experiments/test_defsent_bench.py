@@ -4,7 +4,7 @@ one row per (E, B, mode, provider) plus the bank build."""
 import pytest
 import torch
 
-from spherekit.bench.reproduce_defsent import linear_head_loss, run, spherekit_loss
+from spherekit.experiments.defsent.bench import linear_head_loss, run, spherekit_loss
 from spherekit.bench.results import read_rows
 
 

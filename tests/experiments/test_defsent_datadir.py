@@ -8,9 +8,9 @@ import torch.nn.functional as F
 from scipy.stats import spearmanr
 
 from spherekit.experiments.defsent.bank import encode_pooled
-from spherekit.experiments.defsent.config import preset_config
 from spherekit.experiments.defsent.evaluate import evaluate_pooling, find_sts
-from spherekit.experiments.defsent.experiment import DefSentData, load_records
+from spherekit.experiments.defsent.run import DefSentData, load_records
+from spherekit.experiments.defsent.spec import EXPERIMENT
 from spherekit.experiments.config import with_overrides
 
 PAIRS = [("a small cup", "a small plate", 3.0), ("the dog is warm", "a cold car", 0.5), ("joy", "happy feel", 4.0),
@@ -41,18 +41,19 @@ def test_find_and_score_senteval_sts(tmp_path, tiny_model):
     assert set(sts) == {"STS13", "STS-B", "SICK-R"} and len(sts["STS13"][0]) == 3 * len(PAIRS)
     held = SimpleNamespace(sim={}, crossdict={"queries": ["a cup"], "corpus": ["a cup", "a dish"], "relevant": [[0]]},
                            probes={})
-    cfg = preset_config("tiny")
+    cfg = EXPERIMENT.make_config("tiny")
     out = evaluate_pooling(tiny_model, held, "mean", cfg, sts)
     s1, s2, gold = sts["STS-B"]
     cos = F.cosine_similarity(encode_pooled(tiny_model, s1, "mean"), encode_pooled(tiny_model, s2, "mean"))
-    assert out["sts_STS-B"] == pytest.approx(100 * spearmanr(cos.numpy(), gold).statistic, abs=1e-4)
-    assert out["sts_avg"] == pytest.approx((out["sts_STS13"] + out["sts_STS-B"] + out["sts_SICK-R"]) / 3)
+    assert out["sts/STS-B/Spearman"] == pytest.approx(100 * spearmanr(cos.numpy(), gold).statistic, abs=1e-4)
+    assert out["sts/avg/Spearman"] == pytest.approx((out["sts/STS13/Spearman"] + out["sts/STS-B/Spearman"]
+                                                     + out["sts/SICK-R/Spearman"]) / 3)
 
 
 def test_tsv_dictionary_replaces_the_offline_one(tmp_path, tiny_model):
     (tmp_path / "c.tsv").write_text("cup\ta small open container<|list_more_def|>a drinking vessel\n"
                                     "plate\ta flat dish\njoy\ta happy feel<|list_more_def|>great delight\n")
-    cfg = with_overrides(preset_config("tiny"), {"data_dir": str(tmp_path), "n_reverse": 1})
+    cfg = with_overrides(EXPERIMENT.make_config("tiny"), {"data_dir": str(tmp_path), "n_reverse": 1})
     records = load_records(cfg, ["c"])
     assert set(records) == {"c"}
     held = SimpleNamespace(terms=frozenset({"joy"}), definition_keys=frozenset({"a flat dish"}))

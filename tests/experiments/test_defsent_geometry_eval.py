@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from scipy.stats import spearmanr
 
 from spherekit.experiments.defsent.evaluate import probe_accuracy, retrieval, reverse_dictionary, sim_scores
@@ -46,13 +47,13 @@ def test_retrieval_and_reverse_dictionary_ranks():
     q = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
     corpus = torch.tensor([[1.0, 0.1], [0.9, 0.5], [0.0, 1.0]])
     m = retrieval(q, corpus, [[1], [2]])      # query 0: its relevant item is 2nd; query 1: 1st
-    assert m["crossdict_mrr"] == pytest.approx(100 * (0.5 + 1) / 2)
-    assert m["crossdict_r1"] == 50 and m["crossdict_r10"] == 100
+    assert m["cross-dictionary/MRR"] == pytest.approx(100 * (0.5 + 1) / 2)
+    assert m["cross-dictionary/Acc@1"] == 50 and m["cross-dictionary/Acc@10"] == 100
     bank = torch.tensor([[3.0, 0.0], [0.0, 2.0], [1.0, 1.0]])  # raw dot products, no normalisation
     v = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
     rd = reverse_dictionary(v, [2, 0], bank, ks=(1, 2))
     # vector 0 scores (3, 0, 1): entry 2 is 2nd; vector 1 scores (3, 2, 2): entry 0 is 1st
-    assert rd == {"rd_acc@1": 50.0, "rd_acc@2": 100.0}
+    assert rd == {"reverse-dictionary/Acc@1": 50.0, "reverse-dictionary/Acc@2": 100.0}
 
 
 def test_probe_accuracy():
@@ -62,3 +63,20 @@ def test_probe_accuracy():
     x[:50, 0] += 6
     assert probe_accuracy(x, y, folds=10) > 95
     assert probe_accuracy(torch.randn(100, 5, generator=gen), y, folds=10) < 75
+
+
+def test_ranks_break_ties_in_the_relevant_items_favour_unlike_the_shared_metrics():
+    """Why evaluate.py keeps its own MRR / Acc@k: without ties they equal spherekit.evaluation.metrics' MRR, but a
+    relevant item tied with another (the word bank's shared rows) ranks first here, second in a sorted list."""
+    from spherekit.evaluation.metrics import mrr
+
+    gen = torch.Generator().manual_seed(4)
+    q, corpus = torch.randn(20, 8, generator=gen), torch.randn(50, 8, generator=gen)
+    relevant = [[i, (i + 7) % 50] for i in range(20)]
+    ranked = (F.normalize(q, dim=1) @ F.normalize(corpus, dim=1).T).argsort(dim=1, descending=True, stable=True)
+    ours = retrieval(q, corpus, relevant)["cross-dictionary/MRR"]
+    assert ours == pytest.approx(100 * mrr(ranked, [set(r) for r in relevant]), rel=1e-12)
+    tied = torch.stack([corpus[0], corpus[0], corpus[2]])
+    query = corpus[:1]
+    ranked = (query @ tied.T).argsort(dim=1, descending=True, stable=True)
+    assert retrieval(query, tied, [[1]])["cross-dictionary/MRR"] == 100.0 and 100 * mrr(ranked, [{1}]) == 50.0

@@ -1,13 +1,22 @@
-"""`spherekit reproduce defsent` end to end on the tiny preset (a small local backbone): base, two PST steps and
-the ICA variant as units; seeds, best-of-seeds checkpoint, bank geometry, the card; resume; config validation."""
+"""`spherekit reproduce defsent` end to end on the tiny preset (a small local backbone): base (one unseeded run), two
+PST steps and the ICA variant, one run per seed, only the best run's checkpoint kept, the next step's bank built by
+it, bank geometry, the card; resume; a missing checkpoint of the previous step; config validation."""
 
 import json
 
 import pytest
 
 from spherekit.cli import main
-from spherekit.experiments import get
-from spherekit.experiments.defsent.config import DefSentConfig, PRESETS, condition, preset_config, with_prerequisites
+from spherekit.experiments.units import unit_runs
+from spherekit.experiments import get, runner
+from spherekit.experiments.context import UnitContext
+from spherekit.experiments.defsent.run import run_unit
+from spherekit.experiments.defsent.spec import (
+    DEV_SIM, EXPERIMENT, PROBE, STEP_OF, DefSentConfig, best_run, pooled, reverse_dictionary_key,
+)
+
+TRAINED = ("1st-c", "2nd-c", "2nd-c-ica", "1st-c-cls-word")
+RD = [reverse_dictionary_key(k) for k in (1, 10, 100)]
 
 
 def _run(backbone_dir, out, *extra):
@@ -19,26 +28,30 @@ def _run(backbone_dir, out, *extra):
 def card(backbone_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("defsent")
     assert _run(backbone_dir, out) == 0
-    return out
+    return out / "defsent" / "tiny"
 
 
-def _results(card):
-    return json.loads((card / "defsent" / "tiny" / "results.json").read_text())
+def _units(card) -> dict:
+    results = json.loads((card / "results.json").read_text())
+    return {u["condition"]: u for u in results["units"].values()}
 
 
 def test_presets_conditions_and_validation():
-    for name in PRESETS:
-        preset_config(name)
-    cfg = preset_config("cpu-small")
-    assert cfg.backbones == ("all-MiniLM-L6-v2",) and cfg.seeds == 2 and cfg.conditions == ("base", "1st-c")
-    assert with_prerequisites(["3rd-a-ica"]) == ("1st-a", "2nd-a", "3rd-a-ica")
-    paper = preset_config("paper")  # Table 8's grid on a: the config's (cls, amp) is 1st-a, the other three beside
-    grid = {paper.combination(condition(n)) for n in paper.conditions
-            if condition(n).step == 1 and condition(n).dictionary == "a"}
+    for name in EXPERIMENT.presets:
+        EXPERIMENT.make_config(name)
+    cfg = EXPERIMENT.make_config("cpu-small")
+    assert cfg.backbones == ("all-MiniLM-L6-v2",) and cfg.seeds == (0, 1) and cfg.conditions == ("base", "1st-c")
+    assert EXPERIMENT.make_config("cpu").seeds == (0, 1, 2)
+    assert EXPERIMENT.make_config("paper").seeds == tuple(range(10))
+    narrowed = runner.make_config(EXPERIMENT, "cpu", conditions=["3rd-a-ica"])
+    assert [c for _, c in runner.plan(EXPERIMENT, narrowed)] == ["1st-a", "2nd-a", "3rd-a-ica"]
+    assert EXPERIMENT.conditions["3rd-a-ica"].requires == ("2nd-a",) and EXPERIMENT.conditions["1st-a"].requires == ()
+    assert not EXPERIMENT.conditions["base"].seeded and EXPERIMENT.conditions["1st-a"].seeded
+    assert runner.seeds_of(EXPERIMENT, cfg, "base") == (None,) and runner.seeds_of(EXPERIMENT, cfg, "1st-c") == (0, 1)
+    paper = EXPERIMENT.make_config("paper")  # Table 8's grid on a: the config's (cls, amp) is 1st-a, the other three
+    grid = {paper.combination(STEP_OF[n]) for n in paper.conditions
+            if STEP_OF[n].step == 1 and STEP_OF[n].dictionary == "a"}
     assert grid == {(p, b) for p in ("cls", "mean") for b in ("amp", "ac")} and "1st-c-cls-word" in paper.conditions
-    assert with_prerequisites(["2nd-c", "base"]) == ("base", "1st-c", "2nd-c")
-    order = ("1st-b", "1st-a", "2nd-a", "3rd-a", "1st-a-cls-ac")
-    assert with_prerequisites(["1st-b", "3rd-a", "1st-a-cls-ac"]) == order
     assert "3rd-a-ica" in get("defsent").conditions
     with pytest.raises(ValueError, match="valid conditions"):
         DefSentConfig(conditions=("4th-a",))
@@ -46,83 +59,92 @@ def test_presets_conditions_and_validation():
         DefSentConfig(lrs=(1e-5, 2e-5, 1e-5))
     with pytest.raises(ValueError, match="bank_kind must be one of"):
         DefSentConfig(bank_kind="max")
+    with pytest.raises(ValueError, match="at least one seed"):
+        DefSentConfig(seeds=())
 
 
-def test_units_seeds_and_checkpoints(card):
-    results = _results(card)
-    units = {u["condition"]: u for u in results["units"].values()}
-    assert set(units) == {"base", "1st-c", "2nd-c", "2nd-c-ica", "1st-c-cls-word"}
-    for name in ("1st-c", "2nd-c", "2nd-c-ica", "1st-c-cls-word"):
+def test_runs_seeds_and_the_best_checkpoint(card):
+    units = _units(card)
+    assert set(units) == {"base", *TRAINED}
+    for name in TRAINED:
         u = units[name]
-        assert [r["seed"] for r in u["seeds"]] == [0, 1] and u["best_seed"] in (0, 1)
-        chosen = next(r for r in u["seeds"] if r["seed"] == u["best_seed"])
-        assert chosen["metrics"]["dev_sim_avg/best"] == max(r["metrics"]["dev_sim_avg/best"] for r in u["seeds"])
-        assert u["mean"]["probe_avg/best"] == pytest.approx(sum(r["metrics"]["probe_avg/best"] for r in u["seeds"]) / 2)
-        for k in (1, 10, 100):
-            assert 0 <= u["metrics"][f"rd_acc@{k}"] <= 100
-        assert u["metrics"]["rd_acc@1"] <= u["metrics"]["rd_acc@10"] <= u["metrics"]["rd_acc@100"]
-        assert (card / "defsent" / "tiny" / "st" / name / "checkpoint" / "modules.json").is_file()
-        assert u["seeds"][0]["steps"] == 3  # 24 pairs, batch 8: one epoch
-    assert units["1st-c"]["bank"]["source"] == "backbone" and units["2nd-c"]["bank"]["source"] == "1st-c"
-    untrained = units["1st-c"]["rd_untrained"]  # the starting encoder's untrained pooler against the same bank
-    assert set(untrained) == {"rd_acc@1", "rd_acc@10", "rd_acc@100"} and units["2nd-c"]["rd_untrained"] is None
-    assert "rd_acc@1" not in units["base"]["metrics"] and "sim_avg/best" in units["base"]["metrics"]
-    ica = units["2nd-c-ica"]["bank"]["ica"]
-    assert ica["whiten"] == "arbitrary-variance" and ica["n_iter"] >= 1
-    assert ica["std"] == pytest.approx(100 / units["2nd-c-ica"]["bank"]["entries"] ** 0.5, rel=0.05)
-    assert units["2nd-c-ica"]["bank"]["svd_top1_share"] < units["2nd-c"]["bank"]["svd_top1_share"]
-    assert units["1st-c"]["dictionary"]["entries"] == 60 and units["1st-c"]["dictionary"]["held_out"] == 10
-    word = units["1st-c-cls-word"]  # DefSent's baseline: same dictionary, the word-embedding bank
-    assert word["combination"] == ["cls", "word"] and word["dictionary"] == units["1st-c"]["dictionary"]
-    assert word["bank"]["entries"] == 60 and word["bank"]["mean_cosine"] != units["1st-c"]["bank"]["mean_cosine"]
+        assert u["seeds"] == [0, 1] and [r["seed"] for r in u["runs"]] == [0, 1] and u["spread"]["n"] == 2
+        probe = [r["metrics"][pooled(PROBE)] for r in u["runs"]]
+        assert u["metrics"][pooled(PROBE)] == pytest.approx(sum(probe) / 2)  # the unit: the mean over seeds
+        best = best_run(u["runs"])
+        assert best["metrics"][pooled(DEV_SIM)] == max(r["metrics"][pooled(DEV_SIM)] for r in u["runs"])
+        for r in u["runs"]:  # only the best run keeps its checkpoint
+            assert (card / "st" / name / f"seed-{r['seed']}" / "checkpoint" / "modules.json").is_file() \
+                == (r["seed"] == best["seed"]), (name, r["seed"])
+            assert r["training"]["steps"] == 3  # 24 pairs, batch 8: one epoch
+            assert all(0 <= r["metrics"][k] <= 100 for k in RD)
+            assert r["metrics"][RD[0]] <= r["metrics"][RD[1]] <= r["metrics"][RD[2]]
+            assert "bank" not in r and "bank" in u["shared"]  # built once per unit: the same for every seed
+    first, second = unit_runs(units["1st-c"])[0], unit_runs(units["2nd-c"])[0]
+    assert first["bank"]["source"] == "backbone" and second["bank"]["source"] == "1st-c"
+    assert first["bank"]["mean_cosine"] != second["bank"]["mean_cosine"]  # built by the trained best run of 1st-c
+    assert set(first["rd_untrained"]) == set(RD) and second["rd_untrained"] is None
+    base = units["base"]
+    assert base["seeds"] == [None] and (card / "st" / "base" / "no-seed" / "done").is_file()
+    assert RD[0] not in base["metrics"] and pooled(DEV_SIM) in base["metrics"]
+    ica = units["2nd-c-ica"]["shared"]["bank"]
+    assert ica["ica"]["whiten"] == "arbitrary-variance" and ica["ica"]["n_iter"] >= 1
+    assert ica["ica"]["std"] == pytest.approx(100 / ica["entries"] ** 0.5, rel=0.05)
+    assert ica["svd_top1_share"] < second["bank"]["svd_top1_share"]
+    assert first["dictionary"]["entries"] == 60 and first["dictionary"]["held_out"] == 10
+    word = unit_runs(units["1st-c-cls-word"])[0]  # DefSent's baseline: same dictionary, the word-embedding bank
+    assert word["combination"] == ["cls", "word"] and word["dictionary"] == first["dictionary"]
+    assert word["bank"]["entries"] == 60 and word["bank"]["mean_cosine"] != first["bank"]["mean_cosine"]
 
 
-def test_card_and_resume(card, backbone_dir):
-    folder = card / "defsent" / "tiny"
-    report = (folder / "report.md").read_text()
-    for heading in ("Table 1", "Table 2", "Table 8", "Tables 3 and 6", "Table 7", "Figures 1-7", "Claims",
-                    "Departures from the paper"):
+def test_card_and_resume(card, backbone_dir, capsys):
+    report = (card / "report.md").read_text()
+    for heading in ("## Results on st", "### Table 1", "### Table 2", "### Table 8", "### Tables 3 and 6",
+                    "### Table 7", "### ICA bank vs quasi-isotropic bank", "### Figures 1-7",
+                    "## Claims of the paper", "## Where this run departs from the paper"):
         assert heading in report
     assert "offline proxies (no STS files)" in report and "9,647" in report
-    units = {u["condition"]: u for u in _results(card)["units"].values()}
-    c, word = (units[n]["mean"]["sim_avg/best"] for n in ("1st-c", "1st-c-cls-word"))
-    verdict = "holds" if c > word else "does not hold"
-    assert (f"- **{verdict}**: Table 2: on the same data (c), DefSent+'s entry-embedding bank beats DefSent's "
-            f"word-embedding bank (paper: +0.25 to +3.20 STS avg). Measured: 1st-c {c:.2f} vs 1st-c-cls-word "
-            f"{word:.2f}.") in report
+    results = json.loads((card / "results.json").read_text())
+    claims = {r["id"]: r for r in results["claims"]}
+    units = _units(card)
+    c, word = (units[n]["metrics"][pooled("wordnet-sim/avg/Spearman")] for n in ("1st-c", "1st-c-cls-word"))
+    defsent = claims["T2-DefSent (1st-c-cls-word)"]
+    assert defsent["verdict"] == ("holds" if c > word else "does not hold")
+    assert defsent["measured"] == f"1st-c {c:.2f} vs 1st-c-cls-word {word:.2f}" and "(+0.25 to +3.20 STS avg)" in \
+        defsent["statement"]
     assert "| 1st-c-cls-word |" in report and "75.11 ± 0.21" in report  # DefSent's row of Table 2 beside ours
     table8_c = next(line for line in report.splitlines() if line.startswith("| (cls, amp) | 1st-c | "))
     assert table8_c.endswith("| - | - |")  # the paper's Table 8 is on dictionary a only
-    base_row = next(line for line in report.splitlines() if line.startswith("| base |"))
-    assert "| see below | see below | see below |" in base_row  # base has no trained pooler: RD under the table
     untrained = next(line for line in report.splitlines() if line.startswith("base (the starting encoder"))
-    first_c = units["1st-c"]["rd_untrained"]
-    assert f"1st-c {first_c['rd_acc@1']:.2f} / {first_c['rd_acc@10']:.2f} / {first_c['rd_acc@100']:.2f}" in untrained
-    assert "; 1st-c-cls-word " in untrained and "2nd-c" not in untrained  # 1st steps only
-    banks = {n: units[n]["bank"] for n in ("1st-c", "2nd-c", "2nd-c-ica")}
+    rd = units["1st-c"]["shared"]["rd_untrained"]
+    assert f"1st-c {rd[RD[0]]:.2f} / {rd[RD[1]]:.2f} / {rd[RD[2]]:.2f}" in untrained
+    assert "1st-c-cls-word " in untrained and "2nd-c" not in untrained  # 1st steps only
+    banks = {n: units[n]["shared"]["bank"] for n in ("1st-c", "2nd-c", "2nd-c-ica")}
     cos, top1 = ([banks[n][k] for n in ("1st-c", "2nd-c")] for k in ("mean_cosine", "svd_top1_share"))
-    verdict = "holds" if cos[0] > cos[1] and top1[0] > top1[1] else "does not hold"
-    assert (f"- **{verdict}**: Figures 1-2: each PST step trains against a more isotropic bank (dictionary c: the "
-            "bank's mean pairwise cosine and the top singular direction's share of its energy both fall from step "
-            f"to step). Measured: 1st bank {cos[0]:.3f} / {top1[0]:.3f}, 2nd bank {cos[1]:.3f} / {top1[1]:.3f}.") \
-        in report
+    isotropic = claims["F1-2 (dictionary c)"]
+    assert isotropic["verdict"] == ("holds" if cos[0] > cos[1] and top1[0] > top1[1] else "does not hold")
+    assert isotropic["measured"] == f"1st bank {cos[0]:.3f} / {top1[0]:.3f}, 2nd bank {cos[1]:.3f} / {top1[1]:.3f}"
     ica, plain = banks["2nd-c-ica"], banks["2nd-c"]
     heavier = ica["abs_skew"] > plain["abs_skew"] and ica["excess_kurtosis"] > plain["excess_kurtosis"]
-    assert (f"- **{'holds' if heavier else 'does not hold'}**: Appendix A, Figure 3: the ICA-transformed bank has "
-            f"heavier, more asymmetric tails than the quasi-isotropic one (2nd step, c). Measured: |skew| "
-            f"{ica['abs_skew']:.2f} vs {plain['abs_skew']:.2f}") in report
-    assert sorted(p.name for p in (folder / "plots").iterdir()) == ["banks.png", "proxies.png"]
-    before = _results(card)
-    assert _run(backbone_dir, card) == 0
-    after = _results(card)
-    assert all(u.get("reused") for u in after["units"].values())
-    assert after["units"]["st/1st-c"]["metrics"] == before["units"]["st/1st-c"]["metrics"]
+    assert claims["F3 (2nd-c)"]["verdict"] == ("holds" if heavier else "does not hold")
+    assert claims["T2-size"]["verdict"] == "not run" and claims["T3 (1st-c)"]["verdict"] != "not run"
+    assert sorted(p.name for p in (card / "plots").iterdir()) == ["st_banks.png", "st_proxies.png"]
+    capsys.readouterr()
+    assert _run(backbone_dir, card.parent.parent) == 0
+    assert capsys.readouterr().err.count("done earlier (reused") == 1 + 2 * len(TRAINED)
+    assert _units(card)["1st-c"]["metrics"] == units["1st-c"]["metrics"]
 
 
-def test_missing_previous_step_is_an_error(backbone_dir, tmp_path):
-    from spherekit.experiments.defsent.experiment import EXPERIMENT
-    from spherekit.experiments.base import Unit
-
-    cfg = preset_config("tiny")
-    with pytest.raises(FileNotFoundError, match="run that condition first"):
-        EXPERIMENT.run_unit(cfg, Unit(str(backbone_dir), "2nd-c"), None, tmp_path / "st" / "2nd-c", False)
+def test_a_missing_checkpoint_of_the_previous_step_is_a_clear_error(backbone_dir, tmp_path):
+    """After `restore`, the previous step's runs have metrics but no model: the best of them (seed 1 here) is
+    named, with what to do."""
+    previous = tmp_path / "st" / "1st-c"
+    runs = [{"seed": s, "dir": previous / f"seed-{s}", "result": {"seed": s, "metrics": {pooled(DEV_SIM): float(s)}}}
+            for s in (0, 1)]
+    ctx = UnitContext(experiment=EXPERIMENT, cfg=EXPERIMENT.make_config("tiny"), backbone=str(backbone_dir),
+                      condition=EXPERIMENT.conditions["2nd-c"], seed=0, data=None,
+                      run_dir=tmp_path / "st" / "2nd-c" / "seed-0", root=tmp_path, fingerprint="f",
+                      unit_fingerprint="u", progress=False, is_main=True, requirements={"1st-c": runs})
+    with pytest.raises(FileNotFoundError, match=r"1st-c/seed-1/checkpoint is missing: .* best run of 1st-c \(seed 1 "
+                                                r"on the dev proxy\).* re-run 1st-c with --force"):
+        run_unit(ctx)

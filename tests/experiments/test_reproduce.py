@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from spherekit.cli import main
-from spherekit.experiments import get, runner
-from spherekit.experiments.concept import CONDITIONS
+from spherekit.experiments import get, names, runner
+from spherekit.experiments.concept.spec import SETUPS as CONDITIONS
 
 ALL = ",".join(CONDITIONS)
 
@@ -26,7 +26,8 @@ def card(backbone_dir, tmp_path_factory):
 
 
 def unit_dir(card, condition):
-    return card / "st" / condition
+    """The run folder of a condition's first seed (frozen conditions do not depend on the seed: no-seed/)."""
+    return card / "st" / condition / ("seed-0" if CONDITIONS[condition].trained else "no-seed")
 
 
 def test_layout_and_metrics(card):
@@ -34,7 +35,7 @@ def test_layout_and_metrics(card):
         d = unit_dir(card, name)
         assert (d / "done").is_file() and (d / "unit.json").is_file(), name
         assert not (d / "trainer").exists(), "training checkpoints are removed once the model is saved"
-        assert (d / "checkpoint" / ("modules.json" if cond.trained else "frozen.json")).is_file()
+        assert (d / "checkpoint" / "modules.json").is_file() == cond.trained
         result = json.loads((d / "metrics.json").read_text())
         m = result["metrics"]
         for key in ("in-domain/R@10 (term to definition)", "in-domain/MRR (definition to term)",
@@ -62,7 +63,10 @@ def test_results_json_and_report(card):
     for name in CONDITIONS:
         assert f"| {name} |" in report
     assert "Claims of the paper" in report and "departs from the paper" in report
-    assert "| holds |" in report or "| does not hold |" in report
+    assert "| **holds** |" in report or "| **does not hold** |" in report
+    assert {r["verdict"] for r in results["claims"]} <= {"holds", "does not hold", "inconclusive", "not run"}
+    assert any(r["id"] == "P1a" and r["verdict"] != "not run" for r in results["claims"])
+    assert any(c["condition"] == "B1" and c["ours"]["st"] is not None for c in results["comparison"])
     for line in report.splitlines():
         if line.startswith("![") and "](" in line:
             assert (card / line.split("](")[1].rstrip(")")).is_file()
@@ -96,38 +100,40 @@ def test_force_and_interrupted_evaluation(card, backbone_dir):
     # configuration names all their conditions
     results = json.loads((card / "results.json").read_text())
     assert len(results["units"]) == len(CONDITIONS)
-    for field, value in get("concept").select(CONDITIONS).items():
+    for field, value in get("concept").select(list(CONDITIONS)).items():
         assert results["config"][field] == list(value)
 
 
-def test_card_config_names_the_backbones_and_conditions_of_its_units():
-    from spherekit.experiments.textbook.config import preset_config
-
-    experiment = get("textbook")  # as after `--preset cpu --conditions ann --backbone all-mpnet-base-v2`
-    cfg = dataclasses.replace(preset_config("cpu"), backbones=("all-mpnet-base-v2",), sections=("ann",))
-    units = {"a": {"backbone": "all-mpnet-base-v2", "condition": "ann"},
-             "b": {"backbone": "all-MiniLM-L6-v2", "condition": "pooling"},
-             "c": {"backbone": "all-MiniLM-L6-v2", "condition": "listings"}}
+def test_card_config_names_the_backbones_conditions_and_seeds_of_its_units():
+    experiment = get("concept")  # as after `--preset cpu --conditions B3 --backbone all-mpnet-base-v2 --seed 1`
+    cpu = experiment.make_config("cpu")
+    cfg = dataclasses.replace(cpu, backbones=("all-mpnet-base-v2",), conditions=("B3",), source_holdout_conditions=(),
+                              seeds=(1,))
+    units = {"a": {"backbone": "all-mpnet-base-v2", "condition": "B3", "seeds": [1]},
+             "b": {"backbone": "all-MiniLM-L6-v2", "condition": "B1", "seeds": [0]},
+             "c": {"backbone": "all-MiniLM-L6-v2", "condition": "B0", "seeds": [0]}}
     shown = runner.shown_config(experiment, cfg, units)
     assert shown.backbones == ("all-mpnet-base-v2", "all-MiniLM-L6-v2")  # this run's backbone first
-    assert shown.sections == ("listings", "pooling", "ann")                # the experiment's order
-    rest = {f: v for f, v in vars(shown).items() if f not in ("backbones", "sections")}
-    assert rest == {f: v for f, v in vars(preset_config("cpu")).items() if f not in ("backbones", "sections")}
-    assert runner.shown_config(experiment, cfg, {}) is cfg
+    assert shown.conditions == ("B0", "B1", "B3") and shown.seeds == (1, 0)  # the experiment's order; seeds appended
+    fields = ("backbones", "conditions", "seeds", "source_holdout_conditions")
+    rest = {f: v for f, v in vars(shown).items() if f not in fields}
+    assert rest == {f: v for f, v in vars(cpu).items() if f not in fields}
+    assert runner.shown_config(experiment, cfg, {"a": units["a"]}) is cfg
 
 
-@pytest.mark.parametrize("name", ["concept", "circumplex", "compositional", "defsent", "textbook"])
+@pytest.mark.parametrize("name", names())
 def test_card_config_of_a_narrowed_run_selects_exactly_the_cards_units(name):
     experiment = get(name)
     for preset in experiment.presets:
         cfg = runner.make_config(experiment, preset)
-        units = {u.id: {"backbone": u.backbone, "condition": u.condition} for u in experiment.units(cfg)}
+        units = {f"{b}/{c}": {"backbone": b, "condition": c, "seeds": list(cfg.seeds)}
+                 for b, c in runner.plan(experiment, cfg)}
         assert runner.shown_config(experiment, cfg, units) is cfg  # a full run: its own config
         last = units[list(units)[-1]]["condition"]
         narrowed = runner.make_config(experiment, preset, conditions=[last])
-        assert len(experiment.units(narrowed)) < len(units)
+        assert len(runner.plan(experiment, narrowed)) < len(units)
         shown = runner.shown_config(experiment, narrowed, units)
-        assert {u.id for u in experiment.units(shown)} == set(units), preset
+        assert {f"{b}/{c}" for b, c in runner.plan(experiment, shown)} == set(units), preset
 
 
 def test_reevaluate_recomputes_metrics_from_the_saved_model(card, backbone_dir, capsys):
@@ -144,7 +150,7 @@ def test_reevaluate_recomputes_metrics_from_the_saved_model(card, backbone_dir, 
             "--out", str(card.parent.parent), "--no-progress"]
     assert main(args + ["--reevaluate"]) == 0
     err = capsys.readouterr().err
-    assert "B1: re-evaluating its saved model" in err and "resuming" not in err
+    assert "B1/seed-0: re-evaluating its saved model" in err and "resuming" not in err
     result = json.loads((b1 / "metrics.json").read_text())
     assert result["metrics"][key] == pytest.approx(saved["metrics"][key])
     assert result["seconds"]["train"] == saved["seconds"]["train"] and "eval" in result["seconds"]
@@ -154,17 +160,14 @@ def test_reevaluate_recomputes_metrics_from_the_saved_model(card, backbone_dir, 
     assert "exclude each other" in capsys.readouterr().err
 
 
-def test_changed_config_restarts_a_unit(tmp_path, capsys):
-    from spherekit.experiments.base import Unit
-
-    unit = Unit("x", "B1")
+def test_changed_config_restarts_a_run(tmp_path, capsys):
     d = tmp_path / "u"
-    runner._start_unit(d, "aaa", unit, False, print)
+    runner._start_run(d, "aaa", "x", "B1", 0, False, print)
     (d / "checkpoint").mkdir()
-    runner._start_unit(d, "bbb", unit, False, print)
+    runner._start_run(d, "bbb", "x", "B1", 0, False, print)
     assert "configuration changed" in capsys.readouterr().out and not (d / "checkpoint").exists()
-    assert json.loads((d / "unit.json").read_text())["fingerprint"] == "bbb"
-    assert runner.finished(d, "bbb") is None
+    assert json.loads((d / "unit.json").read_text()) == {"fingerprint": "bbb", "backbone": "x", "condition": "B1",
+                                                         "seed": 0}
 
 
 def test_report_command_rerenders(card, capsys):
@@ -174,14 +177,22 @@ def test_report_command_rerenders(card, capsys):
     assert (card / "report.md").is_file() and len(list((card / "plots").glob("*.png"))) == 4
 
 
-def test_list(capsys):
+def test_list(capsys, monkeypatch):
     assert main(["reproduce", "list"]) == 0
     out = capsys.readouterr().out
-    assert "concept" in out and "cpu-small" in out and "B1-unified" in out
+    assert "concept" in out and "cpu-small" in out and "B1-unified (fine-tuned, mean pooling, hard negatives in " in out
+    assert "Condition(" not in out
+    import spherekit.experiments as experiments
+
+    found = {**experiments._found(), "broken": "no.such.module:EXPERIMENT"}
+    monkeypatch.setattr(experiments, "_found", lambda: found)
+    assert main(["reproduce", "list"]) == 1
+    out = capsys.readouterr().out
+    assert "broken: cannot be loaded (ModuleNotFoundError" in out and "textbook:" in out
 
 
 @pytest.mark.parametrize("args, message", [
-    (["reproduce", "nope"], "valid experiments: concept"),
+    (["reproduce", "nope"], "valid experiments:"),
     (["reproduce", "concept", "--preset", "huge"], "valid presets: cpu-small, cpu, paper, tiny"),
     (["reproduce", "concept", "--preset", "tiny", "--conditions", "B1,B9"], "valid conditions: B0, B0-WM"),
     (["reproduce", "concept", "--preset", "tiny", "--backbone", "/no/such/model"], "not found"),
@@ -196,7 +207,7 @@ def test_bad_names_list_the_valid_ones(args, message, capsys):
 def test_unwritable_output_fails_before_any_work(tmp_path, backbone_dir, capsys, monkeypatch):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    monkeypatch.setattr("spherekit.experiments.concept.experiment.ConceptExperiment.prepare",
+    monkeypatch.setattr("spherekit.experiments.concept.run.prepare",
                         lambda *a, **k: pytest.fail("prepare ran before the output check"))
     assert main(["reproduce", "concept", "--preset", "tiny", "--backbone", str(backbone_dir),
                  "--out", str(blocker / "sub")]) == 2
@@ -240,7 +251,8 @@ def test_source_holdout_units(backbone_dir, tmp_path):
     assert "source-holdout/R@10 (term to definition)" in sh["metrics"]
     assert not any(k.startswith("in-domain/") for k in sh["metrics"])
     assert not any(k.startswith("source-holdout/") for k in results["units"]["st/B0"]["metrics"])
-    assert {"t2d"} <= set(sh["training"]["curve"]) and "syn" not in sh["training"]["curve"]
+    curve = sh["runs"][0]["training"]["curve"]
+    assert {"t2d"} <= set(curve) and "syn" not in curve
     assert results["config"]["source_holdout_conditions"] == ["B1"] and results["config"]["conditions"] == ["B0"]
     assert "Source-holdout split" in (card / "report.md").read_text()
 
@@ -278,6 +290,6 @@ def test_cached_views_train_like_the_plain_ones(backbone_dir, tmp_path):
     for name, extra in (("plain", {}), ("cached", {"cached_mini_batch": 3})):
         results = reproduce("concept", "tiny", conditions=["B1"], backbone=str(backbone_dir), out=tmp_path / name,
                             progress=False, overrides=extra, log=lambda msg: None)
-        curves[name] = results["units"]["st/B1"]["training"]["curve"]
+        curves[name] = results["units"]["st/B1"]["runs"][0]["training"]["curve"]
     assert curves["plain"]["step"] == curves["cached"]["step"] == [1, 2, 3]
     assert curves["cached"]["loss"] == pytest.approx(curves["plain"]["loss"], rel=1e-4, abs=1e-4)

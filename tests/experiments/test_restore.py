@@ -8,9 +8,9 @@ import shutil
 import pytest
 
 from spherekit.cli import main
-from spherekit.experiments import get, runner
-from spherekit.experiments.base import Unit
+from spherekit.experiments import get
 from spherekit.experiments.restore import card_config, restore
+from spherekit.experiments.runner import RunStore
 
 CONDITIONS = "B0,B0-WM"  # untrained conditions: the card takes seconds
 
@@ -35,8 +35,8 @@ def _rerun(backbone_dir, out):
 def test_restored_units_are_reused_by_a_rerun(committed, backbone_dir, tmp_path, capsys):
     saved = json.loads((committed / "results.json").read_text())
     assert main(["reproduce", "restore", str(committed), "--out", str(tmp_path)]) == 0
-    assert "restored 2 finished unit(s)" in capsys.readouterr().out
-    unit = tmp_path / "concept" / "tiny" / "st" / "B0"
+    assert "restored 2 finished run(s)" in capsys.readouterr().out
+    unit = tmp_path / "concept" / "tiny" / "st" / "B0" / "no-seed"
     assert json.loads((unit / "done").read_text())["restored_from"].endswith("results.json")
     assert not (unit / "checkpoint").exists()
     assert _rerun(backbone_dir, tmp_path) == 0
@@ -47,8 +47,8 @@ def test_restored_units_are_reused_by_a_rerun(committed, backbone_dir, tmp_path,
 
 
 def test_finished_and_unfinished_units_are_left_alone(committed, tmp_path):
-    assert len(restore(committed, out=tmp_path)) == 2
-    unit = tmp_path / "concept" / "tiny" / "st" / "B0"
+    assert restore(committed, out=tmp_path) == ["st/B0/no-seed", "st/B0-WM/no-seed"]
+    unit = tmp_path / "concept" / "tiny" / "st" / "B0" / "no-seed"
     before = (unit / "done").read_text()
     messages = []
     assert restore(committed, out=tmp_path, log=messages.append) == []
@@ -69,13 +69,18 @@ def test_a_card_run_with_other_settings_matches_only_those_settings(committed, t
     restore(folder, out=tmp_path / "out", log=messages.append)
     assert any("lr" in m and "other than the preset" in m for m in messages)
     experiment = get("concept")
-    unit = Unit(changed["units"]["st/B0"]["backbone"], "B0")
-    unit_dir = tmp_path / "out" / "concept" / "tiny" / unit.id
-    preset_cfg = experiment.make_config("tiny")
-    selection = experiment.selection_fields
-    assert runner.finished(unit_dir, runner.unit_fingerprint(preset_cfg, unit, selection)) is None
-    card_cfg = card_config(experiment, changed)
-    assert runner.finished(unit_dir, runner.unit_fingerprint(card_cfg, unit, selection)) is not None
+    backbone = changed["units"]["st/B0"]["backbone"]
+    root = tmp_path / "out" / "concept" / "tiny"
+    assert RunStore(root, experiment, experiment.make_config("tiny")).state(backbone, "B0", None)[0] == "todo"
+    assert RunStore(root, experiment, card_config(experiment, changed)).state(backbone, "B0", None)[0] == "done"
+
+
+def test_a_card_measured_under_another_evaluation_version_is_refused(committed, tmp_path, capsys):
+    results = json.loads((committed / "results.json").read_text())
+    results["evaluation"]["version"] = "0.0"
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    assert main(["reproduce", "restore", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    assert "evaluation version 0.0" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("edit, message", [

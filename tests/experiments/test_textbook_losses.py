@@ -1,15 +1,17 @@
 """The textbook reproduction's losses section (MNRL vs triplet vs cosine) on a small local backbone: every loss
 gets a retrieval curve that starts at the untrained backbone and ends at the last step, and an interrupted unit
-resumes with the next loss (finished losses are read back, not retrained) with the same result."""
+resumes with the next loss (finished losses are read back from the run's cache, not retrained) with the same
+result."""
 
 import dataclasses
 import types
 
 import pytest
 
-from spherekit.experiments.textbook.config import LOSSES, preset_config
+from spherekit.experiments.context import UnitContext
 from spherekit.experiments.textbook.data import Retrieval
 from spherekit.experiments.textbook.sections import losses
+from spherekit.experiments.textbook.spec import EXPERIMENT, LOSSES
 
 TERMS = ["dog", "cat", "car", "tree", "river", "bread"]
 GLOSSES = ["a domestic animal that barks", "a small animal that purrs", "a road vehicle with an engine",
@@ -25,21 +27,24 @@ def data():
 
 @pytest.fixture(scope="module")
 def cfg():
-    return dataclasses.replace(preset_config("tiny"), num_negatives=2, batch_size=4, steps=2, eval_k=3)
+    return dataclasses.replace(EXPERIMENT.make_config("tiny"), num_negatives=2, batch_size=4, steps=2, eval_k=3)
 
 
 TRAIN_ONE = losses._train_one
 
 
-def _run(cfg, backbone_dir, data, unit_dir, monkeypatch, trained, fail_at=None):
-    def spy(cfg, backbone, data, columns, loss, out_dir, progress):
+def _run(cfg, backbone_dir, data, run_dir, monkeypatch, trained, fail_at=None):
+    def spy(ctx, columns, loss):
         if loss == fail_at:
             raise KeyboardInterrupt
         trained.append(loss)
-        return TRAIN_ONE(cfg, backbone, data, columns, loss, out_dir, progress)
+        return TRAIN_ONE(ctx, columns, loss)
 
     monkeypatch.setattr(losses, "_train_one", spy)
-    return losses.run(cfg, str(backbone_dir), data, unit_dir, progress=False)
+    ctx = UnitContext(experiment=EXPERIMENT, cfg=cfg, backbone=str(backbone_dir),
+                      condition=EXPERIMENT.conditions["losses"], seed=0, data=data, run_dir=run_dir, root=run_dir,
+                      fingerprint="run", unit_fingerprint="unit", progress=False, is_main=True, requirements={})
+    return losses.run(ctx)
 
 
 def _comparable(result):
@@ -50,14 +55,14 @@ def test_every_loss_has_a_curve_from_the_backbone_to_the_last_step(cfg, backbone
     trained = []
     result = _run(cfg, backbone_dir, data, tmp_path, monkeypatch, trained)
     assert trained == list(LOSSES)
-    key = f"recall@{cfg.eval_k}"
+    key = f"R@{cfg.eval_k}"
     for loss in LOSSES:
         curve = result["details"]["curves"][loss]
-        assert curve[0]["step"] == 0 and curve[0][key] == result["metrics"][f"start_{key}"]
-        assert curve[-1]["step"] == cfg.steps and result["metrics"][f"{loss}_{key}"] == curve[-1][key]
+        assert curve[0]["step"] == 0 and curve[0][key] == result["metrics"][f"start/{key}"]
+        assert curve[-1]["step"] == cfg.steps and result["metrics"][f"{loss}/{key}"] == curve[-1][key]
         assert [c["step"] for c in curve] == sorted({c["step"] for c in curve})
         assert result["details"]["training"][loss]["steps"] == cfg.steps
-        assert (tmp_path / f"train-{loss}" / "result.json").is_file()
+        assert (tmp_path / "cache" / f"train-{loss}.json").is_file()
 
 
 def test_interrupted_unit_resumes_with_the_next_loss(cfg, backbone_dir, data, tmp_path, monkeypatch):
@@ -67,7 +72,7 @@ def test_interrupted_unit_resumes_with_the_next_loss(cfg, backbone_dir, data, tm
     with pytest.raises(KeyboardInterrupt):
         _run(cfg, backbone_dir, data, tmp_path / "resumed", monkeypatch, trained, fail_at=LOSSES[1])
     assert trained == [LOSSES[0]]
-    assert (tmp_path / "resumed" / f"train-{LOSSES[0]}" / "result.json").is_file()
+    assert (tmp_path / "resumed" / "cache" / f"train-{LOSSES[0]}.json").is_file()
     trained.clear()
     resumed = _run(cfg, backbone_dir, data, tmp_path / "resumed", monkeypatch, trained)
     assert trained == list(LOSSES[1:])  # the finished loss is read back, not retrained

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from spherekit.experiments.textbook import mining
-from spherekit.experiments.textbook.config import preset_config
 from spherekit.experiments.textbook.data import Retrieval, retrieval_from_pairs
 from spherekit.experiments.textbook.evaluate import embed
 from spherekit.experiments.textbook.sections.listings import chapter_mine_hard_negatives
+from spherekit.experiments.textbook.spec import EXPERIMENT
 
 CORPUS = [
     "a domestic dog kept as a pet",          # 0: positive of "dog"
@@ -34,7 +34,7 @@ def data():
 
 
 def cfg(**kw):
-    return dataclasses.replace(preset_config("tiny"), **kw)
+    return dataclasses.replace(EXPERIMENT.make_config("tiny"), **kw)
 
 
 def test_retrieval_from_pairs_groups_positives_and_dedupes_passages():
@@ -111,7 +111,7 @@ def test_round_two_mines_with_the_model_round_one_trained(data, monkeypatch):
 
     base = object()
     records = mining.mining_rounds(base, data, cfg(rounds=3, num_negatives=2, train_negatives=2),
-                                   ("bm25", "model"), train_round, lambda m: {"model": id(m)})
+                                   ("bm25", "model"), train_round, lambda m: {"model": id(m)}, seed=0)
     assert [name for name, _ in seen] == ["bm25", "model", "model"]
     assert seen[0][1] is base and seen[1][1] is trained[0] and seen[2][1] is trained[1]
     assert [r["metrics"]["model"] for r in records] == [id(t) for t in trained]
@@ -141,7 +141,7 @@ def _chain(monkeypatch, data, rounds_dir, seen, fail_at=None):
 
     monkeypatch.setitem(mining.MINERS, "random", miner)
     return mining.mining_rounds(_Model("base"), data, cfg(rounds=3, num_negatives=2, train_negatives=2),
-                                ("random",), train_round, lambda m: {"model": m.name}, rounds_dir=rounds_dir,
+                                ("random",), train_round, lambda m: {"model": m.name}, seed=0, rounds_dir=rounds_dir,
                                 load_model=lambda folder: _Model((folder / "name.txt").read_text()))
 
 

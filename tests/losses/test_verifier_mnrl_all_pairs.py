@@ -189,7 +189,7 @@ def test_f3_with_one_row_chunks_is_the_released_per_query_loop(one_thread):
     """F3 in training mode with chunk_rows = 1: each query row and the near-miss column are separate CNN calls with
     their own BatchNorm statistics, as the released code's loop: the same loss, gradients and running statistics
     (updated once per call: checkpointing does not count the recomputation)."""
-    from spherekit.bench.reproduce_compositional import _released_loss
+    from spherekit.experiments.compositional.bench import _released_loss
     from spherekit.reference.paper_verifier import PaperStyleF3
 
     q, qm, p, pm, neg, nm = _batch(4, 5, 6, 12, 1, seed=40)

@@ -427,8 +427,8 @@ def resolve_angles(labels, angles_file=None) -> dict[str, float]:
     if missing:
         src = f" (not in {angles_file} either)" if angles_file is not None else ""
         raise ValueError(f"labels: no circumplex angle for {sorted(missing)}{src}; the circumplex names are "
-                         f"{list(EMOTIONS)}; give the others with --angles FILE (a CSV/TSV with columns label, angle "
-                         "in degrees)")
+                         f"{list(EMOTIONS)}; give the others with an angles file (a CSV/TSV with columns label, angle "
+                         "in degrees; `spherekit reproduce circumplex --set angles_file=FILE`)")
     return out
 
 

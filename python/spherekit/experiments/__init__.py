@@ -1,35 +1,40 @@
-"""Reproductions of the source papers' experiments: `spherekit reproduce <experiment> --preset P`.
+"""Reproductions of the papers' experiments: `spherekit reproduce <experiment> --preset P`.
 
     from spherekit.experiments import get, names, reproduce
-    names()                                    # ["concept", "circumplex"]
-    results = reproduce("concept", "cpu-small")   # trains, evaluates, writes the result card
+    names()                                        # ["circumplex", "compositional", "concept", ...]
+    results = reproduce("concept", "cpu-small")    # trains, evaluates, writes the result card
 
-Registry: experiment name -> module exposing EXPERIMENT (see spherekit.experiments.base). Modules are
-imported on first use.
+Papers are plugins discovered at first use (spherekit.experiments.plugin): every package here with a spec module,
+and every entry point of the group "spherekit.experiments". docs/new_experiment.md says how to add one.
 """
 
 from __future__ import annotations
 
-import importlib
+from functools import lru_cache
 
-REGISTRY: dict[str, str] = {
-    "concept": "spherekit.experiments.concept",
-    "circumplex": "spherekit.experiments.circumplex",
-    "textbook": "spherekit.experiments.textbook",
-    "defsent": "spherekit.experiments.defsent",
-    "compositional": "spherekit.experiments.compositional",
-}
+
+@lru_cache(maxsize=1)
+def _found() -> dict[str, str]:
+    from .plugin import discover
+
+    return dict(sorted(discover().items()))
 
 
 def names() -> list[str]:
-    return list(REGISTRY)
+    return list(_found())
 
 
 def get(name: str):
-    """The experiment object registered as `name`; an unknown name is an error listing the valid ones."""
-    if name not in REGISTRY:
-        raise ValueError(f"unknown experiment {name!r}; valid experiments: {', '.join(REGISTRY)}")
-    return importlib.import_module(REGISTRY[name]).EXPERIMENT
+    """The experiment (plugin.Experiment) named `name`; an unknown name is an error listing the valid ones."""
+    from .plugin import load
+
+    found = _found()
+    if name not in found:
+        raise ValueError(f"unknown experiment {name!r}; valid experiments: {', '.join(found)}")
+    experiment = load(found[name])
+    if experiment.name != name:
+        raise ValueError(f"{found[name]} declares the name {experiment.name!r}, but it was found as {name!r}")
+    return experiment
 
 
 def reproduce(name: str, preset: str, **kwargs) -> dict:
@@ -39,4 +44,4 @@ def reproduce(name: str, preset: str, **kwargs) -> dict:
     return _reproduce(name, preset, **kwargs)
 
 
-__all__ = ["REGISTRY", "get", "names", "reproduce"]
+__all__ = ["get", "names", "reproduce"]

@@ -1,12 +1,16 @@
 """The result card of an experiment preset: results.json (everything) and report.md + plots/ (for people).
 
-results.json: experiment, title, citation, preset, config (every value) and config_sources (paper /
-choice / runtime, with the reason), versions, machine, start and end times, wall seconds per stage
-("data", "<unit>/train", "<unit>/eval", "total"), data statistics, and per unit its metrics, training
-curves and timings. report.md: a header (what ran, where, how long), the experiment's own body
-(ours next to the paper's printed numbers, which claims hold), the configuration table and the plots.
-`render(folder)` rebuilds report.md and the plots from results.json alone (`spherekit reproduce report`).
-All files are written atomically.
+results.json (schema 2): experiment, title, citation, preset, config (every value) and config_sources (paper /
+choice / runtime / selection, with the reason), evaluation (version, main metric), versions, machine, start and
+end times, wall seconds per stage ("data", "<unit>/<stage>", "total"), data statistics, per unit (backbone,
+condition) the mean of its seeds' metrics, their spread and every run (units.aggregate), and, computed from
+the units by the core: "claims" (every claim of the paper's paper.py checked per scope, claims.evaluate) and
+"comparison" (every number the paper prints next to ours, printed.comparison).
+
+report.md: a header (what ran, where, how long), where the run departs from the paper, the paper's own tables
+(its figures.report), the claims per scope (one renderer for every paper), the configuration table, the plots.
+`render(folder)` rebuilds the claims, the comparison, report.md and the plots from results.json alone
+(`spherekit reproduce report`). All files are written atomically.
 """
 
 from __future__ import annotations
@@ -19,9 +23,12 @@ from pathlib import Path
 
 from .._atomic import atomic_write_text
 from ..bench.machine import machine_name, now, versions
+from . import claims, fmt, printed
 from .config import as_dict, describe
+from .metrics import evaluation_version
 
 RESULTS, REPORT, PLOTS = "results.json", "report.md", "plots"
+SCHEMA = 2
 
 
 def write_text(path, text: str) -> Path:
@@ -52,22 +59,27 @@ def _device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def judge(experiment, results: dict) -> dict:
+    """results with its "claims" and "comparison" computed from its units by the paper's paper.py."""
+    scopes = experiment.scopes(results)
+    return {**results, "claims": claims.evaluate(experiment.claims, scopes),
+            "comparison": printed.comparison(experiment.printed, scopes)}
+
+
 def results_payload(experiment, preset: str, cfg, units: dict, seconds: dict, started: str,
                     data_stats: dict | None = None) -> dict:
-    return {
-        "experiment": experiment.name, "title": experiment.title, "citation": experiment.citation.strip(),
-        "preset": preset, "config": as_dict(cfg),
+    payload = {
+        "schema": SCHEMA, "experiment": experiment.name, "title": experiment.title,
+        "citation": experiment.citation.strip(), "preset": preset, "config": as_dict(cfg),
         "config_sources": [{"field": f, "value": v, "source": s, "doc": d} for f, v, s, d in describe(cfg)],
+        "evaluation": {"version": evaluation_version(experiment), "main_metric": experiment.main_metric},
         "versions": {**versions(), "python": platform.python_version()},
         "machine": machine_name(_device()), "device": _device(),
         "command": " ".join(["spherekit", *sys.argv[1:]]) if Path(sys.argv[0]).name == "spherekit" else None,
         "started": started, "finished": now(), "wall_seconds": seconds,
         "data": data_stats or {}, "units": units,
     }
-
-
-def _minutes(s: float) -> str:
-    return f"{s / 60:.1f} min" if s >= 60 else f"{s:.0f} s"
+    return judge(experiment, payload)
 
 
 def header(results: dict) -> str:
@@ -78,13 +90,31 @@ def header(results: dict) -> str:
         f"- Machine: {results['machine']}; versions: "
         + ", ".join(f"{k} {v}" for k, v in results["versions"].items() if v),
         f"- Ran {results['started']} to {results['finished']}; wall time of this run: "
-        f"{_minutes(secs.get('total', 0))} (data {_minutes(secs.get('data', 0))}; units reused from earlier "
-        "runs count their own earlier times below)",
+        f"{fmt.duration(secs.get('total', 0))} (data {fmt.duration(secs.get('data', 0))}; units reused from "
+        "earlier runs count their own earlier times below)",
         f"- Units: {len(results['units'])}; per-unit wall time: "
-        + "; ".join(f"{u} " + ", ".join(f"{k} {_minutes(v)}" for k, v in r.get("seconds", {}).items())
+        + "; ".join(f"{u} " + ", ".join(f"{k} {fmt.duration(v)}" for k, v in r.get("seconds", {}).items())
                     for u, r in results["units"].items()),
     ]
     return "\n".join(lines) + "\n"
+
+
+def departures_section(experiment, results: dict) -> str:
+    lines = [f"- {d}" for d in experiment.departures(results)]
+    changed = [c for c in results.get("config_sources", []) if "departs from the paper" in str(c["source"])]
+    lines += [f"- `{c['field']}` = {json.dumps(c['value'])} ({c['source']})" for c in changed]
+    return "## Where this run departs from the paper\n\n" + ("\n".join(lines) or "- nothing recorded") + "\n"
+
+
+def claims_section(results: dict) -> str:
+    records = results.get("claims", [])
+    scopes = list(dict.fromkeys(r["scope"] for r in records))
+    parts = ["## Claims of the paper, checked here", "",
+             "Verdicts: holds / does not hold / inconclusive (the measurement's uncertainty straddles the rule's "
+             "margin, or it is undefined) / not run (a unit it needs did not run)."]
+    for scope in scopes:
+        parts += ["", f"### {scope}", "", claims.render(records, scope=scope)]
+    return "\n".join(parts) + "\n"
 
 
 def config_table(results: dict) -> str:
@@ -93,7 +123,8 @@ def config_table(results: dict) -> str:
         value = json.dumps(item["value"]) if not isinstance(item["value"], str) else item["value"]
         rows.append(f"| {item['field']} | {value} | {item['source']} | {item['doc']} |")
     return "## Configuration\n\nEvery value, with its source: `paper` (the paper states it), `choice` (the " \
-           "paper leaves it open; ours), `runtime` (does not change results).\n\n" + "\n".join(rows) + "\n"
+           "paper leaves it open; ours), `selection` (chooses which units run; never changes a unit's result), " \
+           "`runtime` (does not change results).\n\n" + "\n".join(rows) + "\n"
 
 
 def write_card(root, experiment, results: dict) -> dict:
@@ -101,15 +132,27 @@ def write_card(root, experiment, results: dict) -> dict:
     root = Path(root)
     write_json(root / RESULTS, results)
     plots = experiment.plots(results, root / PLOTS)
-    body = experiment.report(results)
     images = "\n".join(f"![{Path(p).stem}]({os.path.relpath(p, root)})" for p in plots)
-    text = "\n".join([header(results), body, config_table(results), "## Plots\n", images, ""])
+    text = "\n".join([header(results), departures_section(experiment, results), experiment.report(results),
+                      claims_section(results), config_table(results), "## Plots\n", images, ""])
     write_text(root / REPORT, text)
     return results
 
 
+def summary(experiment, results: dict) -> str:
+    """The plain end-of-run text: per scope, the summary metrics per condition (the paper's number in brackets),
+    then one line per claim."""
+    parts = []
+    for scope in experiment.scopes(results):
+        parts += [f"{scope.name}: ours (the paper's)",
+                  printed.grid(scope, list(experiment.conditions), experiment.summary_metrics, experiment.printed,
+                               setting=experiment.printed_setting(scope)),
+                  *claims.summary_lines(results.get("claims", []), scope=scope.name), ""]
+    return "\n".join(parts)
+
+
 def render(folder) -> Path:
-    """Re-render report.md and the plots of a card folder from its results.json."""
+    """Re-judge and re-render a card folder from its results.json: claims, comparison, report.md and plots."""
     from . import get
 
     folder = Path(folder)
@@ -118,8 +161,10 @@ def render(folder) -> Path:
         raise FileNotFoundError(f"{path} not found: pass the folder of a result card "
                                 "(<out>/<experiment>/<preset>)")
     results = json.loads(path.read_text(encoding="utf-8"))
-    write_card(folder, get(results["experiment"]), results)
+    experiment = get(results["experiment"])
+    write_card(folder, experiment, judge(experiment, results))
     return folder / REPORT
 
 
-__all__ = ["header", "now", "render", "results_payload", "write_card", "write_json", "write_text"]
+__all__ = ["cached_json", "header", "judge", "now", "render", "results_payload", "summary", "write_card",
+           "write_json", "write_text"]

@@ -3,17 +3,19 @@
     spherekit reproduce list
     spherekit reproduce concept --preset cpu-small [--conditions B0,B1] [--backbone NAME|PATH] [--data-dir DIR]
                                 [--out DIR] [--seed S] [--force | --reevaluate] [--no-progress]
-    spherekit reproduce circumplex --preset cpu --data-dir DIR --set dataset=goemotions [--angles FILE]
+    spherekit reproduce circumplex --preset cpu --data-dir DIR --set dataset=goemotions --set angles_file=FILE
     spherekit reproduce report results/reproduce/concept/cpu-small
     spherekit reproduce restore benches/results/reproduce/defsent/cpu [--out DIR]
+    spherekit reproduce index [--check]
 
 --set FIELD=VALUE overrides any field of the experiment's config (VALUE read as JSON, else as a string; the
-card marks a changed paper value as a departure); --angles FILE is --set angles_file=FILE (circumplex).
+card marks a changed paper value as a departure). --seed S runs the seed S alone (--set seeds=[0,1,2] several).
 
 A run prints a progress bar per stage and, at the end, a plain table of the main metrics per unit; the
 result card (results.json, report.md, plots/) is under <out>/<experiment>/<preset>/. `restore` writes the units
 of a committed card back as finished units under <out>, so that a long preset resumes on another machine
-(spherekit.experiments.restore).
+(spherekit.experiments.restore). `index` regenerates the README's reproduction table and the card tables of
+docs/reproduce.md from the committed cards (--check: change nothing, exit 1 when they differ).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import sys
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("experiment", help="an experiment name, 'list', 'report' or 'restore'")
+    parser.add_argument("experiment", help="an experiment name, 'list', 'report', 'restore' or 'index'")
     parser.add_argument("folder", nargs="?",
                         help="with 'report' or 'restore': the card folder <out>/<experiment>/<preset>")
     parser.add_argument("--preset", default="cpu-small", help="cpu-small (default), cpu, paper, tiny")
@@ -31,14 +33,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--backbone", help="a backbone name or a local sentence-transformers folder")
     parser.add_argument("--data-dir", help="the paper's own data in its published formats")
     parser.add_argument("--out", default="results/reproduce", help="output root (default: %(default)s)")
-    parser.add_argument("--seed", type=int)
+    parser.add_argument("--seed", type=int, help="run this seed alone (the config's seeds otherwise)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override a config field (repeatable), e.g. --set dataset=goemotions")
-    parser.add_argument("--angles", help="circumplex: CSV/TSV (label, angle) for labels outside the circumplex")
     parser.add_argument("--force", action="store_true", help="redo finished units")
     parser.add_argument("--reevaluate", action="store_true",
                         help="recompute the metrics of finished units from their saved models (no retraining)")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--check", action="store_true",
+                        help="with 'index': write nothing, exit 1 when README.md / docs/reproduce.md differ from the cards")
 
 
 def parse_overrides(items) -> dict:
@@ -71,23 +74,45 @@ def _restore(args) -> int:
     except (ValueError, FileNotFoundError, PermissionError) as exc:
         print(f"spherekit reproduce restore: {exc}", file=sys.stderr)
         return 2
-    print(f"restored {len(written)} finished unit(s) under {args.out}")
+    print(f"restored {len(written)} finished run(s) under {args.out}")
+    return 0
+
+
+def _list(found, get) -> int:
+    """Each experiment with its presets and conditions; one that cannot be loaded is named with the error (exit 1)."""
+    failed = 0
+    for name in found:
+        try:
+            exp = get(name)
+        except Exception as exc:  # a plugin of another folder or distribution: report it, list the rest
+            print(f"{name}: cannot be loaded ({type(exc).__name__}: {exc})")
+            failed = 1
+            continue
+        listed = exp.condition_help or "; ".join(f"{c.name} ({c.description})" for c in exp.conditions.values())
+        print(f"{name}: {exp.title}\n  presets: {', '.join(exp.presets)}\n  conditions: {listed}")
+    return failed
+
+
+def _index(args) -> int:
+    from .index import run
+
+    changed = run(check=args.check)
+    if args.check and changed:
+        print(f"spherekit reproduce index --check: {', '.join(changed)} differ from the committed cards; run "
+              "`spherekit reproduce index`", file=sys.stderr)
+        return 1
+    print(("would change: " if args.check else "updated: ") + (", ".join(changed) or "nothing"))
     return 0
 
 
 def main(args) -> int:
     from .._store import DataMissingError
     from . import get, names
-    from .card import render
+    from .card import render, summary
     from .runner import reproduce
 
     if args.experiment == "list":
-        for name in names():
-            exp = get(name)
-            listed = getattr(exp, "condition_help", None) or "; ".join(
-                f"{c} ({d})" for c, d in exp.conditions.items())
-            print(f"{name}: {exp.title}\n  presets: {', '.join(exp.presets)}\n  conditions: {listed}")
-        return 0
+        return _list(names(), get)
     if args.experiment == "report":
         if not args.folder:
             print("spherekit reproduce report: give the card folder, e.g. results/reproduce/concept/cpu-small",
@@ -97,10 +122,10 @@ def main(args) -> int:
         return 0
     if args.experiment == "restore":
         return _restore(args)
+    if args.experiment == "index":
+        return _index(args)
     try:
         overrides = parse_overrides(args.set)
-        if args.angles:
-            overrides["angles_file"] = args.angles
         results = reproduce(args.experiment, args.preset, conditions=args.conditions, backbone=args.backbone,
                             data_dir=args.data_dir, out=args.out, seed=args.seed, force=args.force,
                             reevaluate=args.reevaluate, progress=not args.no_progress, overrides=overrides)
@@ -109,7 +134,7 @@ def main(args) -> int:
         return 2
     if not results:  # a torchrun rank other than 0: it trained, rank 0 reports
         return 0
-    print(get(args.experiment).summary(results))
+    print(summary(get(args.experiment), results))
     folder = f"{args.out}/{args.experiment}/{args.preset}"
     print(f"\nresult card: {folder}/report.md (results.json, plots/)")
     return 0

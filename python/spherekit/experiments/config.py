@@ -1,9 +1,12 @@
 """Config dataclasses of the experiments: every field says where its value comes from.
 
 A field is declared with `paper(default, doc)` when the source paper fixes the value, `choice(default,
-doc)` when the paper leaves it open and the value is ours (the doc says why), or `runtime(default, doc)`
-for settings that do not change results (progress bars, checkpoint interval). Presets are plain dicts
-of overrides applied with `with_overrides`; the result card lists every value with its source.
+doc)` when the paper leaves it open and the value is ours (the doc says why), `runtime(default, doc)`
+for settings that do not change results (progress bars, checkpoint interval), or `selection(default,
+doc)` for the fields that only choose which units run (backbones, conditions, seeds, a paper's own axes
+such as verifiers): a unit's own backbone, condition and seed enter its fingerprint, a selection field
+never does, so narrowing a selection reuses every finished unit. Presets are plain dicts of overrides
+applied with `with_overrides`; the result card lists every value with its source.
 
     @dataclass(frozen=True)
     class MyConfig:
@@ -21,14 +24,16 @@ import hashlib
 import json
 from typing import Any
 
-SOURCES = ("paper", "choice", "runtime")
-# fields that never change a result: left out of the fingerprint that decides whether saved work is reusable
-RUNTIME = "runtime"
+SOURCES = ("paper", "choice", "runtime", "selection")
+RUNTIME, SELECTION = "runtime", "selection"
+# fields that never change a unit's result: left out of the fingerprint that decides whether saved work is reusable
+UNFINGERPRINTED = (RUNTIME, SELECTION)
+_NO_PAPER_VALUE = object()
 
 
-def _field(default, doc: str, source: str):
+def _field(default, doc: str, source: str, **metadata):
     kw = {"default_factory": lambda: default} if isinstance(default, (list, dict, set)) else {"default": default}
-    return dataclasses.field(metadata={"source": source, "doc": doc}, **kw)
+    return dataclasses.field(metadata={"source": source, "doc": doc, **metadata}, **kw)
 
 
 def paper(default, doc: str):
@@ -44,6 +49,13 @@ def choice(default, doc: str):
 def runtime(default, doc: str):
     """A setting that does not change results (left out of the fingerprint)."""
     return _field(default, doc, RUNTIME)
+
+
+def selection(default, doc: str, *, paper=_NO_PAPER_VALUE):
+    """A field that only chooses which units run (never in a fingerprint). paper: the paper's own value where it
+    states one (the card marks another value as a departure)."""
+    extra = {} if paper is _NO_PAPER_VALUE else {"paper": paper}
+    return _field(default, doc, SELECTION, **extra)
 
 
 def from_preset(config_cls, presets: dict[str, dict], name: str):
@@ -76,14 +88,25 @@ def describe(cfg) -> list[tuple[str, Any, str, str]]:
         source = f.metadata.get("source", "choice")
         if source == "paper" and values[f.name] != defaults[f.name]:
             source = f"departs from the paper (paper: {json.dumps(defaults[f.name])})"
+        elif source == SELECTION and "paper" in f.metadata:
+            paper_value = json.loads(json.dumps(f.metadata["paper"], default=str))
+            if values[f.name] != paper_value:
+                source = f"selection; departs from the paper (paper: {json.dumps(paper_value)})"
         out.append((f.name, values[f.name], source, f.metadata.get("doc", "")))
     return out
 
 
-def fingerprint(cfg, exclude=(), **extra) -> str:
-    """A short hash of every result-changing field (runtime fields and `exclude` left out) plus `extra`."""
+def fingerprint(cfg, **extra) -> str:
+    """A short hash of every result-changing field (runtime and selection fields left out) plus `extra`."""
     values = as_dict(cfg)
     kept = {f.name: values[f.name] for f in dataclasses.fields(cfg)
-            if f.metadata.get("source") != RUNTIME and f.name not in exclude}
+            if f.metadata.get("source") not in UNFINGERPRINTED}
     kept.update(extra)
     return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def fingerprint_of(cfg, names) -> str:
+    """A short hash of the named fields only (e.g. the fields a paper's shared data depends on)."""
+    values = as_dict(cfg)
+    kept = json.dumps({n: values[n] for n in names}, sort_keys=True, default=str)
+    return hashlib.sha256(kept.encode()).hexdigest()[:16]

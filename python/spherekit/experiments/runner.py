@@ -1,28 +1,38 @@
-"""Run an experiment's preset: validate, prepare data, run every unit (resumably), write the result card.
+"""Run an experiment's preset: validate, prepare data, run every (backbone, condition, seed) resumably, aggregate
+the seeds of each unit, write the result card.
 
 Output layout (one folder per preset; a preset may span several backbones):
 
     <out>/<experiment>/<preset>/
-        data/                               shared data (cached, reused by reruns)
-        <backbone>/<condition>/unit.json    the unit's config fingerprint (written when it starts)
-        <backbone>/<condition>/checkpoint/  the trained model (a SentenceTransformer folder)
-        <backbone>/<condition>/metrics.json the unit's result
-        <backbone>/<condition>/done         written last: the unit is finished
-        results.json, report.md, plots/     the result card (spherekit.experiments.card): every finished unit
-                                            of this config, from this run and earlier ones
+        data/                                       shared data (cached, reused by reruns)
+        <backbone>/<condition>/seed-<s>/unit.json   the run's fingerprint (written when it starts)
+        <backbone>/<condition>/seed-<s>/checkpoint/ the trained model, when the paper keeps one
+        <backbone>/<condition>/seed-<s>/metrics.json the run's result
+        <backbone>/<condition>/seed-<s>/done        written last: the run is finished (fingerprint, evaluation)
+        <backbone>/<condition>/cache/               data shared by the seeds of a unit (ctx.cached(shared=True))
+        results.json, report.md, plots/             the result card (spherekit.experiments.card): every finished
+                                                    run of this config, from this invocation and earlier ones
 
-Under torchrun / accelerate every process trains; only rank 0 evaluates and writes files.
+The grid: the paper's spec says which conditions a config selects (Experiment.selected) and what each requires
+(Condition.requires: run first, on the same backbone); the runner expands backbones x conditions x seeds.
+A unit of the card is (backbone, condition): the mean of its seeds' metrics, with their sample standard deviation
+(ddof = 1) when there are several (units.aggregate).
 
-Resume rules: a unit with `done` and the same fingerprint is skipped; `force=True` redoes it; a unit
-whose config changed is redone from scratch; an interrupted unit continues from its last training
-checkpoint (or from its saved model when only the evaluation was cut off); `reevaluate=True`
-(--reevaluate) recomputes the metrics of finished units from their saved models. Every file is written to a
-temporary name and renamed, so nothing half-written is left behind.
+Fingerprints: a run's fingerprint hashes every result-changing config field (never the `selection` fields that
+only choose units, nor `runtime` ones), its backbone, condition and seed, and the finished runs of the conditions
+it requires; the evaluation version (metrics.evaluation_version) is stored beside it. Resume rules: a run whose
+`done` has the same fingerprint and evaluation version is reused; with the same fingerprint but another evaluation
+version it is re-evaluated (run_unit again: its saved model is loaded, or the run is redone); `force=True` redoes
+it; a run whose fingerprint changed starts over; an interrupted run continues from its last training checkpoint
+(or from its saved model when only the evaluation was cut off); `reevaluate=True` recomputes the metrics of
+finished runs from their saved models. Every file is written to a temporary name and renamed.
+
+Under torchrun / accelerate every rank trains the conditions marked `distributed`; rank 0 alone runs the others,
+evaluates, and writes every file.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 import sys
@@ -31,11 +41,15 @@ from pathlib import Path
 
 from .. import _atomic
 from . import card
-from .base import Unit
 from .config import fingerprint, with_overrides
+from .context import RankDone, UnitContext
+from .metrics import evaluation_version
+from .plugin import slug
 from .training import barrier, is_main_process
+from .units import aggregate, seed_order
 
-DONE, METRICS, UNIT = "done", "metrics.json", "unit.json"
+DONE, METRICS, UNIT, NO_SEED = "done", "metrics.json", "unit.json", "no-seed"
+DEFAULT_OUT = "results/reproduce"
 
 
 def _check_names(kind: str, given, valid) -> None:
@@ -51,9 +65,8 @@ def make_config(experiment, preset: str, *, conditions=None, backbone=None, data
     cfg = experiment.make_config(preset)
     changes = dict(overrides or {})
     if conditions:
-        _check_names("condition", conditions, list(experiment.conditions))
-        select = getattr(experiment, "select", None)
-        changes.update(select(conditions) if select else {"conditions": tuple(conditions)})
+        _check_names("condition", conditions, experiment.selectable())
+        changes.update(experiment.select(conditions))
     if backbone:
         from ..models.backbones import resolve_backbone
 
@@ -64,16 +77,32 @@ def make_config(experiment, preset: str, *, conditions=None, backbone=None, data
             raise FileNotFoundError(f"data_dir {data_dir} is not a folder")
         changes["data_dir"] = str(Path(data_dir).resolve())
     if seed is not None:
-        changes["seed"] = int(seed)
+        changes["seeds"] = (int(seed),)
     return with_overrides(cfg, changes) if changes else cfg
 
 
-SELECTION = ("backbones", "conditions")  # which units run; a unit's own backbone and condition are in its id
+def plan(experiment, cfg) -> list[tuple[str, str]]:
+    """(backbone, condition) in run order: per backbone, the selected conditions, each after what it requires."""
+    order: list[str] = []
+
+    def add(name: str):
+        for required in experiment.conditions[name].requires:
+            add(required)
+        if name not in order:
+            order.append(name)
+
+    for name in experiment.selected(cfg):
+        add(name)
+    return [(b, c) for b in cfg.backbones for c in order]
 
 
-def unit_fingerprint(cfg, unit: Unit, selection=SELECTION) -> str:
-    """What a unit's result depends on: the config (without the fields that only select units) and the unit."""
-    return fingerprint(cfg, exclude=selection, unit=unit.id, backbone=unit.backbone)
+def run_dir(root: Path, backbone: str, condition: str, seed: int | None) -> Path:
+    return Path(root) / slug(backbone) / condition / (NO_SEED if seed is None else f"seed-{seed}")
+
+
+def seeds_of(experiment, cfg, condition: str) -> tuple:
+    """The seeds a condition runs with: the config's, or (None,) for a condition that is not `seeded`."""
+    return tuple(cfg.seeds) if experiment.conditions[condition].seeded else (None,)
 
 
 def _read_json(path: Path) -> dict | None:
@@ -83,76 +112,167 @@ def _read_json(path: Path) -> dict | None:
         return None
 
 
-def finished(unit_dir: Path, fp: str) -> dict | None:
-    """The saved result of a finished unit with fingerprint `fp`, else None."""
-    done = _read_json(unit_dir / DONE)
-    if not done or done.get("fingerprint") != fp:
-        return None
-    return _read_json(unit_dir / METRICS)
+def record_finished(folder: Path, fp: str, version: str, result: dict, **done_fields) -> None:
+    """Save a run's result, then its `done` marker (fingerprint, evaluation version, finish time and `done_fields`):
+    written last, so a run with `done` always has its metrics."""
+    card.write_json(folder / METRICS, result)
+    card.write_json(folder / DONE, {"fingerprint": fp, "evaluation": version, "finished": card.now(), **done_fields})
 
 
-def record_finished(unit_dir: Path, fp: str, result: dict, **done_fields) -> None:
-    """Save a unit's result, then its `done` marker (fingerprint, finish time and `done_fields`): written last,
-    so a unit with `done` always has its metrics."""
-    card.write_json(unit_dir / METRICS, result)
-    card.write_json(unit_dir / DONE, {"fingerprint": fp, "finished": card.now(), **done_fields})
+class RunStore:
+    """The runs of one config under a preset's output folder: their fingerprints and which are finished."""
+
+    def __init__(self, root: Path, experiment, cfg):
+        self.root, self.experiment, self.cfg = Path(root), experiment, cfg
+        self.version = evaluation_version(experiment)
+        self._finished: dict[tuple[str, str], list[dict]] = {}
+
+    def requirements(self, backbone: str, condition: str) -> dict[str, list[dict]]:
+        """{required condition: its finished runs on this backbone}."""
+        return {r: self.finished_runs(backbone, r) for r in self.experiment.conditions[condition].requires}
+
+    def fingerprints(self, backbone: str, condition: str, seed: int) -> tuple[str, str]:
+        """(the unit's fingerprint without the seed, the run's). A required condition enters by the seeds and
+        fingerprints of its finished runs (what was trained, not how it was evaluated: an evaluator change
+        re-evaluates, it does not retrain what builds on those runs)."""
+        stamps = {r: sorted(f"{x['seed']}:{x['fingerprint']}" for x in runs)
+                  for r, runs in self.requirements(backbone, condition).items()}
+        unit = fingerprint(self.cfg, backbone=backbone, condition=condition, requires=stamps)
+        return unit, fingerprint(self.cfg, backbone=backbone, condition=condition, requires=stamps, seed=seed)
+
+    def state(self, backbone: str, condition: str, seed: int) -> tuple[str, dict | None]:
+        """("done", result) | ("stale", result: finished under another evaluation version) | ("todo", None)."""
+        folder = run_dir(self.root, backbone, condition, seed)
+        done, info = _read_json(folder / DONE), _read_json(folder / UNIT) or {}
+        _, fp = self.fingerprints(backbone, condition, seed)
+        if not done or done.get("fingerprint") != fp or info.get("backbone") != backbone:
+            return "todo", None
+        result = _read_json(folder / METRICS)
+        if result is None:
+            return "todo", None
+        return ("done" if done.get("evaluation") == self.version else "stale"), result
+
+    def finished_runs(self, backbone: str, condition: str) -> list[dict]:
+        """Every finished run of (backbone, condition) on disk valid for this config and evaluation version, by seed:
+        {"seed", "dir", "fingerprint", "evaluation", "result"}."""
+        key = (backbone, condition)
+        if key not in self._finished:
+            runs = []
+            for done in sorted((self.root / slug(backbone) / condition).glob("*/" + DONE)):
+                info = _read_json(done.parent / UNIT) or {}
+                seed = info.get("seed")
+                if info.get("backbone") != backbone or not (seed is None or isinstance(seed, int)) \
+                        or done.parent != run_dir(self.root, backbone, condition, seed):
+                    continue
+                state, result = self.state(backbone, condition, seed)
+                if state == "done":
+                    runs.append({"seed": seed, "dir": done.parent, "fingerprint": self.fingerprints(
+                        backbone, condition, seed)[1], "evaluation": self.version, "result": result})
+            self._finished[key] = sorted(runs, key=seed_order)
+        return self._finished[key]
+
+    def forget(self, backbone: str, condition: str) -> None:
+        self._finished.pop((backbone, condition), None)
+
+    def units(self) -> dict[str, dict]:
+        """Every unit with finished runs under the folder (any backbone, condition and seed of this config),
+        aggregated, in the experiment's condition order."""
+        found: dict[tuple[str, str], None] = {}
+        for info_path in sorted(self.root.glob(f"*/*/*/{UNIT}")):
+            info = _read_json(info_path) or {}
+            if info.get("condition") in self.experiment.conditions and isinstance(info.get("backbone"), str):
+                found[(info["backbone"], info["condition"])] = None
+        order = list(self.experiment.conditions)
+        out = {}
+        for backbone, condition in sorted(found, key=lambda bc: order.index(bc[1])):
+            runs = self.finished_runs(backbone, condition)
+            if runs:
+                out[f"{slug(backbone)}/{condition}"] = aggregate(backbone, condition, [r["result"] for r in runs])
+        return out
 
 
-def _start_unit(unit_dir: Path, fp: str, unit: Unit, force: bool, log) -> None:
-    info = _read_json(unit_dir / UNIT)
-    if unit_dir.exists() and (force or not info or info.get("fingerprint") != fp):
-        reason = "--force" if force else "its configuration changed"
-        log(f"{unit.id}: starting over ({reason})")
-        shutil.rmtree(unit_dir)
-    elif unit_dir.exists():
-        log(f"{unit.id}: resuming an interrupted run")
-    card.write_json(unit_dir / UNIT, {"fingerprint": fp, "backbone": unit.backbone, "condition": unit.condition})
-
-
-def collect_finished(root: Path, experiment, cfg, selection) -> dict[str, dict]:
-    """Every finished unit under `root` whose result belongs to this config (same fingerprint): the card shows
-    them all, so runs of a few conditions or one backbone at a time add up to one card."""
-    out = {}
-    for done in sorted(root.glob("*/*/" + DONE)):
-        info = _read_json(done.parent / UNIT) or {}
-        if info.get("condition") not in experiment.conditions or "backbone" not in info:
-            continue
-        unit = Unit(info["backbone"], info["condition"])
-        saved = finished(done.parent, unit_fingerprint(cfg, unit, selection))
-        if saved is not None:
-            out[unit.id] = {**saved, "reused": True}
-    return out
+def _start_run(folder: Path, fp: str, backbone: str, condition: str, seed: int | None, force: bool, log) -> None:
+    info = _read_json(folder / UNIT)
+    label = f"{slug(backbone)}/{condition}/{folder.name}"
+    if folder.exists() and (force or not info or info.get("fingerprint") != fp):
+        log(f"{label}: starting over ({'--force' if force else 'its configuration changed'})")
+        shutil.rmtree(folder)
+    elif folder.exists():
+        log(f"{label}: resuming an interrupted run")
+    card.write_json(folder / UNIT, {"fingerprint": fp, "backbone": backbone, "condition": condition, "seed": seed})
 
 
 def shown_config(experiment, cfg, units: dict):
-    """The config the card describes. Runs of one backbone or a few conditions at a time add up to one card
-    (collect_finished); when the card shows units this run's `cfg` did not select, the fields that choose units
-    are widened to name them too (backbones appended; conditions in the experiment's order)."""
-    own = experiment.units(cfg)
-    own_ids = {o.id for o in own}
-    extra = [u for unit_id, u in units.items() if unit_id not in own_ids]
-    if not extra:
-        return cfg
-    fields = {f.name for f in dataclasses.fields(cfg)}
+    """The config the card describes. Runs of one backbone, a few conditions or a few seeds at a time add up to
+    one card; when the card shows units or seeds this `cfg` did not select, the selection fields are widened to
+    name them too (backbones and seeds appended; conditions in the experiment's order)."""
+    shown_conditions = {u["condition"] for u in units.values()} | set(experiment.selected(cfg))
+    backbones = tuple(dict.fromkeys([*cfg.backbones, *(u["backbone"] for u in units.values())]))
+    ran = [s for u in units.values() for s in u.get("seeds", []) if s is not None]
+    seeds = tuple(dict.fromkeys([*cfg.seeds, *ran]))
     changes = {}
-    if "backbones" in fields:
-        changes["backbones"] = tuple(dict.fromkeys([*cfg.backbones, *(u["backbone"] for u in extra)]))
-    shown = {u.condition for u in own} | {u["condition"] for u in extra}
-    select = getattr(experiment, "select", None)
-    if select:
-        changes.update(select([c for c in experiment.conditions if c in shown]))
-    elif "conditions" in fields:
-        changes["conditions"] = tuple(dict.fromkeys([*cfg.conditions, *(u["condition"] for u in extra)]))
-    return with_overrides(cfg, changes)
+    if backbones != tuple(cfg.backbones):
+        changes["backbones"] = backbones
+    if seeds != tuple(cfg.seeds):
+        changes["seeds"] = seeds
+    if shown_conditions - set(experiment.selected(cfg)):
+        changes.update(experiment.select([c for c in experiment.conditions if c in shown_conditions]))
+    return with_overrides(cfg, changes) if changes else cfg
 
 
-def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_dir=None, out="results/reproduce",
-              seed=None, force: bool = False, reevaluate: bool = False, progress: bool = True,
-              overrides: dict | None = None, log=None) -> dict:
-    """Run `preset` of experiment `name` (see the module docstring); returns the card's results dict.
+def _run_one(experiment, cfg, store: RunStore, data, backbone, condition, seed, *, force, reevaluate, progress,
+             main, log, label: str) -> None:
+    """Run (or reuse) one (backbone, condition, seed)."""
+    folder = run_dir(store.root, backbone, condition, seed)
+    distributed = experiment.conditions[condition].distributed
+    if distributed:
+        barrier()  # every rank sees the same finished runs before rank 0 changes anything
+    state, saved = store.state(backbone, condition, seed)
+    redo_eval = saved is not None and not force and (reevaluate or state == "stale")
+    if state == "done" and not force and not reevaluate:
+        log(f"{label}: done earlier (reused; --force redoes it)")
+        return
+    log(label + (": measured under another evaluation version; re-evaluating" if redo_eval and state == "stale"
+                 else ": re-evaluating its saved model" if redo_eval else ""))
+    unit_fp, fp = store.fingerprints(backbone, condition, seed)
+    if main:
+        if redo_eval:  # the run's saved model stays; run_unit evaluates it again
+            (folder / DONE).unlink()
+        else:
+            _start_run(folder, fp, backbone, condition, seed, force, log)
+    if distributed:
+        barrier()  # the other ranks start once rank 0 has cleared or kept the run's folder
+    ctx = UnitContext(experiment=experiment, cfg=cfg, backbone=backbone, condition=experiment.conditions[condition],
+                      seed=seed, data=data, run_dir=folder, root=store.root, fingerprint=fp, unit_fingerprint=unit_fp,
+                      progress=progress, is_main=main, requirements=store.requirements(backbone, condition),
+                      siblings=lambda: [r for r in store.finished_runs(backbone, condition) if r["seed"] != seed],
+                      log=log)
+    try:
+        result = experiment.run_unit(ctx)
+    except RankDone:
+        return
+    if not main:
+        return
+    if not isinstance(result, dict) or not isinstance(result.get("metrics"), dict):
+        raise TypeError(f"{experiment.name}: run_unit must return a dict with a 'metrics' dict, got {type(result)}")
+    earlier = saved if redo_eval else {}  # a re-evaluation keeps the times and the record of its training
+    seconds = {**earlier.get("seconds", {}), **result.pop("seconds", {}), **ctx.seconds}
+    training = ctx.training if ctx.training is not None else earlier.get("training")
+    record = {"backbone": backbone, "condition": condition, "seed": seed, **result, "seconds": seconds}
+    if training is not None:
+        record["training"] = training
+    record_finished(folder, fp, store.version, record)
+    store.forget(backbone, condition)
 
-    reevaluate: recompute the metrics of finished units from their saved models (after a fix in an evaluator,
-    say) without retraining them; their earlier training and cache times are kept."""
+
+def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_dir=None, out=DEFAULT_OUT, seed=None,
+              force: bool = False, reevaluate: bool = False, progress: bool = True, overrides: dict | None = None,
+              log=None) -> dict:
+    """Run `preset` of experiment `name` (see the module docstring); returns the card's results dict ({} on ranks
+    other than 0).
+
+    reevaluate: recompute the metrics of finished runs from their saved models (after a fix in an evaluator, say)
+    without retraining them; their earlier training and cache times are kept."""
     if force and reevaluate:
         raise ValueError("force and reevaluate exclude each other: --force retrains, --reevaluate does not")
     from . import get
@@ -170,41 +290,25 @@ def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_di
     log(f"{experiment.name} / {preset}: preparing the data (cached under {root / 'data'})")
     data = experiment.prepare(cfg, root, progress)
     seconds["data"] = round(time.perf_counter() - t0, 2)
-    units = experiment.units(cfg)
-    selection = getattr(experiment, "selection_fields", SELECTION)
-    results = {}
-    for i, unit in enumerate(units, 1):
-        unit_dir = root / unit.id
-        fp = unit_fingerprint(cfg, unit, selection)
-        saved = None if force else finished(unit_dir, fp)
-        if saved is not None and not reevaluate:
-            log(f"[{i}/{len(units)}] {unit.id}: done earlier (reused; --force redoes it)")
-            results[unit.id] = {**saved, "reused": True}
+    store = RunStore(root, experiment, cfg)
+    work = [(b, c, s) for b, c in plan(experiment, cfg) for s in seeds_of(experiment, cfg, c)]
+    for i, (b, c, s) in enumerate(work, 1):
+        if not main and not experiment.conditions[c].distributed:
             continue
-        log(f"[{i}/{len(units)}] {unit.id}" + (": re-evaluating its saved model" if saved is not None else ""))
-        if main:
-            if saved is not None:  # the unit's saved model stays; run_unit evaluates it again
-                (unit_dir / DONE).unlink()
-            else:
-                _start_unit(unit_dir, fp, unit, force, log)
-        barrier()  # the other ranks start once rank 0 has cleared or kept the unit's folder
-        result = experiment.run_unit(cfg, unit, data, unit_dir, progress)
-        if not main:
-            continue  # trained with the others; rank 0 evaluates and writes
-        result = {"backbone": unit.backbone, "condition": unit.condition, **result}
-        if saved is not None:  # keep the times of the stages that were not redone
-            result["seconds"] = {**saved.get("seconds", {}), **result.get("seconds", {})}
-        record_finished(unit_dir, fp, result)
-        results[unit.id] = result
+        _run_one(experiment, cfg, store, data, b, c, s, force=force, reevaluate=reevaluate, progress=progress,
+                 main=main, log=log, label=f"[{i}/{len(work)}] {slug(b)}/{c}/{run_dir(root, b, c, s).name}")
     if not main:
         return {}
-    for unit_id, result in collect_finished(root, experiment, cfg, selection).items():
-        results.setdefault(unit_id, result)
-    for unit_id, result in results.items():
-        for stage, s in result.get("seconds", {}).items():
+    units = store.units()
+    for unit_id, unit in units.items():
+        for stage, s in unit.get("seconds", {}).items():
             seconds[f"{unit_id}/{stage}"] = s
     seconds["total"] = round(time.perf_counter() - t0, 2)
-    payload = card.results_payload(experiment, preset, shown_config(experiment, cfg, results), results, seconds,
-                                   started, data_stats=getattr(data, "stats", {}))
+    payload = card.results_payload(experiment, preset, shown_config(experiment, cfg, units), units, seconds, started,
+                                   data_stats=getattr(data, "stats", {}))
     card.write_card(root, experiment, payload)
     return payload
+
+
+__all__ = ["DEFAULT_OUT", "NO_SEED", "RunStore", "make_config", "plan", "record_finished",
+           "reproduce", "run_dir", "seeds_of", "shown_config"]

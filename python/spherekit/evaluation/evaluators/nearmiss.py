@@ -2,7 +2,7 @@
 (arXiv:2604.16351), sec. 3.1-3.2, eq. 3): items (anchor, positive, near_miss, family) from spherekit.data.nearmiss.
 With a = f(anchor), p = f(positive), n = f(near_miss) (unit vectors):
 
-    "accuracy (<family>)"               fraction of items with cos(a, p) > cos(a, n)   (eq. 3 with margin 0)
+    "Acc (<family>)"                    fraction of items with cos(a, p) > cos(a, n)   (eq. 3 with margin 0)
     "ROC-AUC (<family>)"                positives cos(a, p), negatives cos(a, n) over the family's items
     "mean near-miss cosine (<family>)"  mean cos(a, n), Fig. 3's statistic (lower is better)
 and the same without a family suffix over all items. Families: negation, binding, spatial. A ROC-AUC
@@ -47,7 +47,7 @@ class NearMissEvaluator(SpherekitEvaluator):
         self.near = [field(i, "near_miss") for i in self.items]
         self.families = [field(i, "family") for i in self.items]
         self.extra_config = dict(config or {})
-        self.primary_metric = "accuracy"
+        self.primary_metric = "Acc"
 
     def get_config_dict(self):
         return {**self.extra_config, "n_items": len(self.items),
@@ -66,7 +66,7 @@ class NearMissEvaluator(SpherekitEvaluator):
                 torch.tensor([x == f for x in self.families])
             suffix = "" if f is None else f" ({f})"
             p, n = cp[keep], cn[keep]
-            out[f"accuracy{suffix}"] = float((p > n).double().mean())
+            out[f"Acc{suffix}"] = float((p > n).double().mean())
             if bool(distinct[keep].any()):
                 out[f"ROC-AUC{suffix}"] = separation_auc(p, n)
             out[f"mean near-miss cosine{suffix}"] = float(n.double().mean())

@@ -6,7 +6,7 @@ f(d-)).
     "ROC-AUC (<rule title>)"          positives: cos(q, d+) of the pairs the rule applied to; negatives:
                                       cos(q, d-) of that rule's negatives (one per such pair)
     "pair ROC-AUC (hard negatives)"   positives: cos(q, d+) of every pair; negatives: every generated d-
-    "accuracy (<rule title>)"         fraction of those pairs with cos(q, d+) > cos(q, d-)
+    "Acc (<rule title>)"              fraction of those pairs with cos(q, d+) > cos(q, d-)
 A rule that applied to no pair gets no metrics. Rule titles: "antonym flip", "lexical negation",
 "same-POS random swap", "same-POS prefix swap", "ontological type swap".
 """
@@ -66,7 +66,7 @@ class StressTestEvaluator(SpherekitEvaluator):
                 p, q = pos_pair[keep], neg_all[keep]
                 title = RULE_TITLES[rule]
                 out[f"ROC-AUC ({title})"] = separation_auc(p, q)
-                out[f"accuracy ({title})"] = float((p > q).double().mean())
+                out[f"Acc ({title})"] = float((p > q).double().mean())
                 details[title] = q
         self.last_details = details
         return out

@@ -5,13 +5,12 @@ forms, GCIDE definitions and quotations, the NRC lexicon), n_test per label, see
 label or, where the smallest label has fewer (relief: 259 texts in all), as many as it has. With
 --data-dir: the paper's datasets in their published formats or any labelled table
 (spherekit.data.labelled), through the same balancing; label names map to circumplex angles by name
-(or --angles FILE). Labels are ordered by angle and get ids 0..E-1 in that order (as the authors' code).
+(or --set angles_file=FILE). Labels are ordered by angle and get ids 0..E-1 in that order (as the authors' code).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ...data.emotion import EmotionItem
 
@@ -25,8 +24,7 @@ class EmotionData:
     labels: tuple[str, ...]
     angles: dict[str, float]
     stats: dict = field(default_factory=dict)
-    root: Path | None = None  # the preset's output folder (token-state caches live under root/data)
-    caches: dict = field(default_factory=dict)  # token-state caches loaded in this process, per backbone
+    caches: dict = field(default_factory=dict)  # token-state caches loaded in this process, shared by its runs
 
     def subset(self, labels=None) -> tuple[list[EmotionItem], list[EmotionItem], tuple[str, ...]]:
         """(train, test, label order) restricted to `labels` (None: all); angles stay the circumplex's."""
@@ -59,14 +57,14 @@ def _load_items(cfg):
     from ...data.emotion import emotion_split
 
     if cfg.data_dir is None:  # every label's remainder, then cut to n_train_per_label when the pool allows it
-        train, test = emotion_split(n_train_per_label=None, n_test_per_label=cfg.n_test_per_label, seed=cfg.seed)
+        train, test = emotion_split(n_train_per_label=None, n_test_per_label=cfg.n_test_per_label, seed=cfg.data_seed)
         return _cap(train, cfg.n_train_per_label), test
     dataset = "table" if cfg.dataset == "offline" else cfg.dataset  # a plain labelled table by default
     options = {}
     if dataset == "table":
         options = dict(text_column=cfg.text_column, label_column=cfg.label_column)
     train, test = labelled.load_emotion_dir(cfg.data_dir, dataset, **options)
-    return labelled.balanced_split(train, cfg.n_train_per_label, cfg.n_test_per_label, cfg.seed, test_items=test)
+    return labelled.balanced_split(train, cfg.n_train_per_label, cfg.n_test_per_label, cfg.data_seed, test_items=test)
 
 
 def load_data(cfg) -> EmotionData:

@@ -1,7 +1,8 @@
 """Everything measured on one unit's test split (the JSON a unit's metrics.json holds).
 
-    metrics   v_measure, cd_r, offdiag_mean_cosine, ring_mae, pc12_explained (evaluate.evaluate_embeddings);
-              for nGPT heads also alpha_mean, alpha_max: the trained geodesic step sizes |alpha_A|, |alpha_M|
+    metrics   V-measure, CD-r, ring MAE, the mean off-diagonal label-pair cosine and the PC1+PC2 variance
+              (evaluate.evaluate_embeddings, under the keys of spec.py); for nGPT heads also the mean and max of
+              the trained geodesic step sizes |alpha_A|, |alpha_M|
     details   label_order, label_cosine (E x E), pca_explained_variance_ratio, the PCA-dimension sweep
               (paper Fig. 5a), and 2-D PCA and MDS coordinates of the test texts for the card's plots
 """
@@ -10,12 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 
-SCALARS = ("v_measure", "cd_r", "offdiag_mean_cosine", "ring_mae", "pc12_explained")
+from .spec import ALPHA_MAX, ALPHA_MEAN, CD_R, OFFDIAG, PC12, RING_MAE, V
+
+# metric key <- the evaluate_embeddings entry it reports
+SCALARS = {V: "v_measure", CD_R: "cd_r", OFFDIAG: "offdiag_mean_cosine", RING_MAE: "ring_mae", PC12: "pc12_explained"}
 
 
 def polarity_of(angles: dict) -> dict[str, str]:
     """Polarity per label: the circumplex's own classes (spherekit.data.emotion.POLARITY) and, for a label
-    outside it (--angles), the same valence rule: cos(angle) > 0 positive, < 0 negative, 0 neutral."""
+    outside it (angles_file), the same valence rule: cos(angle) > 0 positive, < 0 negative, 0 neutral."""
     import math
 
     from ...data.emotion import POLARITY
@@ -28,8 +32,8 @@ def polarity_of(angles: dict) -> dict[str, str]:
 
 
 def ngpt_step_sizes(model) -> dict[str, float]:
-    """{alpha_mean, alpha_max} over the |alpha_A| and |alpha_M| entries of every nGPT block in `model` (empty
-    when it has none). The step sizes bound how far a block can move its input: each residual
+    """{ALPHA_MEAN, ALPHA_MAX} (metric keys) over the |alpha_A| and |alpha_M| entries of every nGPT block in
+    `model` (empty when it has none). The step sizes bound how far a block can move its input: each residual
     Norm(Norm(h) + alpha (Norm(f) - Norm(h))) turns h by at most about alpha * |Norm(f) - Norm(h)| <= 2 alpha,
     so a head whose alphas stay near their init (0.05) stays close to its normalised input."""
     import torch
@@ -41,7 +45,7 @@ def ngpt_step_sizes(model) -> dict[str, float]:
     if not alphas:
         return {}
     flat = torch.cat(alphas)
-    return {"alpha_mean": float(flat.mean()), "alpha_max": float(flat.max())}
+    return {ALPHA_MEAN: float(flat.mean()), ALPHA_MAX: float(flat.max())}
 
 
 def _rounded(points) -> list:
@@ -55,13 +59,13 @@ def evaluate_unit(model, items, angles: dict, cfg, *, progress: bool = False) ->
     texts, labels = [it.text for it in items], [it.label for it in items]
     emb = model.encode(texts, batch_size=cfg.eval_batch_size, convert_to_tensor=True, show_progress_bar=progress)
     emb = emb.float().cpu()
-    common = dict(n_init=cfg.n_init, seed=cfg.seed, cd_pairs=cfg.cd_pairs, polarity=polarity_of(angles))
+    common = dict(n_init=cfg.n_init, seed=cfg.data_seed, cd_pairs=cfg.cd_pairs, polarity=polarity_of(angles))
     full = evaluate_embeddings(emb, labels, angles, **common)
     sweep = pca_dimension_sweep(emb, labels, angles, dims=cfg.pca_dims, **common)
     sweep.append({"dim": full["dim"], "reduced": False, "explained": 1.0, "v_measure": full["v_measure"],
                   "cd_r": full["cd_r"]})  # the unreduced embeddings: the headline metrics, not computed again
-    proj = projections(emb, labels, angles, max_points=cfg.mds_points, seed=cfg.seed)
-    metrics = {**{k: full[k] for k in SCALARS}, **ngpt_step_sizes(model)}
+    proj = projections(emb, labels, angles, max_points=cfg.mds_points, seed=cfg.data_seed)
+    metrics = {**{key: full[name] for key, name in SCALARS.items()}, **ngpt_step_sizes(model)}
     details = {"label_order": full["label_order"], "label_cosine": full["label_cosine"],
                "pca_explained_variance_ratio": full["pca_explained_variance_ratio"], "pca_sweep": sweep,
                "pca_points": _rounded(proj["pca"]), "pca_labels": list(proj["pca_labels"]),

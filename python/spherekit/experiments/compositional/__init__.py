@@ -1,17 +1,13 @@
-"""Reproduced: Ralev, Baral, Zhechev, Agarwal, Rajamohan. "Training for Compositional Sensitivity Reduces Dense
-Retrieval Generalization". arXiv:2604.16351 (2026): Table 1 (Model A vs Model B with structural near-miss
-negatives, zero-shot retrieval), Figure 1 (pooled cosines of near-misses), Figure 2 (re-ranking with the
-verifiers F0-F4, frozen and end to end) and Figure 3 (verifier scores on held-out near-misses).
+"""Reproduced: "Training for Compositional Sensitivity Reduces Dense Retrieval Generalization" (Ralev, Baral,
+Zhechev, Agarwal, Rajamohan, arXiv:2604.16351, 2026): Table 1 (Model A vs Model B with structural near-miss
+negatives, zero-shot retrieval), Figure 1 (pooled cosines of near-misses), Figure 2 (re-ranking with the verifiers
+F0-F4, frozen and end to end) and Figure 3 (verifier scores on held-out near-misses).
 
     spherekit reproduce compositional --preset cpu-small   # MiniLM, one seed, F1 and F4, minutes on a CPU
     spherekit reproduce compositional --preset cpu         # MiniLM and all-mpnet-base-v2, 3 seeds, F0-F4
 
-Modules: config (conditions, settings, presets), data (offline WordNet/GCIDE analogue or the released layouts
-with --data-dir), models (Model A/B and verifier training), evaluate (retrieval, Figures 1 and 3), claims (the
-paper's statements vs the measurements), report / plots (the card), experiment (what the runner calls).
+Modules: spec (conditions, settings, presets), paper (the claims, departures), run (what the runner calls), data
+(offline WordNet/GCIDE analogue or the released layouts with --data-dir), models (Model A/B and verifier training),
+evaluate (retrieval, Figures 1 and 3), figures (the card's tables and plots), bench (`spherekit bench reproduce
+compositional`: verifier training the released code's way vs spherekit's).
 """
-
-from .config import CONDITIONS, PRESETS, CompositionalConfig
-from .experiment import EXPERIMENT, CompositionalExperiment
-
-__all__ = ["CONDITIONS", "EXPERIMENT", "PRESETS", "CompositionalConfig", "CompositionalExperiment"]

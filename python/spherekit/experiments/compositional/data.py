@@ -32,15 +32,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..card import cached_json
-from ..config import fingerprint
+from ..config import fingerprint_of
 
 FAMILIES = ("negation", "binding", "spatial")
 CATEGORY = {"cannot_negation": "negation", "binding_negation": "binding", "spatial": "spatial",
             **{f: f for f in FAMILIES}}
 PLACEHOLDERS = ("negatives_placeholder", "negatives_fix", "negatives are barred")
 MIN_CHARS = 20
-DATA_FIELDS = ("seed", "data_dir", "n_train_triplets", "structural_fraction", "nearmiss_per_family", "test_fraction",
-               "queries_per_set", "corpus_per_set", "suite_sets", "n_reference_pairs")
+DATA_FIELDS = ("data_seed", "data_dir", "n_train_triplets", "structural_fraction", "nearmiss_per_family",
+               "test_fraction", "queries_per_set", "corpus_per_set", "suite_sets", "n_reference_pairs")
 
 
 @dataclass
@@ -151,14 +151,14 @@ def _build_offline(cfg) -> dict:
     from ...data.nearmiss import build_nearmiss
     from ...data.wordnet import load_wordnet
 
-    rng = random.Random(cfg.seed)
+    rng = random.Random(cfg.data_seed)
     wn = load_wordnet()
     concepts = [c for c in wn if c.lemmas and len(c.definition) >= MIN_CHARS]
-    held = [c for c in concepts if _held_out(c.lemmas[0], cfg.seed, cfg.test_fraction)]
+    held = [c for c in concepts if _held_out(c.lemmas[0], cfg.data_seed, cfg.test_fraction)]
     held_ids = {c.synset_id for c in held}
     train = [c for c in concepts if c.synset_id not in held_ids]
     triplets = _offline_triplets(wn, train, rng, cfg.n_train_triplets)
-    nm = build_nearmiss(n_per_family=cfg.nearmiss_per_family, seed=cfg.seed, test_fraction=cfg.test_fraction)
+    nm = build_nearmiss(n_per_family=cfg.nearmiss_per_family, seed=cfg.data_seed, test_fraction=cfg.test_fraction)
     nm_train = [it for it in nm.train if it.source.split(":", 1)[-1] not in held_ids]
     pairs = [(it.anchor, it.near_miss, it.family) for it in nm_train]
     test = [{"anchor": it.anchor, "positive": it.positive, "near_miss": it.near_miss, "family": it.family}
@@ -214,7 +214,7 @@ def _build_from_dir(cfg) -> dict:
     from ...data.datasets.beir import load_nanobeir
     from ...data.nearmiss import NearMiss, split_by_anchor
 
-    folder, rng = Path(cfg.data_dir), random.Random(cfg.seed)
+    folder, rng = Path(cfg.data_dir), random.Random(cfg.data_seed)
     rows = _read_triplets(folder, cfg.n_train_triplets + cfg.n_reference_pairs)
     rng.shuffle(rows)
     n_ref = min(cfg.n_reference_pairs, len(rows) // 10)
@@ -227,7 +227,7 @@ def _build_from_dir(cfg) -> dict:
     else:
         allrows, dropped = read_nearmiss_csv(folder / "nearmiss.csv")
         items = [NearMiss(a, a, b, f, "", "identity", "csv") for a, b, f in allrows]
-        tr, te = split_by_anchor(items, cfg.test_fraction, cfg.seed)
+        tr, te = split_by_anchor(items, cfg.test_fraction, cfg.data_seed)
         train = [(i.anchor, i.near_miss, i.family) for i in tr]
         test_rows = [(i.anchor, i.near_miss, i.family) for i in te]
     suite = []
@@ -255,10 +255,10 @@ def _mixture(triplets, pairs, cfg, seed) -> list[list[str]]:
 def load_data(cfg, root) -> CompositionalData:
     """The data of `cfg` (read from <root>/data/compositional.json when it was built with the same settings)."""
     path = Path(root) / "data" / "compositional.json"
-    key = fingerprint(cfg, exclude=tuple(f for f in asdict(cfg) if f not in DATA_FIELDS))
+    key = fingerprint_of(cfg, DATA_FIELDS)
     raw = cached_json(path, key, lambda: _build_from_dir(cfg) if cfg.data_dir else _build_offline(cfg))
     suite = [RetrievalSet(**s) for s in raw["suite"]]
-    train_b = _mixture(raw["triplets"], raw["pairs"], cfg, cfg.seed)
+    train_b = _mixture(raw["triplets"], raw["pairs"], cfg, cfg.data_seed)
     structural = len(train_b) - len(raw["triplets"])
     stats = {"train_triplets": len(raw["triplets"]), "structural_triplets": structural,
              "structural_share": round(structural / max(1, len(train_b)), 4),

@@ -3,7 +3,8 @@ cosines of pairs (Figure 1), verifier scores on the held-out near-misses (Figure
 
 Retrieval metrics per set, then the unweighted mean over sets (NanoBEIR's "mean"): nDCG@10 (binary gains, log2
 discounts), MRR@10, Acc@1 (top-1 relevant) and Acc@10 (a relevant document in the top 10), each a mean over the
-set's queries. The released code's verifier "Acc@1" averaged Acc@1 and Acc@10 (a substring match of metric
+set's queries; nDCG@10, MRR@10 and Acc@1 are spherekit.evaluation.metrics', Acc@10 (which that module does not
+have) is counted here. The released code's verifier "Acc@1" averaged Acc@1 and Acc@10 (a substring match of metric
 names); here Acc@1 is Acc@1. Separation: ROC-AUC of the verifier's scores on (anchor, identity-or-paraphrase)
 pairs (label 1) against (anchor, near-miss) pairs (label 0); 0.5 = no separation, 1 = every near-miss below every
 positive.
@@ -15,12 +16,13 @@ import torch
 
 from ...evaluation import metrics
 from .data import FAMILIES
+from .spec import METRICS
 
-METRICS = ("nDCG@10", "MRR@10", "Acc@1", "Acc@10")
 _RETRIEVERS: dict = {}  # the untuned encoder's stage 1 per set (one backbone at a time), see retrieval()
 
 
-def _accuracy_at(ranked, relevant, k: int) -> float:
+def accuracy_at(ranked, relevant, k: int) -> float:
+    """Share of queries with a relevant document in their top k."""
     hits = [any(int(i) in rel for i in row[:k].tolist()) for row, rel in zip(ranked, relevant)]
     return sum(hits) / len(hits)
 
@@ -28,7 +30,7 @@ def _accuracy_at(ranked, relevant, k: int) -> float:
 def rank_metrics(ranked: torch.Tensor, relevant: list) -> dict[str, float]:
     rel = [set(r) for r in relevant]
     return {"nDCG@10": float(metrics.ndcg_at_k(ranked, rel, k=10)), "MRR@10": float(metrics.mrr(ranked, rel, k=10)),
-            "Acc@1": _accuracy_at(ranked, rel, 1), "Acc@10": _accuracy_at(ranked, rel, 10)}
+            "Acc@1": float(metrics.accuracy_at_1(ranked, rel)), "Acc@10": accuracy_at(ranked, rel, 10)}
 
 
 def _retriever(encoder, s, cfg, untuned: str | None):

@@ -2,7 +2,7 @@
 
 Model A / B: sentence-transformers' MultipleNegativesRankingLoss (spherekit's fused form) with scale 10 over
 (anchor, positive, negative) rows through spherekit.experiments.training.train: AdamW, warmup 10% then linear
-decay, LR and weight decay by encoder size (config.size_rules), the same steps / batch / seed for A and B. Steps
+decay, LR and weight decay by encoder size (size_rules), the same steps / batch / seed for A and B. Steps
 are fixed by the preset or, as the paper does, set from a wall-clock budget and a measured throughput (at least
 min_steps).
 
@@ -22,9 +22,19 @@ from pathlib import Path
 
 import torch
 
-from .config import VERIFIER_STEPS, size_rules
-
 _TOKEN_CACHE: dict = {}
+# the code's 4-minute step counts for a <50M encoder (run_frozen_vs_e2e_experiment.sh): frozen F0-F2 do not train
+VERIFIER_STEPS = {"frozen": {"F0": 0, "F1": 0, "F2": 0, "F3": 375, "F4": 1500},
+                  "e2e": {"F0": 825, "F1": 825, "F2": 825, "F3": 412, "F4": 1125}}
+
+
+def size_rules(n_params: int) -> dict:
+    """The released code's learning rates and weight decays by encoder size (parameters)."""
+    millions = n_params / 1e6
+    lr = 5e-5 * math.sqrt(100.0 / millions)
+    wd = 0.001 if millions < 30 else 0.005 if millions < 50 else 0.01
+    e2e_lr = 2e-5 if millions < 30 else 1.5e-5 if millions < 50 else 1e-5 if millions < 120 else 5e-6
+    return {"lr": lr, "weight_decay": wd, "e2e_encoder_lr": e2e_lr, "e2e_encoder_weight_decay": wd}
 
 
 def load(backbone: str, cfg):
@@ -75,7 +85,7 @@ def encoder_steps(model, rows, cfg, record: Path) -> tuple[int, float | None]:
     return max(cfg.min_steps, int(cfg.time_budget_s * sps / cfg.batch_size)), sps
 
 
-def train_encoder(model, rows, steps: int, cfg, seed: int, out_dir) -> dict:
+def train_encoder(model, rows, steps: int, cfg, seed: int, out_dir, progress: bool = True) -> dict:
     from datasets import Dataset
 
     from ..training import TrainConfig, clear_checkpoints, loss_curve, train
@@ -85,7 +95,7 @@ def train_encoder(model, rows, steps: int, cfg, seed: int, out_dir) -> dict:
                      weight_decay=rules["weight_decay"], seed=seed, precision="auto", save_steps=0,
                      logging_steps=cfg.logging_steps)
     columns = {"anchor": [r[0] for r in rows], "positive": [r[1] for r in rows], "negative": [r[2] for r in rows]}
-    result = train(model, Dataset.from_dict(columns), _loss(model, cfg), tc, Path(out_dir), progress=True)
+    result = train(model, Dataset.from_dict(columns), _loss(model, cfg), tc, Path(out_dir), progress=progress)
     clear_checkpoints(out_dir)
     return {"steps": result.steps, "lr": rules["lr"], "weight_decay": rules["weight_decay"],
             "train_seconds": round(result.seconds, 2), "curve": loss_curve(result.log_history)}

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...data.records import TermDefinition, definition_key, term_key
-from .config import SOURCE_HOLDOUT
+from .spec import SOURCE_HOLDOUT
 
 RANDOM_FALLBACK = "random"
 
@@ -83,7 +83,7 @@ def _digest(payload) -> str:
 
 
 def data_fingerprint(cfg, world: int = 1) -> str:
-    keys = ("seed", "data_dir", "second_source", "eval_splits", "n_test", "n_test_head", "eval_limit",
+    keys = ("data_seed", "data_dir", "second_source", "eval_splits", "n_test", "n_test_head", "eval_limit",
             "negatives_per_pair", "d2d_max_per_term", "steps", "batch_size")
     return _digest({**{k: getattr(cfg, k) for k in keys}, "world": world, "version": 1,
                     "source_holdout": bool(cfg.source_holdout_conditions)})
@@ -214,9 +214,9 @@ def _source_holdout(cfg, second: str, common: dict, wn, n_rows: int, progress: b
     """(split, t2d rows with negative columns, stats) of the source-holdout regime (module docstring)."""
     from ...data.splits import make_split
 
-    sh = make_split(SOURCE_HOLDOUT, cfg.seed, n_test=cfg.n_test, train_source=second, **common)
-    t2d = _cycle(list(sh.train), n_rows, random.Random(f"{cfg.seed}:{SOURCE_HOLDOUT}"))
-    neg_columns, neg_stats = _negatives_for_rows(t2d, cfg.negatives_per_pair, sh.train, wn, cfg.seed, progress)
+    sh = make_split(SOURCE_HOLDOUT, cfg.data_seed, n_test=cfg.n_test, train_source=second, **common)
+    t2d = _cycle(list(sh.train), n_rows, random.Random(f"{cfg.data_seed}:{SOURCE_HOLDOUT}"))
+    neg_columns, neg_stats = _negatives_for_rows(t2d, cfg.negatives_per_pair, sh.train, wn, cfg.data_seed, progress)
     rows = {"t2d_anchor": [p.term for p in t2d], "t2d_positive": [p.definition for p in t2d]}
     rows.update({f"t2d_negative_{j}": col for j, col in enumerate(neg_columns, 1)})
     return sh, rows, {"train_pairs": len(sh.train), "hard_negatives": neg_stats}
@@ -231,7 +231,7 @@ def _eval_sets(cfg, splits: dict, wn, progress: bool) -> dict[str, EvalSet]:
     for kind in [k for k in (*cfg.eval_splits, SOURCE_HOLDOUT) if k in splits]:
         test = list(splits[kind].test)
         records = test[: cfg.eval_limit] if cfg.eval_limit else test
-        negs, rule_stats = make_hard_negatives(records, seed=cfg.seed, pool=test, wordnet=wn, progress=progress)
+        negs, rule_stats = make_hard_negatives(records, seed=cfg.data_seed, pool=test, wordnet=wn, progress=progress)
         out[kind] = EvalSet(kind, records, negs, rule_stats)
     return out
 
@@ -254,10 +254,10 @@ def build(cfg, wn=None, progress: bool = True, world: int = 1) -> ConceptData:
         raise FileNotFoundError("second_source 'wiktionary' needs a Wiktextract dump: put it under "
                                 "<data_dir>/wiktionary/ (kaikki.org JSONL)")
     common = dict(wordnet=wn, gcide=gcide, wiktionary=str(wiktionary) if wiktionary else None)
-    in_domain = make_split("in-domain", cfg.seed, n_test=cfg.n_test, sources=("wordnet", second), **common)
+    in_domain = make_split("in-domain", cfg.data_seed, n_test=cfg.n_test, sources=("wordnet", second), **common)
     splits = {"in-domain": in_domain}
     if "head-holdout" in cfg.eval_splits:
-        splits["head-holdout"] = make_split("head-holdout", cfg.seed, n_test=cfg.n_test_head, **common)
+        splits["head-holdout"] = make_split("head-holdout", cfg.data_seed, n_test=cfg.n_test_head, **common)
     held = _Held(splits.values())
     t2d = [p for p in in_domain.train if held.pair_ok(p)]
     syn = [s for s in in_domain.train_synonyms if held.synonym_ok(s)]
@@ -267,12 +267,12 @@ def build(cfg, wn=None, progress: bool = True, world: int = 1) -> ConceptData:
         syn += [s for s in wk.synonym_pairs(wk.load_wiktionary(wiktionary)) if held.synonym_ok(s)]
     d2d = cross_source_pairs(t2d, second, cfg.d2d_max_per_term)
     for kind, s in splits.items():
-        check_decontaminated(Split(kind, cfg.seed, t2d, s.dev, s.test, syn))
+        check_decontaminated(Split(kind, cfg.data_seed, t2d, s.dev, s.test, syn))
 
     n_rows = cfg.steps * cfg.batch_size * world
-    rng = random.Random(cfg.seed)
+    rng = random.Random(cfg.data_seed)
     syn_rows, t2d_rows, d2d_rows = _cycle(syn, n_rows, rng), _cycle(t2d, n_rows, rng), _cycle(d2d, n_rows, rng)
-    neg_columns, neg_stats = _negatives_for_rows(t2d_rows, cfg.negatives_per_pair, t2d, wn, cfg.seed, progress)
+    neg_columns, neg_stats = _negatives_for_rows(t2d_rows, cfg.negatives_per_pair, t2d, wn, cfg.data_seed, progress)
     rows = {"syn_anchor": [s.term_a for s in syn_rows], "syn_positive": [s.term_b for s in syn_rows],
             "t2d_anchor": [p.term for p in t2d_rows], "t2d_positive": [p.definition for p in t2d_rows],
             "d2d_anchor": [a for a, _ in d2d_rows], "d2d_positive": [b for _, b in d2d_rows]}

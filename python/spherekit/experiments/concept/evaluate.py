@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 
-from .config import SOURCE_HOLDOUT
+from .spec import SOURCE_HOLDOUT
 
 
 def _prefixed(prefix: str, metrics: dict) -> dict:
@@ -39,15 +39,16 @@ def evaluate(model, data, cfg, *, source_holdout: bool = False, progress: bool =
     for kind, es in data.eval_sets.items():
         if (kind == SOURCE_HOLDOUT) != source_holdout:
             continue
-        metrics.update(_prefixed(kind, ConceptRetrievalEvaluator(es.records, seed=cfg.seed, batch_size=bs)(cache)))
-        stress = StressTestEvaluator(es.records, negatives=(es.negatives, es.rule_stats), seed=cfg.seed, batch_size=bs)
+        metrics.update(_prefixed(kind, ConceptRetrievalEvaluator(es.records, seed=cfg.data_seed, batch_size=bs)(cache)))
+        stress = StressTestEvaluator(es.records, negatives=(es.negatives, es.rule_stats), seed=cfg.data_seed,
+                                     batch_size=bs)
         metrics.update(_prefixed(kind, stress(cache)))
         if kind != "in-domain":
             continue
         texts, labels = split_texts(es.records)
-        metrics.update(_prefixed(kind, GeometryEvaluator(texts, labels, seed=cfg.seed, batch_size=bs)(cache)))
+        metrics.update(_prefixed(kind, GeometryEvaluator(texts, labels, seed=cfg.data_seed, batch_size=bs)(cache)))
         terms, defs, t2d, _, _, _ = build_pools(es.records)
-        layerwise = LayerwiseEvaluator(terms, defs, t2d, seed=cfg.seed, batch_size=bs)
+        layerwise = LayerwiseEvaluator(terms, defs, t2d, seed=cfg.data_seed, batch_size=bs)
         metrics.update(_prefixed(kind, layerwise(cache)))
         details["layers"] = {k: {str(layer): v for layer, v in layerwise.last_details[k].items()}
                              for k in ("MRR", "anisotropy")}

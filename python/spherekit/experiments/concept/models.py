@@ -19,10 +19,10 @@ gradient-cached losses (GradCache), which bound activation memory by the mini-ba
 from __future__ import annotations
 
 from ..training import MultiViewLoss, distributed_world_size
-from .config import Condition
+from .spec import Setup
 
 
-def build_model(backbone, condition: Condition, cfg):
+def build_model(backbone, condition: Setup, cfg):
     """A SentenceTransformer for `condition` on a loaded backbone (its Transformer module is reused)."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling
@@ -49,7 +49,7 @@ def _view_loss(model, cfg, weight: float, mode: str = "bce", bce_weight: float =
     return ConceptEquivalenceLoss(model, **kw)
 
 
-def build_loss(model, condition: Condition, cfg, k: int, source_holdout: bool = False) -> MultiViewLoss:
+def build_loss(model, condition: Setup, cfg, k: int, source_holdout: bool = False) -> MultiViewLoss:
     """The condition's MultiViewLoss over the columns of ConceptData.columns(condition.hard_negatives,
     source_holdout); the source-holdout regime has the t2d view only."""
     if condition.deep_supervision and cfg.cached_mini_batch:

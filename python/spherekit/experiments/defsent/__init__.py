@@ -1,13 +1,14 @@
-"""Reproduced: DefSent+ (Liu 2024, arXiv:2405.16153): definition sentences projected into a frozen space of
-dictionary-entry embeddings, progressive separate training, ICA of the entry space.
+"""Reproduced: "DefSent+: Improving sentence embeddings of language models by projecting definition sentences into a
+quasi-isotropic or isotropic vector space of unlimited dictionary entries" (Liu 2024, arXiv:2405.16153): definition
+sentences projected into a frozen space of dictionary-entry embeddings, progressive separate training (PST), ICA of
+the entry space.
 
-Modules: config (conditions, settings, presets), data (dictionaries a / b / c; TSV and kaikki), bank (AC / AMP
-entry embeddings, poolings), ica (FastICA of a bank), train (one PST step), heldout (the offline evaluation
-sets), evaluate (proxies, SentEval STS), geometry (Figures 1-7 numbers), paper (printed numbers), experiment
-(what the runner calls), report and plots (the card).
+    spherekit reproduce defsent --preset cpu-small      # base and the 1st step on dictionary c, minutes on a CPU
+    spherekit reproduce defsent --preset paper          # Table 2 and Table 8's grid on BERT-base, ten seeds (GPU)
+
+Modules: spec (conditions, settings, presets, metric keys), paper (the paper's printed numbers, claims, departures),
+run (what the runner calls), data (dictionaries a / b / c; TSV and kaikki), bank (AC / AMP entry embeddings,
+poolings), ica (FastICA of a bank), train (one PST step), heldout (the offline evaluation sets), evaluate (proxies,
+SentEval STS), geometry (Figures 1-7 numbers), figures (the card's tables and plots), bench (`spherekit bench
+reproduce defsent`).
 """
-
-from .config import CONDITIONS, PRESETS, DefSentConfig
-from .experiment import EXPERIMENT, DefSentExperiment
-
-__all__ = ["CONDITIONS", "EXPERIMENT", "PRESETS", "DefSentConfig", "DefSentExperiment"]

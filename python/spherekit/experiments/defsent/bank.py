@@ -7,7 +7,7 @@
 
 The encoder runs in eval mode (no dropout), without gradients, on batches of definitions sorted by length
 (little padding); rows come back in input order. `build_bank` caches the bank on disk under a key of the
-encoder's weights, the dictionary's text and the settings, so a rerun (or the next seed) reuses it.
+encoder's weights, the dictionary's text and the settings (bank_key), so a rerun (or the next seed) reuses it.
 
 Evaluation poolings (sec. 3.2): "cls" and "mean" as above, "prompt": the last hidden state of the mask
 token in `This sentence : "<s>" means [MASK] .` (the released code's string).
@@ -20,7 +20,7 @@ import hashlib
 import torch
 from torch import Tensor
 
-from .config import WORD_BANK
+from .spec import WORD_BANK
 
 POOLINGS = ("cls", "mean", "prompt")
 BANK_POOLING = {"ac": "cls", "amp": "mean"}
@@ -147,31 +147,47 @@ def word_bank(model, dictionary) -> Tensor:
     return hf.get_input_embeddings().weight.detach()[torch.tensor(ids)].float().cpu().clone()
 
 
+def bank_key(model, dictionary, kind: str, max_length: int) -> str:
+    """What a bank depends on: the encoder's weights, the dictionary's text, the kind and the truncation."""
+    return f"{model_key(model)}-{data_key(dictionary)}-{kind}-{max_length}"
+
+
+def cached_tensors(path, build):
+    """torch.load(path) when the file exists, else build() (a tensor, or a dict of tensors and plain values) saved
+    there atomically; path None: build() alone."""
+    from pathlib import Path
+
+    from ..._atomic import atomic_path
+
+    if path is None:
+        return build()
+    path = Path(path)
+    if path.is_file():
+        return torch.load(path)
+    out = build()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        torch.save(out, tmp)
+    return out
+
+
 def build_bank(model, dictionary, kind: str, *, cache_dir=None, batch_size: int = 64, max_length: int = 150,
                progress: bool = False) -> Tensor:
     """(E, d) bank of `kind` ("ac" | "amp", cached under cache_dir; "word": word_bank) for every entry of
     `dictionary`."""
-    from ..._atomic import atomic_path
-
     if kind == WORD_BANK:
         return word_bank(model, dictionary)
     if kind not in BANK_POOLING:
         raise ValueError(f"bank kind must be one of {(*BANK_POOLING, WORD_BANK)}, got {kind!r}")
-    path = None
-    if cache_dir is not None:
-        key = f"{model_key(model)}-{data_key(dictionary)}-{kind}-{max_length}"
-        path = cache_dir / f"bank-{key}.pt"
-        if path.is_file():
-            return torch.load(path)
-    texts, labels = dictionary.pairs()
-    vectors = encode_pooled(model, texts, BANK_POOLING[kind], batch_size=batch_size, max_length=max_length,
-                            progress=progress, desc=f"{kind.upper()} bank ({dictionary.name})")
-    bank = entry_means(vectors, labels, dictionary.n_entries)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path) as tmp:
-            torch.save(bank, tmp)
-    return bank
+
+    def build() -> Tensor:
+        texts, labels = dictionary.pairs()
+        vectors = encode_pooled(model, texts, BANK_POOLING[kind], batch_size=batch_size, max_length=max_length,
+                                progress=progress, desc=f"{kind.upper()} bank ({dictionary.name})")
+        return entry_means(vectors, labels, dictionary.n_entries)
+
+    path = None if cache_dir is None else cache_dir / f"bank-{bank_key(model, dictionary, kind, max_length)}.pt"
+    return cached_tensors(path, build)
 
 
 def check_bank_width(bank: Tensor, model) -> None:

@@ -1,16 +1,27 @@
 """Evaluation of a DefSent+ encoder: the offline proxies (spherekit.experiments.defsent.heldout) and, when the
 paper's data is there, SentEval's STS, each under the three evaluation poolings (CLS, Mean, Prompt; sec. 3.2).
 
-    sim_<pos>, sim_avg        Spearman x 100 of cos(gloss_i, gloss_j) against WordNet's path similarity (test
-                              anchors); dev_sim_avg the same on the dev anchors (chooses seed and pooling)
-    crossdict_mrr, _r1, _r10  WordNet gloss -> GCIDE definitions of the same term: MRR and recall@k (x 100)
-    probe_<task>, probe_avg   logistic-regression probe accuracy (%), k-fold cross-validation (SentEval's default
+    wordnet-sim/<pos>/Spearman, wordnet-sim/avg/Spearman
+                              Spearman x 100 of cos(gloss_i, gloss_j) against WordNet's path similarity (test anchors;
+                              pos = noun, verb); dev/wordnet-sim/avg/Spearman the same on the dev anchors (chooses the
+                              pooling and the best run)
+    cross-dictionary/MRR, /Acc@1, /Acc@10
+                              WordNet gloss -> GCIDE definitions of the same term: MRR and the share of queries with a
+                              relevant definition in the top 1 / 10 (x 100)
+    probe/<task>/Acc, probe/avg/Acc
+                              logistic-regression probe accuracy (%), k-fold cross-validation (SentEval's default
                               protocol: 10 folds, linear classifier on frozen embeddings; scikit-learn's
                               LogisticRegression instead of SentEval's torch one)
-    sts_<set>, sts_avg        Spearman x 100 of cosine per STS year on its concatenated subsets, STS-B, SICK-R
-    rd_acc@1/10/100           reverse dictionary (training path only): held-out definitions ranked over the bank
+    sts/<set>/Spearman, sts/avg/Spearman
+                              Spearman x 100 of cosine per STS year on its concatenated subsets, STS-B, SICK-R
+    reverse-dictionary/Acc@1, @10, @100
+                              reverse dictionary (training path only): held-out definitions ranked over the bank (%)
 
-Keys are "<metric>/<pooling>" plus "<metric>/best" for the pooling with the highest dev_sim_avg.
+Keys are "<metric> (<pooling>)" plus "<metric> (best)" for the pooling with the highest dev proxy.
+
+MRR and Acc@k are computed here, not with spherekit.evaluation.metrics: a relevant item ranks below the candidates
+that score strictly higher (ties count in its favour), so entries that share a row of the bank (the word bank's
+accent variants) tie instead of being ordered arbitrarily (tests/experiments/test_defsent_geometry_eval.py).
 """
 
 from __future__ import annotations
@@ -20,8 +31,9 @@ import torch
 import torch.nn.functional as F
 
 from .bank import encode_pooled
+from .spec import CROSS_MRR, DEV_SIM, POOLINGS, PROBE, SIM, STS, pooled, reverse_dictionary_key
 
-POOLINGS = ("cls", "mean", "prompt")
+POS = {"n": "noun", "v": "verb"}
 
 
 def _spearman(a, b) -> float:
@@ -46,15 +58,15 @@ def _nanmean(values) -> float:
 
 
 def retrieval(queries: torch.Tensor, corpus: torch.Tensor, relevant) -> dict:
-    """MRR and recall@1/10 (x 100) of cosine retrieval; relevant[q] = corpus ids relevant to query q."""
+    """MRR and Acc@1/10 (x 100) of cosine retrieval; relevant[q] = corpus ids relevant to query q."""
     scores = F.normalize(queries, dim=1) @ F.normalize(corpus, dim=1).T
     ranks = []
     for q, rel in enumerate(relevant):
         best = scores[q, rel].max()
         ranks.append(int((scores[q] > best).sum()) + 1)
     r = np.asarray(ranks, dtype=float)
-    return {"crossdict_mrr": 100 * float((1 / r).mean()), "crossdict_r1": 100 * float((r <= 1).mean()),
-            "crossdict_r10": 100 * float((r <= 10).mean())}
+    return {CROSS_MRR: 100 * float((1 / r).mean()), "cross-dictionary/Acc@1": 100 * float((r <= 1).mean()),
+            "cross-dictionary/Acc@10": 100 * float((r <= 10).mean())}
 
 
 def probe_accuracy(emb: torch.Tensor, labels, folds: int, seed: int = 1111) -> float:
@@ -69,7 +81,7 @@ def probe_accuracy(emb: torch.Tensor, labels, folds: int, seed: int = 1111) -> f
 
 
 def reverse_dictionary(vectors: torch.Tensor, targets, bank: torch.Tensor, ks=(1, 10, 100)) -> dict:
-    """acc@k of ranking bank rows by raw dot product (eq. 1's score) for each vector; chunked over queries."""
+    """Acc@k (%) of ranking bank rows by raw dot product (eq. 1's score) for each vector; chunked over queries."""
     ranks = []
     targets = torch.as_tensor(targets)
     for start in range(0, len(targets), 64):
@@ -77,7 +89,7 @@ def reverse_dictionary(vectors: torch.Tensor, targets, bank: torch.Tensor, ks=(1
         t = targets[start:start + 64]
         ranks.append((s > s.gather(1, t[:, None])).sum(1) + 1)
     r = torch.cat(ranks).float()
-    return {f"rd_acc@{k}": 100 * float((r <= k).float().mean()) for k in ks}
+    return {reverse_dictionary_key(k): 100 * float((r <= k).float().mean()) for k in ks}
 
 
 def evaluate_pooling(model, held, pooling: str, cfg, sts=None) -> dict:
@@ -85,30 +97,30 @@ def evaluate_pooling(model, held, pooling: str, cfg, sts=None) -> dict:
     out, dev = {}, []
     for pos, s in held.sim.items():
         emb = encode_pooled(model, s["texts"], **enc)
-        out[f"sim_{pos}"] = sim_scores(emb, s["test"])
+        out[f"wordnet-sim/{POS[pos]}/Spearman"] = sim_scores(emb, s["test"])
         dev.append(sim_scores(emb, s["dev"]))
-    out["sim_avg"] = _nanmean([out[f"sim_{p}"] for p in held.sim])
-    out["dev_sim_avg"] = _nanmean(dev)
+    out[SIM] = _nanmean([out[f"wordnet-sim/{POS[p]}/Spearman"] for p in held.sim])
+    out[DEV_SIM] = _nanmean(dev)
     c = held.crossdict
     out.update(retrieval(encode_pooled(model, c["queries"], **enc), encode_pooled(model, c["corpus"], **enc),
                          c["relevant"]))
     for task, (texts, labels) in held.probes.items():
-        out[f"probe_{task}"] = probe_accuracy(encode_pooled(model, texts, **enc), labels, cfg.probe_folds)
-    out["probe_avg"] = _nanmean([out[f"probe_{t}"] for t in held.probes])
+        out[f"probe/{task}/Acc"] = probe_accuracy(encode_pooled(model, texts, **enc), labels, cfg.probe_folds)
+    out[PROBE] = _nanmean([out[f"probe/{t}/Acc"] for t in held.probes])
     if sts:
         for name, (s1, s2, gold) in sts.items():
             a, b = encode_pooled(model, s1, **enc), encode_pooled(model, s2, **enc)
-            out[f"sts_{name}"] = _spearman(F.cosine_similarity(a, b).numpy(), gold)
-        out["sts_avg"] = _nanmean([out[f"sts_{n}"] for n in sts])
+            out[f"sts/{name}/Spearman"] = _spearman(F.cosine_similarity(a, b).numpy(), gold)
+        out[STS] = _nanmean([out[f"sts/{n}/Spearman"] for n in sts])
     return out
 
 
 def evaluate_encoder(model, held, cfg, sts=None) -> tuple[dict, str]:
-    """({"<metric>/<pooling>": value, ..., "<metric>/best": ...}, best pooling by dev_sim_avg)."""
+    """({"<metric> (<pooling>)": value, ..., "<metric> (best)": ...}, the pooling with the best dev proxy)."""
     per = {p: evaluate_pooling(model, held, p, cfg, sts) for p in POOLINGS}
-    best = max(POOLINGS, key=lambda p: np.nan_to_num(per[p]["dev_sim_avg"], nan=-np.inf))
-    flat = {f"{k}/{p}": v for p, m in per.items() for k, v in m.items()}
-    flat.update({f"{k}/best": v for k, v in per[best].items()})
+    best = max(POOLINGS, key=lambda p: np.nan_to_num(per[p][DEV_SIM], nan=-np.inf))
+    flat = {pooled(k, p): v for p, m in per.items() for k, v in m.items()}
+    flat.update({pooled(k): v for k, v in per[best].items()})
     return flat, best
 
 

@@ -10,13 +10,13 @@ each training term's labelled positives in it. ANN set: `ann_corpus` WordNet glo
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..card import cached_json
-from ..config import fingerprint
+from ..config import fingerprint_of
 
-DATA_FIELDS = ("seed", "n_test_synsets", "n_distractors", "n_train_pairs", "ann_corpus", "ann_queries")
+DATA_FIELDS = ("data_seed", "n_test_synsets", "n_distractors", "n_train_pairs", "ann_corpus", "ann_queries")
 
 
 @dataclass
@@ -58,8 +58,8 @@ class TextbookData:
 def _build(cfg) -> dict:
     from ...data.splits import make_split
 
-    split = make_split("in-domain", seed=cfg.seed, n_test=cfg.n_test_synsets, n_dev=1, synonyms=False)
-    rng = random.Random(cfg.seed)
+    split = make_split("in-domain", seed=cfg.data_seed, n_test=cfg.n_test_synsets, n_dev=1, synonyms=False)
+    rng = random.Random(cfg.data_seed)
     test_pairs = [(p.term, p.definition) for p in split.test]
     train = list(split.train)
     rng.shuffle(train)
@@ -76,7 +76,7 @@ def _build(cfg) -> dict:
 def load_data(cfg, root) -> TextbookData:
     """The shared data of `cfg` (read from <root>/data/textbook.json when it was built with the same settings)."""
     path = Path(root) / "data" / "textbook.json"
-    key = fingerprint(cfg, exclude=tuple(f for f in asdict(cfg) if f not in DATA_FIELDS))
+    key = fingerprint_of(cfg, DATA_FIELDS)
     raw = cached_json(path, key, lambda: _build(cfg))
     test = retrieval_from_pairs(map(tuple, raw["test_pairs"]), raw["distractors"])
     pairs = [tuple(p) for p in raw["train_pairs"]]

@@ -1,4 +1,4 @@
-"""Retrieval on the offline set (recall@k, MRR@k, nDCG@k through spherekit.evaluation) and a training callback
+"""Retrieval on the offline set (R@k, MRR@k, nDCG@k through spherekit.evaluation) and a training callback
 that evaluates along the way (the sample-efficiency curves)."""
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ def embed(model, texts, cfg) -> torch.Tensor:
 
 
 def retrieval_metrics(model, data, cfg) -> dict[str, float]:
-    """recall@k, MRR@k, nDCG@k and recall@1 of `model` on the retrieval set `data` (a data.Retrieval)."""
+    """R@k, MRR@k, nDCG@k and R@1 (k = cfg.eval_k) of `model` on the retrieval set `data` (a data.Retrieval)."""
     q, d = embed(model, data.queries, cfg), embed(model, data.corpus, cfg)
     _, ids = topk_cosine(q, d, cfg.eval_k)
     k = cfg.eval_k
-    return {f"recall@{k}": round(metrics.recall_at_k(ids, data.relevant, k), 4),
-            f"mrr@{k}": round(metrics.mrr(ids, data.relevant, k), 4),
-            f"ndcg@{k}": round(metrics.ndcg_at_k(ids, data.relevant, k), 4),
-            "recall@1": round(metrics.recall_at_k(ids, data.relevant, 1), 4)}
+    return {f"R@{k}": round(metrics.recall_at_k(ids, data.relevant, k), 4),
+            f"MRR@{k}": round(metrics.mrr(ids, data.relevant, k), 4),
+            f"nDCG@{k}": round(metrics.ndcg_at_k(ids, data.relevant, k), 4),
+            "R@1": round(metrics.recall_at_k(ids, data.relevant, 1), 4)}
 
 
 def curve_steps(steps: int, points: int) -> list[int]:

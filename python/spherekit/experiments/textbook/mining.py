@@ -105,17 +105,18 @@ def training_rows(data, negatives: list[list[int]], n: int) -> dict[str, list[st
     return cols
 
 
-def mining_rounds(model, data, cfg, miners, train_round, evaluate, rounds_dir=None, load_model=None) -> list[dict]:
+def mining_rounds(model, data, cfg, miners, train_round, evaluate, *, seed: int, rounds_dir=None,
+                  load_model=None) -> list[dict]:
     """Rounds of (mine with the current model, train on the negatives, evaluate). miners: one miner name per
     round (the last repeats); train_round(model, columns, round) -> (the trained model, its training record);
-    evaluate(model) -> metrics. Returns one record per round: miner, metrics, training, topped-up count, overlap
-    with the previous round's negatives, and the negatives.
+    evaluate(model) -> metrics; seed: of the random negatives and top-ups. Returns one record per round: miner,
+    metrics, training, topped-up count, overlap with the previous round's negatives, and the negatives.
 
     With rounds_dir, every finished round is kept (rounds_dir/round<r>/record.json, with the random state, and
     the trained model in rounds_dir/round<r>/model until the next round has finished) and a rerun resumes after
     the last finished round, reloading its model with load_model(folder): an interrupted chain redoes at most
     one round. The last round keeps no model, so a finished chain leaves none."""
-    rng = random.Random(cfg.seed)
+    rng = random.Random(seed)
     folders = [Path(rounds_dir) / f"round{r + 1}" for r in range(cfg.rounds)] if rounds_dir is not None else []
     done = _resume_point(folders)
     records, previous = [], None

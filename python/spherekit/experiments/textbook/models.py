@@ -57,16 +57,17 @@ def as_cosine_pairs(columns: dict[str, list[str]]) -> dict[str, list]:
     return {"sentence1": s1, "sentence2": s2, "score": score}
 
 
-def fit(model, columns: dict[str, list], loss_name: str, cfg, out_dir, *, steps: int | None = None,
+def fit(model, columns: dict[str, list], loss_name: str, cfg, out_dir, *, seed: int, steps: int | None = None,
         callbacks=(), progress: bool = False) -> dict:
-    """Train `model` in place on `columns` with loss `loss_name`; returns the training record."""
+    """Train `model` in place on `columns` with loss `loss_name` (seed: of the training's order and dropout);
+    returns the training record."""
     from datasets import Dataset
 
     from ..training import clear_checkpoints, loss_curve, train
 
     if loss_name == "cosine":
         columns = as_cosine_pairs(columns)
-    result = train(model, Dataset.from_dict(columns), build_loss(model, loss_name, cfg), cfg.train_config(steps),
+    result = train(model, Dataset.from_dict(columns), build_loss(model, loss_name, cfg), cfg.train_config(seed, steps),
                    Path(out_dir), callbacks=list(callbacks), progress=progress)
     clear_checkpoints(out_dir)
     return {"steps": result.steps, "seconds": round(result.seconds, 2), "rows": len(next(iter(columns.values()))),

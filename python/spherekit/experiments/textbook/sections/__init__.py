@@ -1,5 +1,5 @@
-"""One module per section of the card; each exposes run(cfg, backbone, data, unit_dir, progress) -> {"metrics",
-"details"}."""
+"""One module per section of the chapter; each exposes run(ctx) -> {"metrics", "details"} (ctx: the run's
+spherekit.experiments.context.UnitContext; the section's seed is ctx.seed)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import importlib
 
 
 def section(name: str):
-    from ..config import SECTIONS
+    from ..spec import SECTIONS
 
     if name not in SECTIONS:
         raise ValueError(f"unknown section {name!r}; valid sections: {', '.join(SECTIONS)}")

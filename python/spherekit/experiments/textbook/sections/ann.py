@@ -46,7 +46,8 @@ def sweep(corpus: np.ndarray, queries: np.ndarray, cfg) -> dict:
         hnsw.add(corpus)
         rows = []
         for method, index, values, set_param, stats in (
-                ("ivf", ivf, cfg.ivf_nprobe, lambda v: setattr(ivf, "nprobe", min(v, nlist)), faiss.cvar.indexIVF_stats),
+                ("ivf", ivf, cfg.ivf_nprobe, lambda v: setattr(ivf, "nprobe", min(v, nlist)),
+                 faiss.cvar.indexIVF_stats),
                 ("hnsw", hnsw, cfg.hnsw_ef, lambda v: setattr(hnsw.hnsw, "efSearch", v), faiss.cvar.hnsw_stats)):
             for v in values:
                 set_param(v)
@@ -60,21 +61,23 @@ def sweep(corpus: np.ndarray, queries: np.ndarray, cfg) -> dict:
         faiss.omp_set_num_threads(threads)
 
 
-def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
+def run(ctx) -> dict:
     from ..evaluate import embed
     from ..models import load
 
-    model = load(backbone, cfg)
+    cfg, data = ctx.cfg, ctx.data
+    model = load(ctx.backbone, cfg)
     corpus = embed(model, data.ann_corpus, cfg).float().contiguous().numpy()
     queries = embed(model, data.ann_queries, cfg).float().contiguous().numpy()
     result = sweep(corpus, queries, cfg)
-    metrics = {"corpus": result["n"]}
-    for method in ("ivf", "hnsw"):
+    metrics = {"count (corpus)": result["n"]}
+    for method, param in (("ivf", "nprobe"), ("hnsw", "efSearch")):
         rows = [r for r in result["rows"] if r["method"] == method]
         ok = [r for r in rows if r["recall"] >= cfg.target_recall]
         best = max(ok, key=lambda r: r["speedup"]) if ok else None
-        metrics[f"{method}_max_recall"] = max(r["recall"] for r in rows)
-        metrics[f"{method}_param_at_target"] = None if best is None else best["param"]
-        metrics[f"{method}_speedup_at_target"] = None if best is None else best["speedup"]
-        metrics[f"{method}_scanned_at_target"] = None if best is None else best["fraction_scanned"]
+        at = "(fastest setting at the target recall)"
+        metrics[f"{method}/R@{result['k']} (exact neighbours, best setting)"] = max(r["recall"] for r in rows)
+        metrics[f"{method}/{param} {at}"] = None if best is None else best["param"]
+        metrics[f"{method}/speed-up {at}"] = None if best is None else best["speedup"]
+        metrics[f"{method}/share scanned {at}"] = None if best is None else best["fraction_scanned"]
     return {"metrics": metrics, "details": result}

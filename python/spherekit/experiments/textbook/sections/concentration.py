@@ -26,26 +26,27 @@ def _hist(x: np.ndarray) -> list[int]:
     return np.histogram(np.clip(x, BINS[0], BINS[-1]), BINS)[0].tolist()
 
 
-def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
+def run(ctx) -> dict:
     from ..evaluate import embed
     from ..models import load
 
-    model = load(backbone, cfg)
+    cfg, data = ctx.cfg, ctx.data
+    model = load(ctx.backbone, cfg)
     q, c = embed(model, data.test.queries, cfg).double(), embed(model, data.test.corpus, cfg).double()
     dim = int(c.shape[1])
     rows, hists = [], {}
     for d in sorted({*cfg.random_dims, dim}):
-        cos = random_cosines(cfg.n_random_vectors, d, cfg.seed)
+        cos = random_cosines(cfg.n_random_vectors, d, ctx.seed)
         rows.append({"d": d, "std": round(float(cos.std()), 5), "mean": round(float(cos.mean()), 5),
                      "expected": round(1 / np.sqrt(d), 5),
                      "relative_error": round(abs(float(cos.std()) * np.sqrt(d) - 1), 4)})
         hists[f"random d={d}"] = _hist(cos)
-    rng = np.random.default_rng(cfg.seed)
+    rng = np.random.default_rng(ctx.seed)
     n = len(data.test.corpus)
     i, j = rng.integers(0, n, 20000), rng.integers(0, n, 20000)
     keep = i != j
     model_cos = (c[i[keep]] * c[j[keep]]).sum(1).numpy()
-    hists[f"{backbone} passages"] = _hist(model_cos)
+    hists[f"{ctx.backbone} passages"] = _hist(model_cos)
     sims = (q @ c.T).numpy()
     gaps_random, gaps_hardest, best_rel = [], [], []
     for qi, rel in enumerate(data.test.relevant):
@@ -60,14 +61,14 @@ def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
     gaps_random, gaps_hardest = np.asarray(gaps_random), np.asarray(gaps_hardest)
     lo, hi = cfg.gap_range
     metrics = {
-        "random_std_768": next((r["std"] for r in rows if r["d"] == 768), None),
-        "max_relative_error": max(r["relative_error"] for r in rows),
-        "model_dim": dim, "model_cos_mean": round(float(model_cos.mean()), 4),
-        "model_cos_std": round(float(model_cos.std()), 4), "isotropic_std": round(1 / np.sqrt(dim), 4),
-        "gap_random_median": round(float(np.median(gaps_random)), 4),
-        "gap_random_in_range": round(float(((gaps_random >= lo) & (gaps_random <= hi)).mean()), 4),
-        "gap_hardest_median": round(float(np.median(gaps_hardest)), 4),
-        "relevant_cos_median": round(float(np.median(best_rel)), 4),
+        "random vectors/cosine std (d=768)": next((r["std"] for r in rows if r["d"] == 768), None),
+        "random vectors/relative error (max over d)": max(r["relative_error"] for r in rows),
+        "dimension": dim, "passages/anisotropy": round(float(model_cos.mean()), 4),
+        "passages/cosine std": round(float(model_cos.std()), 4), "isotropic/cosine std": round(1 / np.sqrt(dim), 4),
+        "cosine gap (random irrelevant, median)": round(float(np.median(gaps_random)), 4),
+        "share in gap range (random irrelevant)": round(float(((gaps_random >= lo) & (gaps_random <= hi)).mean()), 4),
+        "cosine gap (hardest irrelevant, median)": round(float(np.median(gaps_hardest)), 4),
+        "cosine (best relevant passage, median)": round(float(np.median(best_rel)), 4),
     }
     details = {"random": rows, "bins": BINS.round(3).tolist(), "histograms": hists,
                "gap_random_quantiles": np.quantile(gaps_random, [0.1, 0.25, 0.5, 0.75, 0.9]).round(4).tolist(),

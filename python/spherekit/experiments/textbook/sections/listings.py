@@ -3,6 +3,7 @@ is not available offline, and is skipped)."""
 
 from __future__ import annotations
 
+import random
 from itertools import combinations
 
 import numpy as np
@@ -37,22 +38,24 @@ def chapter_mine_hard_negatives(model, queries, corpus, positives_map, top_k=30,
 def _spherekit_mnrl(model, q, p, temperature: float) -> float:
     from ....losses import MultipleNegativesRankingLoss
 
-    return float(MultipleNegativesRankingLoss(model, scale=1.0 / temperature).compute_loss_from_embeddings([q, p], None))
+    loss = MultipleNegativesRankingLoss(model, scale=1.0 / temperature)
+    return float(loss.compute_loss_from_embeddings([q, p], None))
 
 
-def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
+def run(ctx) -> dict:
     from ..data import Retrieval
     from ..mining import model_negatives
     from ..models import load
 
-    model = load(backbone, cfg)
+    cfg = ctx.cfg
+    model = load(ctx.backbone, cfg)
 
     # listing 1
     emb = model.encode(list(SENTENCES), normalize_embeddings=True)
     sim = emb @ emb.T
     pairs = {f"{i}-{j}": round(float(sim[i, j]), 4) for i, j in combinations(range(len(SENTENCES)), 2)}
     # listing 3 on the chapter's random example and on real embeddings (queries vs their first positives)
-    torch.manual_seed(cfg.seed)
+    torch.manual_seed(ctx.seed)
     q = F.normalize(torch.randn(cfg.listing_batch, cfg.listing_dim), dim=-1)
     p = F.normalize(torch.randn(cfg.listing_batch, cfg.listing_dim), dim=-1)
     rq = torch.from_numpy(np.asarray(model.encode(list(QUERIES), normalize_embeddings=True)))
@@ -66,18 +69,17 @@ def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
     # listing 4, and sentence-transformers' mine_hard_negatives on the same example
     chapter_negs = chapter_mine_hard_negatives(model, QUERIES, CORPUS, POSITIVES, cfg.top_k, cfg.num_negatives)
     example = Retrieval(list(QUERIES), list(CORPUS), [POSITIVES[i] for i in range(len(QUERIES))])
-    import random
-
-    st_negs, _ = model_negatives(model, example, cfg, random.Random(cfg.seed))
-    qe, ce = model.encode(list(QUERIES), normalize_embeddings=True), model.encode(list(CORPUS), normalize_embeddings=True)
+    st_negs, _ = model_negatives(model, example, cfg, random.Random(ctx.seed))
+    qe, ce = (model.encode(list(texts), normalize_embeddings=True) for texts in (QUERIES, CORPUS))
     metrics = {
-        "embedding_dim": int(emb.shape[1]),
-        "sim_paraphrase": pairs["0-1"], "sim_unrelated": round(max(pairs["0-2"], pairs["1-2"]), 4),
-        "mnrl_max_abs_diff": max(v["abs_diff"] for v in mnrl.values()),
-        "mnrl_random_example": mnrl["random"]["chapter"],
-        "mining_positives_returned": sum(len(set(chapter_negs[i]) & POSITIVES[i]) for i in chapter_negs),
-        "mining_same_as_sentence_transformers": all(chapter_negs[i] == st_negs[i]
-                                                    for i in chapter_negs),
+        "dimension": int(emb.shape[1]),
+        "listing1/cosine (paraphrase)": pairs["0-1"],
+        "listing1/cosine (closest unrelated pair)": round(max(pairs["0-2"], pairs["1-2"]), 4),
+        "listing3/max abs diff (chapter vs spherekit MNRL)": max(v["abs_diff"] for v in mnrl.values()),
+        "listing3/loss (random example)": mnrl["random"]["chapter"],
+        "listing4/positives returned": sum(len(set(chapter_negs[i]) & POSITIVES[i]) for i in chapter_negs),
+        "listing4/agrees (sentence-transformers mine_hard_negatives)": all(chapter_negs[i] == st_negs[i]
+                                                                            for i in chapter_negs),
     }
     details = {"similarities": pairs, "sentences": list(SENTENCES), "mnrl": mnrl,
                "chapter_negatives": {str(k): v for k, v in chapter_negs.items()},

@@ -5,7 +5,7 @@ the same (term, gloss) pairs with train_negatives negatives per query:
     random   every round on freshly drawn random negatives
 
 Retrieval is measured after every round (the same steps per round in both chains). Finished rounds are kept
-under <unit>/<chain>/round<r>/ so that an interrupted unit resumes after its last finished round."""
+under <run>/<chain>/round<r>/ so that an interrupted unit resumes after its last finished round."""
 
 from __future__ import annotations
 
@@ -13,24 +13,25 @@ CHAINS = {"hard": ("bm25", "model"), "random": ("random",)}
 EXAMPLES = 3
 
 
-def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
+def run(ctx) -> dict:
     from ..evaluate import retrieval_metrics
     from ..mining import mining_rounds
     from ..models import fit, load
 
-    key = f"recall@{cfg.eval_k}"
-    start = retrieval_metrics(load(backbone, cfg), data.test, cfg)
-    metrics, details = {f"start_{key}": start[key]}, {"start": start, "chains": {}, "examples": {}}
+    cfg, data = ctx.cfg, ctx.data
+    key = f"R@{cfg.eval_k}"
+    start = retrieval_metrics(load(ctx.backbone, cfg), data.test, cfg)
+    metrics, details = {f"start/{key}": start[key]}, {"start": start, "chains": {}, "examples": {}}
     for chain, miners in CHAINS.items():
         def train_round(model, columns, r, chain=chain):
-            return model, fit(model, columns, "mnrl", cfg, unit_dir / chain / f"round{r + 1}" / "trainer",
-                              progress=progress)
+            return model, fit(model, columns, "mnrl", cfg, ctx.dir / chain / f"round{r + 1}" / "trainer",
+                              seed=ctx.seed, progress=ctx.progress)
 
-        records = mining_rounds(load(backbone, cfg), data.train, cfg, miners, train_round,
-                                lambda m: retrieval_metrics(m, data.test, cfg), rounds_dir=unit_dir / chain,
-                                load_model=lambda folder: load(str(folder), cfg))
+        records = mining_rounds(load(ctx.backbone, cfg), data.train, cfg, miners, train_round,
+                                lambda m: retrieval_metrics(m, data.test, cfg), seed=ctx.seed,
+                                rounds_dir=ctx.dir / chain, load_model=lambda folder: load(str(folder), cfg))
         for rec in records:
-            metrics[f"{chain}_round{rec['round']}_{key}"] = rec["metrics"][key]
+            metrics[f"{chain}/round{rec['round']}/{key}"] = rec["metrics"][key]
             details["examples"][f"{chain} round {rec['round']} ({rec['miner']})"] = [
                 {"query": data.train.queries[q], "negatives": [data.train.corpus[i] for i in rec["negatives"][q]]}
                 for q in range(min(EXAMPLES, len(data.train.queries)))]

@@ -4,7 +4,8 @@ cosine (stage 1 of spherekit.retrieval.TwoStageRetriever) rank the same-meaning 
 and does a verifier re-rank (stage 2) fix it? The verifier (cfg.verifier, a small CNN over the token similarity
 map) is trained on the frozen backbone's tokens with spherekit.losses.train_verifier on structural near-misses
 (spherekit.data.nearmiss: negation, binding, spatial), and both stages are also scored on the held-out
-near-misses: the fraction of items where the positive outscores the near-miss."""
+near-misses: the fraction of items where the positive outscores the near-miss. The near-miss set is data (built
+with cfg.data_seed, shared by every seed); the verifier's initialisation and training order follow ctx.seed."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ import torch
 from ..chapter import ORDER_EXAMPLES
 
 
-def build_verifier(cfg):
+def build_verifier(cfg, seed: int):
     from ....nn.verifiers import build_verifier as build
 
-    torch.manual_seed(cfg.seed)
+    torch.manual_seed(seed)
     kwargs = {"channels": 16, "mlp_hidden": 32, "map_size": cfg.max_seq_length} if cfg.verifier == "F3" else {}
     return build(cfg.verifier, **kwargs)
 
@@ -36,19 +37,21 @@ def _pairwise(model, verifier, anchors, positives, negatives, cfg) -> tuple[torc
     return cos_margin, s[:, 0] - s[:, 1]
 
 
-def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
+def run(ctx) -> dict:
     from ....data.nearmiss import FAMILIES, build_nearmiss
     from ...verifier_training import train_verifier
     from ....retrieval import TwoStageRetriever
     from ..models import load
 
-    model = load(backbone, cfg)
+    cfg = ctx.cfg
+    model = load(ctx.backbone, cfg)
     model.eval()
-    near = build_nearmiss(n_per_family=cfg.nearmiss_per_family, seed=cfg.seed, cache=data.root / "data" / "nearmiss")
-    verifier = build_verifier(cfg)
+    near = build_nearmiss(n_per_family=cfg.nearmiss_per_family, seed=cfg.data_seed,
+                          cache=ctx.data.root / "data" / "nearmiss")
+    verifier = build_verifier(cfg, ctx.seed)
     history = train_verifier(verifier, [(x.anchor, x.positive, x.near_miss) for x in near.train], encoder=model,
                              batch_size=min(cfg.batch_size, len(near.train)), epochs=cfg.verifier_epochs,
-                             seed=cfg.seed, progress=progress).history
+                             seed=ctx.seed, progress=ctx.progress).history
     verifier.eval()
     examples = []
     for anchor, same, swap in ORDER_EXAMPLES:
@@ -72,13 +75,13 @@ def run(cfg, backbone: str, data, unit_dir, progress: bool) -> dict:
                                "verifier": round(float((ver_m[idx] > 0).float().mean()), 4)}
     chapter = examples[0]
     metrics = {
-        "chapter_cos_role_swap": round(chapter["cosine"]["role_swap"], 4),
-        "chapter_cos_same_meaning": round(chapter["cosine"]["same_meaning"], 4),
-        "examples_stage1_correct": sum(e["stage1_first"] == "same_meaning" for e in examples),
-        "examples_stage2_correct": sum(e["stage2_first"] == "same_meaning" for e in examples),
-        "n_examples": len(examples),
-        "nearmiss_cosine_accuracy": round(float((cos_m > 0).float().mean()), 4),
-        "nearmiss_verifier_accuracy": round(float((ver_m > 0).float().mean()), 4),
+        "chapter pair/cosine (role swap)": round(chapter["cosine"]["role_swap"], 4),
+        "chapter pair/cosine (same meaning)": round(chapter["cosine"]["same_meaning"], 4),
+        "examples/correct (pooled cosine)": sum(e["stage1_first"] == "same_meaning" for e in examples),
+        "examples/correct (verifier re-rank)": sum(e["stage2_first"] == "same_meaning" for e in examples),
+        "examples/count": len(examples),
+        "near-misses/Acc (pooled cosine)": round(float((cos_m > 0).float().mean()), 4),
+        "near-misses/Acc (verifier re-rank)": round(float((ver_m > 0).float().mean()), 4),
     }
     details = {"examples": examples, "nearmiss": per_family, "nearmiss_info": near.info,
                "verifier_steps": len(history),

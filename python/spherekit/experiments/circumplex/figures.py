@@ -1,0 +1,126 @@
+"""The circumplex card's own tables (ours next to the paper's Table 1, the label-count study) and its plots. The
+claims and departures are rendered by the core (spherekit.experiments.card)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import fmt
+from ..plugin import slug
+from ..printed import find, grid
+from ..units import unit_runs
+from .paper import PRINTED, SOURCE, TABLE1
+from .spec import (ALPHA_MAX, ALPHA_MEAN, CD_R, EXPERIMENT, OFFDIAG, PC12, PRETRAINED, RING_MAE, RUNS, V, Run,
+                   parse_condition)
+
+MAIN_COLUMNS = ((V, "V-measure"), (CD_R, "CD-r"), (RING_MAE, "ring MAE"), (OFFDIAG, "mean off-diagonal cosine"),
+                (PC12, "PC1+PC2 variance"), (ALPHA_MEAN, "nGPT alpha mean"), (ALPHA_MAX, "nGPT alpha max"))
+# the paper's backbone shown next to ours in each regime: its fine-tuned one, and its first frozen one
+GLOSSARY = ("Metrics: V-measure of spherical k-means (k = labels, 10 initialisations); CD-r = Pearson(circumplex "
+            "distance, 1 - mean cosine) over label pairs; ring MAE = mean |label-pair cosine - cos(angle gap)| (0 for "
+            "a perfect circle); PC1+PC2 = variance in the first two principal components; nGPT alpha = the trained "
+            "geodesic step sizes |alpha_A|, |alpha_M| (init alpha_init): each residual turns a token state by at most "
+            "about 2 alpha, so an nGPT head whose alphas stay near their init stays close to its input.")
+
+
+def _paper_table() -> str:
+    lines = ["| run | " + " | ".join(f"{b} ({'fine-tuned' if g == 'unfrozen' else g}): V, CD-r" for b, g in TABLE1)
+             + " |", "|---" * (len(TABLE1) + 1) + "|"]
+    for run in RUNS:
+        cells = [", ".join(fmt.num(find(PRINTED, Run(run, None if run == PRETRAINED else g).name, key, b).value)
+                           for key in (V, CD_R)) for b, g in TABLE1]
+        lines.append(f"| {run} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _label_counts(results) -> dict[tuple[str, str], dict[int, dict]]:
+    """(backbone, run) -> {label count: metrics} of the label-count study, with the 12-label unit of the main grid
+    in the study's regime."""
+    rows: dict[tuple[str, str], dict[int, dict]] = {}
+    for unit in results["units"].values():
+        run = parse_condition(unit["condition"])
+        if run.labels:
+            rows.setdefault((slug(unit["backbone"]), run.run), {})[run.labels] = unit["metrics"]
+    regime = results["config"].get("label_count_regime", "frozen")
+    scopes = {(s.backbone, s.regime): s for s in EXPERIMENT.scopes(results)}
+    for (backbone, name), by_count in rows.items():
+        scope = scopes.get((backbone, regime))
+        if scope is not None and scope.has(scope.condition(name)):
+            by_count[12] = scope.unit(scope.condition(name))["metrics"]
+    return rows
+
+
+def _label_count_table(rows) -> str:
+    counts = sorted({k for r in rows.values() for k in r} | {12})
+    lines = ["| backbone | run | " + " | ".join(f"{k} labels: V, CD-r" for k in counts) + " |",
+             "|---" * (len(counts) + 2) + "|"]
+    for (backbone, name), by_count in rows.items():
+        cells = [f"{fmt.num(by_count[k].get(V))}, {fmt.num(by_count[k].get(CD_R))}" if k in by_count else fmt.MISSING
+                 for k in counts]
+        lines.append(f"| {backbone} | {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def report(results: dict) -> str:
+    parts = []
+    for scope in EXPERIMENT.scopes(results):
+        paper_backbone = EXPERIMENT.printed_setting(scope)
+        parts += [f"## {scope.backbone}, {scope.regime} backbone: ours (the paper's {paper_backbone})", "",
+                  grid(scope, [scope.condition(r) for r in RUNS], MAIN_COLUMNS, PRINTED, setting=paper_backbone,
+                       spread=True), ""]
+    parts += [f"## The paper's {SOURCE}", "", _paper_table(), ""]
+    rows = _label_counts(results)
+    if rows:
+        parts += ["## Label-count study (Fig. 5b; label subsets with evenly spread angles, ours)", "",
+                  _label_count_table(rows), "",
+                  "Paper: CircularCSE matches SINCERE and SoftCSE at 2-4 labels and falls behind towards 12.", ""]
+    parts += [GLOSSARY, ""]
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------- plots
+
+def _curve_row(metrics: dict, **extra) -> dict:
+    """The V-measure and CD-r of a unit under the keys plots.py draws."""
+    return {**extra, "v_measure": metrics[V], "cd_r": metrics.get(CD_R)}
+
+
+def _details(unit: dict) -> dict:
+    runs = unit_runs(unit)
+    return (runs[0] if runs else {}).get("details", {})
+
+
+def plots(results: dict, folder: Path) -> list[str]:
+    from . import plots as draw
+
+    out: list[str] = []
+    angles = results.get("data", {}).get("angles", {})
+    for scope in EXPERIMENT.scopes(results):
+        tag, where = f"{scope.backbone}_{scope.regime}", f"{scope.backbone} ({scope.regime})"
+        units = {r: scope.unit(scope.condition(r)) for r in RUNS if scope.has(scope.condition(r))}
+        out.append(str(draw.grid_bars([_curve_row(u["metrics"], name=r) for r, u in units.items()],
+                                      folder / f"{tag}_grid.png", f"{where}: V and CD-r")))
+        out.append(str(draw.explained_variance({r: _details(u)["pca_explained_variance_ratio"]
+                                                for r, u in units.items()},
+                                               folder / f"{tag}_pca_variance.png", f"{where}: PCA explained variance")))
+        out.append(str(draw.sweep_curves({r: _details(u)["pca_sweep"] for r, u in units.items()}, "dim",
+                                         folder / f"{tag}_pca_dims.png", f"{where}: PCA dimensions")))
+        if not angles:
+            continue
+        for name in (PRETRAINED, "SINCERE-nGPT", "SoftCSE-nGPT", "CircularCSE-nGPT"):
+            if name not in units:
+                continue
+            d = _details(units[name])
+            out.append(str(draw.heatmap(d["label_cosine"], d["label_order"], folder / f"{tag}_{name}_cosine.png",
+                                        f"{where} {name}: label-pair mean cosine")))
+            out.append(str(draw.scatter_2d(d["pca_points"], d["pca_labels"], angles, folder / f"{tag}_{name}_pca.png",
+                                           f"{where} {name}: PCA of the test texts",
+                                           explained=d["pca_explained_variance_ratio"][:2])))
+            out.append(str(draw.scatter_2d(d["mds_points"], d["mds_labels"], angles, folder / f"{tag}_{name}_mds.png",
+                                           f"{where} {name}: MDS (cosine distance)")))
+    rows = _label_counts(results)
+    if rows:
+        series = {f"{backbone} {name}": [_curve_row(m, labels=k) for k, m in sorted(by_count.items())]
+                  for (backbone, name), by_count in rows.items()}
+        out.append(str(draw.sweep_curves(series, "labels", folder / "label_count.png", "Number of labels")))
+    return out

@@ -1,0 +1,217 @@
+"""A paper's claims as typed records: declared once in the paper's `paper.py`, checked by the core on every card,
+written to results.json ("claims") and rendered by one renderer.
+
+    CLAIMS = [
+        Claim("P1", "fine-tuning collapses anisotropy (0.126 -> 0.012)", source="section 5.2",
+              rule="B1's anisotropy below half of B0's",
+              check=lambda s: Measured.compare(s.metric("B1", "in-domain/anisotropy")
+                                               - 0.5 * s.metric("B0", "in-domain/anisotropy"), "<", 0.0,
+                                               text=f"B0 {...} -> B1 {...}")),
+    ]
+
+A check gets a `Scope` (the units of one backbone, or of another group the paper defines) and returns what it
+measured (`Measured`, or a list of them for a claim checked once per condition). Asking the scope for a unit or
+metric that did not run raises `NotRun`: the claim's verdict is then "not run" and its record says what it needs.
+
+Verdicts: "holds", "does not hold", "inconclusive", "not run". A comparison `Measured.compare(value, op, margin)`
+holds when `value op margin` holds for the point estimate; with an `interval` (the uncertainty of `value`, e.g. a
+paired bootstrap over evaluation items or the spread over seeds) it holds only when the whole interval does, does
+not hold when the whole interval fails, and is "inconclusive" when the interval straddles the margin. "within"
+(|value| <= margin) is the symmetric rule of "unchanged" claims. A rule decided without a number
+(`Measured.decided`) has no interval. A claim marked `sanity=True` cannot fail on the data it runs on: it is listed
+apart as a sanity check, never counted as a claim that holds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+from . import fmt
+from .units import unit_runs
+
+HOLDS, FAILS, INCONCLUSIVE, NOT_RUN = "holds", "does not hold", "inconclusive", "not run"
+VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, NOT_RUN)
+OPS = (">", ">=", "<", "<=", "within")
+
+
+class NotRun(LookupError):
+    """A unit or metric a claim needs did not run; the message says what is needed."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a claim's check measured. text: the measurement for people. holds: the rule on the point estimate
+    (None: undecidable, e.g. a NaN). value / op / margin: the number the rule compares (value op margin).
+    interval: the uncertainty of value (low, high). uncertainty: how the interval was obtained. label: which
+    condition this record is about, when a claim is checked once per condition."""
+
+    text: str
+    holds: bool | None
+    value: float | None = None
+    op: str | None = None
+    margin: float | None = None
+    interval: tuple[float, float] | None = None
+    uncertainty: str | None = None
+    label: str | None = None
+
+    @classmethod
+    def compare(cls, value, op: str, margin: float, text: str, *, interval=None, uncertainty=None, label=None):
+        """The rule `value op margin` (op ">", ">=", "<", "<=", or "within": |value| <= margin)."""
+        if op not in OPS:
+            raise ValueError(f"op must be one of {OPS}, got {op!r}")
+        value = None if value is None else float(value)
+        holds = None if value is None or math.isnan(value) else _passes(value, op, margin)
+        if interval is not None:
+            interval = (float(interval[0]), float(interval[1]))
+        return cls(text, holds, value, op, float(margin), interval, uncertainty, label)
+
+    @classmethod
+    def decided(cls, holds, text: str, *, label=None):
+        """A rule decided without a single compared number (an ordering of several runs, say)."""
+        return cls(text, None if holds is None else bool(holds), label=label)
+
+
+def _passes(value: float, op: str, margin: float) -> bool:
+    return {">": value > margin, ">=": value >= margin, "<": value < margin, "<=": value <= margin,
+            "within": abs(value) <= margin}[op]
+
+
+def verdict(m: Measured) -> str:
+    """holds / does not hold / inconclusive of a measurement (see the module docstring)."""
+    if m.holds is None:
+        return INCONCLUSIVE
+    if m.interval is None or m.op is None:
+        return HOLDS if m.holds else FAILS
+    lo, hi = m.interval
+    if any(math.isnan(x) for x in (lo, hi)):
+        return INCONCLUSIVE
+    if m.op == "within":
+        if -m.margin <= lo and hi <= m.margin:
+            return HOLDS
+        return FAILS if lo > m.margin or hi < -m.margin else INCONCLUSIVE
+    ends = [_passes(x, m.op, m.margin) for x in (lo, hi)]
+    return HOLDS if all(ends) else FAILS if not any(ends) else INCONCLUSIVE
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claim of the paper. id: the paper's or our short name ("P3", "C6"). statement: the claim in the paper's
+    words (with its own numbers). source: table / figure / section. rule: how it is checked here, with its margin,
+    in words. check: Scope -> Measured (or a list of Measured with labels). sanity: the rule cannot fail on this
+    data (a sanity check, listed apart)."""
+
+    id: str
+    statement: str
+    source: str
+    rule: str
+    check: Callable[["Scope"], Measured | Sequence[Measured]]
+    sanity: bool = False
+
+
+class Scope:
+    """The units one claim is checked on: {condition: unit} of one backbone (or a group the paper defines).
+    A unit is a card entry (spherekit.experiments.runner.aggregate): "metrics" (the mean over its seeds), "spread",
+    "runs" (one record per seed)."""
+
+    def __init__(self, name: str, units: dict[str, dict], config: dict | None = None):
+        self.name, self.units, self.config = name, units, config or {}
+
+    def has(self, *conditions: str) -> bool:
+        return all(c in self.units for c in conditions)
+
+    def unit(self, condition: str) -> dict:
+        if condition not in self.units:
+            raise NotRun(condition)
+        return self.units[condition]
+
+    def metric(self, condition: str, key: str) -> float:
+        """The unit's metric (mean over seeds); NotRun when the unit did not run or the metric is missing or None
+        (read a metric that may legitimately be None, e.g. "no threshold reaches the target", with get())."""
+        value = self.unit(condition).get("metrics", {}).get(key)
+        if value is None:
+            raise NotRun(f"{condition} ({key})")
+        return float(value)
+
+    def get(self, condition: str, key: str, default=None):
+        """The metric, or `default` when the unit or the metric is missing."""
+        return self.units.get(condition, {}).get("metrics", {}).get(key, default)
+
+    def runs(self, condition: str) -> list[dict]:
+        """The unit's runs (one per seed), each with what the runs share (units.unit_runs)."""
+        return unit_runs(self.unit(condition))
+
+
+def evaluate(claims: Sequence[Claim], scopes: Sequence[Scope]) -> list[dict]:
+    """Every claim checked on every scope: JSON-able records (the "claims" of results.json)."""
+    out = []
+    for scope in scopes:
+        for claim in claims:
+            base = {"id": claim.id, "scope": scope.name, "statement": claim.statement, "source": claim.source,
+                    "rule": claim.rule, "sanity": claim.sanity}
+            try:
+                measured = claim.check(scope)
+            except NotRun as exc:
+                out.append({**base, "measured": f"needs {exc.args[0]}", "verdict": NOT_RUN})
+                continue
+            for m in ([measured] if isinstance(measured, Measured) else measured):
+                record = {**base, **{k: v for k, v in asdict(m).items() if k not in ("text", "holds", "label")},
+                          "measured": m.text, "verdict": verdict(m)}
+                if m.label:
+                    record["id"] = f"{claim.id} ({m.label})"
+                if record["interval"] is not None:
+                    record["interval"] = list(record["interval"])
+                out.append(record)
+    return out
+
+
+def counts(records: Sequence[dict]) -> dict[str, int]:
+    """{verdict: how many claims} (sanity checks left out)."""
+    out = {v: 0 for v in VERDICTS}
+    for r in records:
+        if not r.get("sanity"):
+            out[r["verdict"]] += 1
+    return out
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _rule_cell(r: dict) -> str:
+    rule = r["rule"]
+    if r.get("interval") is not None:
+        rule += f"; {r['uncertainty'] or 'interval'} {fmt.interval(*r['interval'])}"
+    return rule
+
+
+def render(records: Sequence[dict], *, scope: str | None = None) -> str:
+    """The claims (and, apart, the sanity checks) of `scope` (None: every scope) as Markdown tables."""
+    chosen = [r for r in records if scope is None or r["scope"] == scope]
+    parts = []
+    for sanity, title in ((False, None), (True, "Sanity checks (rules that cannot fail on this data; not claims):")):
+        rows = [r for r in chosen if bool(r.get("sanity")) == sanity]
+        if not rows:
+            continue
+        lines = ([title, ""] if title else []) + ["| id | claim | source | measured here | rule | verdict |",
+                                                  "|---|---|---|---|---|---|"]
+        lines += [f"| {_cell(r['id'])} | {_cell(r['statement'])} | {_cell(r['source'])} | {_cell(r['measured'])} | "
+                  f"{_cell(_rule_cell(r))} | **{r['verdict']}** |" for r in rows]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) if parts else "(no claims checked)"
+
+
+def summary_lines(records: Sequence[dict], *, scope: str | None = None, width: int = 100) -> list[str]:
+    """One plain line per claim that ran: "[verdict] id: statement"."""
+    out = []
+    for r in records:
+        if (scope is None or r["scope"] == scope) and r["verdict"] != NOT_RUN:
+            tag = "sanity" if r.get("sanity") else r["verdict"]
+            line = f"[{tag:>13}] {r['id']}: {r['statement']}"
+            out.append(line if len(line) <= width else line[: width - 3] + "...")
+    return out
+
+
+__all__ = ["Claim", "FAILS", "HOLDS", "INCONCLUSIVE", "Measured", "NOT_RUN", "NotRun", "Scope", "VERDICTS", "counts",
+           "evaluate", "render", "summary_lines", "verdict"]

@@ -1,0 +1,54 @@
+"""`spherekit reproduce compositional`: the data of a preset and one run of a condition (what the runner calls).
+
+A run is (backbone, condition, seed): base evaluates the untuned backbone; model_a / model_b train the encoder on
+their rows (the same steps: with a wall-clock budget the throughput is measured once per backbone, in
+<backbone>/encoder_throughput.json, shared by A, B and every seed); <regime>_<F> trains verifier F (frozen or end
+to end) and re-ranks with it. Its metrics are the retrieval means over the suite's sets; its extras are the per-set
+numbers, Figure 1's cosines (base, A, B) or Figure 3's verifier scores (verifiers), and the training record.
+Trained models are not kept (the card is about the measurements): a re-evaluation retrains.
+"""
+
+from __future__ import annotations
+
+
+def prepare(cfg, root, progress: bool):
+    from .data import load_data
+
+    return load_data(cfg, root)
+
+
+def run_unit(ctx) -> dict:
+    import torch
+
+    from . import evaluate, models
+    from .spec import verifier_of
+
+    cfg, data, cond, seed = ctx.cfg, ctx.data, ctx.condition.name, ctx.seed
+    torch.manual_seed(seed)
+    encoder = models.load(ctx.backbone, cfg)
+    extras: dict = {}
+    if cond in ("model_a", "model_b"):
+        rows = data.train_a if cond == "model_a" else data.train_b
+        with ctx.timed("train"):
+            steps, sps = models.encoder_steps(encoder, data.train_a, cfg,
+                                              ctx.backbone_dir / "encoder_throughput.json")
+            extras["train"] = {**models.train_encoder(encoder, rows, steps, cfg, seed, ctx.dir,
+                                                      progress=ctx.progress),
+                               "rows": len(rows), "probe_samples_per_s": sps}
+    if cond in ("base", "model_a", "model_b"):
+        with ctx.timed("eval"):
+            retrieval = evaluate.retrieval(encoder, data.suite, cfg, untuned=ctx.backbone if cond == "base" else None)
+            extras["figure1"] = evaluate.figure1(encoder, data, cfg)
+    else:
+        regime, name = ctx.condition.params["regime"], verifier_of(cond)
+        verifier = models.build(name, cfg, encoder.get_embedding_dimension())
+        with ctx.timed("train"):
+            extras["train"] = models.train_verifier_run(encoder, ctx.backbone, verifier, regime, name, data.train_b,
+                                                        cfg, seed)
+        verifier.eval()
+        with ctx.timed("eval"):
+            retrieval = evaluate.retrieval(encoder, data.suite, cfg, verifier,
+                                           untuned=ctx.backbone if regime == "frozen" else None)
+            extras["figure3"] = evaluate.figure3(encoder, verifier, data, cfg)
+        extras["parameters"] = sum(p.numel() for p in verifier.parameters())
+    return {"metrics": retrieval.pop("mean"), "retrieval": retrieval, **extras}

@@ -1,0 +1,158 @@
+"""The spec of the "Compositional Sensitivity" reproduction: its conditions, configuration, presets and main metric.
+
+Source: Ralev, Baral, Zhechev, Agarwal, Rajamohan. "Training for Compositional Sensitivity Reduces Dense Retrieval
+Generalization". arXiv:2604.16351 (2026). Every value the paper (or, where the text is silent, its released code
+radoslavralev/limitations-text-retrieval) fixes is a `paper(...)` field whose doc says where; every other value is
+a `choice(...)` whose doc says why. The verifier conditions are selected by two fields: `conditions` and
+`verifiers` (a <regime>_<F> condition runs when both name it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import choice, paper, runtime, selection
+from ..plugin import Condition, Experiment, conditions_of
+
+VERIFIER_NAMES = ("F0", "F1", "F2", "F3", "F4")
+REGIMES = ("frozen", "e2e")
+REGIME_TEXT = {"frozen": "frozen encoder (only the verifier trains)", "e2e": "end to end"}
+METRICS = ("nDCG@10", "MRR@10", "Acc@1", "Acc@10")
+CONDITIONS = conditions_of(
+    Condition("base", "the untuned backbone (Table 1's base row; stage 1 of the frozen regime)"),
+    Condition("model_a", "Model A: MNRL on the (query, passage, negative) retrieval triplets only (Table 1, Figure 1)"),
+    Condition("model_b", "Model B: the same steps on the mixture with 19.2% structural near-miss triplets (s, s, s~)"),
+    *(Condition(f"{r}_{v}", f"verifier {v}, {REGIME_TEXT[r]} (Figures 2 and 3)", params={"regime": r, "verifier": v})
+      for r in REGIMES for v in VERIFIER_NAMES))
+
+
+def check_verifiers(names) -> tuple[str, ...]:
+    bad = [v for v in names if v not in VERIFIER_NAMES]
+    if bad:
+        raise ValueError(f"unknown verifier(s) {bad}; valid verifiers: {', '.join(VERIFIER_NAMES)}")
+    return tuple(names)
+
+
+@dataclass(frozen=True)
+class CompositionalConfig:
+    # what runs
+    backbones: tuple = selection(("all-MiniLM-L6-v2",), "paper: MiniLM-L6/L12, gte-small, gte-modernbert-base; "
+                                 "offline only all-MiniLM-L6-v2 (exact) and all-mpnet-base-v2 (the larger substitute) "
+                                 "exist")
+    conditions: tuple = selection(tuple(CONDITIONS), "which conditions run (base, model_a, model_b, <regime>_<F>)")
+    verifiers: tuple = selection(VERIFIER_NAMES, "which verifiers' conditions run (sec. 3.2: F0-F4)",
+                                 paper=VERIFIER_NAMES)
+    seeds: tuple = selection((42, 43, 44), "training seeds (D.3: 'Primary seed is 42. Multi-seed results use seeds "
+                             "{42,43,44}')", paper=(42, 43, 44))
+    data_seed: int = choice(0, "data sampling seed (the paper's splits are fixed files)")
+    data_dir: str | None = choice(None, "None: the offline WordNet/GCIDE analogue; a folder with nq_triplets.csv, "
+                                        "near-miss CSVs and nanobeir/ (the released layouts, see data.py)")
+    # data
+    n_train_triplets: int = paper(100_000, "D.1: 100,000 NQ triplets")
+    structural_fraction: float = paper(0.192, "D.1: 23,857 of 123,856 triplets (19.2%) are structural")
+    nearmiss_per_family: int = paper(9940, "D.1: 9,940 pairs per category")
+    test_fraction: float = paper(0.2, "D.1: pairs split 80/20, the 20% held out for the synthetic test")
+    queries_per_set: int = paper(50, "NanoBEIR sets have 50 queries each")
+    corpus_per_set: int = choice(3000, "NanoBEIR corpora hold 2k-10k documents; the offline sets hold this many")
+    suite_sets: tuple = choice(("wn-examples", "wn-reverse", "wn-hypernym", "gcide-defs"),
+                               "the offline NanoBEIR analogue (data.py): usage question -> sense entry, definition -> "
+                               "lemma names, entry -> hypernym entry, GCIDE definition -> WordNet senses")
+    n_reference_pairs: int = paper(10_000, "Figure 1: 10k held-out positives and 10k negatives")
+    hist_bins: int = paper(40, "released code: 40-bin histograms on [0, 1]")
+    # Model A / B (Table 1)
+    scale: float = paper(10.0, "D.3: MNRL temperature 0.1 (code: scale=10.0)")
+    batch_size: int = paper(64, "D.3: batch size 64 (the code's runs used 128)")
+    steps: int = choice(0, "optimizer steps; 0: from the wall-clock budget as the paper does")
+    time_budget_s: float = paper(240.0, "code: TIME_MINUTES=4 per configuration, steps = budget x throughput / batch")
+    min_steps: int = paper(500, "code: at least 500 iterations")
+    warmup_ratio: float = paper(0.1, "D.3: warmup ratio 0.1, linear decay")
+    lr_rule: float = paper(5e-5, "code: LR = 5e-5 x sqrt(100M / parameters) (1e-4 for MiniLM-L6's 22M)")
+    max_seq_length: int = paper(128, "D.2: max length 128")
+    # verifiers (Figures 2-3)
+    top_k: int = paper(100, "D.4: stage 1 retrieves the top-100")
+    verifier_lr: float = paper(1e-4, "D.3: verifier LR 1e-4")
+    verifier_weight_decay: float = paper(0.01, "code: 0.01 for F3/F4")
+    verifier_batch_light: int = paper(128, "D.3: batch 128 for F0-F2")
+    verifier_batch_heavy: int = paper(32, "D.3: batch 32 for F3-F4")
+    verifier_steps: int = choice(0, "verifier steps; 0: from the code's calibrated step counts (models.VERIFIER_STEPS)")
+    verifier_scale: float = paper(10.0, "code: MNRL over verifier scores with MNRL_TEMPERATURE=0.1")
+    map_size: int = paper(128, "code: maps padded / cut to 128 x 128 (the max length)")
+    f2_lam: float = paper(0.1, "code: lam = 0.1")
+    f2_tau: float = paper(0.1, "code: tau = 0.1")
+    f3_channels: int = paper(128, "code: Conv 3->128->256, k 3, MLP 128")
+    f4_patch: int = paper(8, "code: 8 x 8 patches")
+    f4_ff: int = paper(32, "code: 1 pre-norm layer, 1 head, feed-forward 32, width = the encoder's")
+    # runtime
+    eval_batch_size: int = runtime(32, "D.4: evaluation batch size 32")
+    logging_steps: int = runtime(10, "loss logging interval")
+
+    def __post_init__(self):
+        check_verifiers(self.verifiers)
+        bad = [c for c in self.conditions if c not in CONDITIONS]
+        if bad:
+            raise ValueError(f"unknown condition(s) {bad}; valid conditions: {', '.join(CONDITIONS)}")
+        if not 0 < self.structural_fraction < 1 or not 0 < self.test_fraction < 1:
+            raise ValueError("structural_fraction and test_fraction must lie in (0, 1)")
+        if self.map_size % self.f4_patch or self.map_size < self.max_seq_length:
+            raise ValueError(f"map_size ({self.map_size}) must be a multiple of f4_patch ({self.f4_patch}) and at "
+                             f"least max_seq_length ({self.max_seq_length})")
+
+    def verifier_batch(self, name: str) -> int:
+        return self.verifier_batch_heavy if name in ("F3", "F4") else self.verifier_batch_light
+
+
+PRESETS: dict[str, dict] = {
+    # the paper's sizes (GPU; any backbone path with --backbone)
+    "paper": dict(),
+    # hours on 2 cores: both offline backbones, 3 seeds, every verifier in both regimes, 64-token maps
+    "cpu": dict(backbones=("all-MiniLM-L6-v2", "all-mpnet-base-v2"), n_train_triplets=8000, nearmiss_per_family=600,
+                corpus_per_set=2000, n_reference_pairs=2000, batch_size=32, steps=150, max_seq_length=64,
+                map_size=64, verifier_batch_light=64, verifier_batch_heavy=16, verifier_steps=60, f3_channels=32),
+    # minutes on 2 cores: MiniLM, one seed, small sets, F1 and F4 only
+    "cpu-small": dict(seeds=(42,), verifiers=("F1", "F4"), n_train_triplets=1200, nearmiss_per_family=150,
+                      queries_per_set=40, corpus_per_set=400, suite_sets=("wn-examples", "wn-reverse", "wn-hypernym"),
+                      n_reference_pairs=300, batch_size=16, steps=25, max_seq_length=32, map_size=32,
+                      verifier_batch_light=16, verifier_batch_heavy=16, verifier_steps=20),
+    # seconds: the tests' preset (pass --backbone with a small local model)
+    "tiny": dict(seeds=(42,), verifiers=("F1", "F4"), n_train_triplets=40, nearmiss_per_family=6, queries_per_set=6,
+                 corpus_per_set=30, suite_sets=("wn-examples", "wn-reverse"), n_reference_pairs=20, batch_size=4,
+                 steps=2, max_seq_length=16, map_size=16, verifier_batch_light=4, verifier_batch_heavy=4,
+                 verifier_steps=2, f4_patch=4, logging_steps=1),
+}
+
+CITATION = """@misc{ralev2026compositional,
+    title = {Training for Compositional Sensitivity Reduces Dense Retrieval Generalization},
+    author = {Radoslav Ralev and Aditeya Baral and Iliya Zhechev and Jen Agarwal and Srijith Rajamohan},
+    year = {2026},
+    eprint = {2604.16351},
+    archivePrefix = {arXiv},
+}"""
+
+
+def verifier_of(condition: str) -> str | None:
+    """"frozen_F4" -> "F4"; None for base, model_a, model_b."""
+    params = CONDITIONS[condition].params
+    return params["verifier"] if params else None
+
+
+class CompositionalExperiment(Experiment):
+    name = "compositional"
+    title = "Training for Compositional Sensitivity Reduces Dense Retrieval Generalization (Ralev et al. 2026)"
+    citation = CITATION
+    config_class = CompositionalConfig
+    presets = PRESETS
+    conditions = CONDITIONS
+    main_metric = "nDCG@10"
+    summary_metrics = tuple((m, m) for m in METRICS)
+
+    def selected(self, cfg) -> list[str]:
+        """The conditions of cfg.conditions, less the verifier conditions whose verifier is not in cfg.verifiers."""
+        return [c for c in CONDITIONS if c in cfg.conditions and verifier_of(c) in (None, *cfg.verifiers)]
+
+    def select(self, names) -> dict:
+        """Config overrides running exactly `names`: those conditions, and the verifiers they name."""
+        return {"conditions": tuple(names),
+                "verifiers": tuple(v for v in VERIFIER_NAMES if v in {verifier_of(n) for n in names})}
+
+
+EXPERIMENT = CompositionalExperiment()

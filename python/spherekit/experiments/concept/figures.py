@@ -1,0 +1,184 @@
+"""The concept card's own tables (ours next to the paper's printed numbers, stress tests, source-holdout,
+training) and its plots. The claims and departures are rendered by the core (spherekit.experiments.card)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...evaluation.plots import save_figure
+from .. import fmt
+from ..printed import find, grid, notes
+from ..units import unit_runs
+from .paper import (ANISOTROPY, D2T_R10, DBPEDIA_R10, HH_T2D_R10, NEGATION, NP_R10, PAIR_HARD, PAIR_RANDOM,
+                    PAPER_BACKBONE, PRINTED, RANK, T2D_MRR, T2D_R10, TYPE_SWAP)
+from .spec import EXPERIMENT, SETUPS, SH_SUFFIX
+
+MAIN_COLUMNS = ((T2D_R10, "t2d R@10"), (T2D_MRR, "t2d MRR"), (D2T_R10, "d2t R@10"), (HH_T2D_R10, "HH t2d R@10"),
+                (PAIR_HARD, "pair ROC-AUC (hard negatives)"), (PAIR_RANDOM, "pair ROC-AUC (random negative)"),
+                (NEGATION, "negation ROC-AUC"), (TYPE_SWAP, "type-swap ROC-AUC"), (ANISOTROPY, "anisotropy"),
+                (RANK, "effective rank", 1), (NP_R10, "NP R@10"), (DBPEDIA_R10, "DBpedia R@10"))
+STRESS_COLUMNS = (("in-domain/ROC-AUC (antonym flip)", "antonym ROC-AUC"), (NEGATION, "negation ROC-AUC"),
+                  ("in-domain/ROC-AUC (same-POS random swap)", "POS-swap ROC-AUC"),
+                  ("in-domain/ROC-AUC (same-POS prefix swap)", "prefix-swap ROC-AUC"),
+                  (TYPE_SWAP, "type-swap ROC-AUC"))
+
+
+def _conditions(scope) -> list[str]:
+    return [c for c in SETUPS if scope.has(c)]
+
+
+SH_COLUMNS = tuple((f"source-holdout/{k}", label) for k, label in (
+    ("R@10 (term to definition)", "t2d R@10"), ("MRR (term to definition)", "t2d MRR"),
+    ("R@10 (definition to term)", "d2t R@10"), ("pair ROC-AUC (hard negatives)", "pair ROC-AUC (rule negatives)"),
+    ("ROC-AUC (lexical negation)", "negation ROC-AUC"), ("ROC-AUC (ontological type swap)", "type-swap ROC-AUC")))
+
+
+def _source_holdout_table(scope) -> str | None:
+    held = {c: scope.units[c + SH_SUFFIX] for c in SETUPS if scope.has(c + SH_SUFFIX)}
+    if not held:
+        return None
+    from ..claims import Scope
+
+    return grid(Scope(scope.name, held), list(held), SH_COLUMNS, row_label="condition (source-holdout model)")
+
+
+def _training_table(scope) -> str:
+    lines = ["| condition | seed | steps | s / step | first logged loss | last logged loss |",
+             "|---|---|---|---|---|---|"]
+    for cond, unit in scope.units.items():
+        for run in unit_runs(unit):
+            tr = run.get("training")
+            if not tr:
+                continue
+            curve = tr["curve"].get("loss", [])
+            first, last = (fmt.num(curve[0]), fmt.num(curve[-1])) if curve else (fmt.MISSING, fmt.MISSING)
+            lines.append(f"| {cond} | {run['seed']} | {tr['steps']} | {fmt.num(tr['seconds_per_step'], 2)} | {first} | "
+                         f"{last} |")
+    return "\n".join(lines) if len(lines) > 2 else "(no trained condition)"
+
+
+def report(results: dict) -> str:
+    data, cfg = results.get("data", {}), results["config"]
+    parts = ["## What ran", "",
+             f"Conditions: {', '.join(cfg['conditions'])} (the paper's Table 1 and appendix F)"
+             + (f"; source-holdout models of {', '.join(cfg['source_holdout_conditions'])}"
+                if cfg.get("source_holdout_conditions") else "") + ", on "
+             f"{', '.join(cfg['backbones'])}; {cfg['steps']} steps x batch {cfg['batch_size']}, seeds "
+             f"{', '.join(map(str, cfg['seeds']))}. Training rows: {data.get('rows', '?')} per view; evaluation pairs: "
+             + ", ".join(f"{k} {v['pairs']} ({v['stress_negatives']} stress negatives)"
+                         for k, v in data.get("eval", {}).items()) + "."]
+    for scope in EXPERIMENT.scopes(results):
+        conds = _conditions(scope)
+        parts += ["", f"## Results on {scope.name}: ours (the paper's number; * derived from a stated difference)", "",
+                  *([f"The paper's numbers are for {PAPER_BACKBONE}.", ""] if scope.name != PAPER_BACKBONE else []),
+                  grid(scope, conds, MAIN_COLUMNS, PRINTED, setting=PAPER_BACKBONE, spread=True), "",
+                  *[f"\\* {n}" for n in notes(PRINTED) if any(n.startswith(c + " ") for c in conds)],
+                  "", "Stress tests per rule (ROC-AUC of cos(term, definition) against cos(term, rule negative), "
+                  "in-domain):", "", grid(scope, conds, STRESS_COLUMNS, spread=True)]
+        sh = _source_holdout_table(scope)
+        if sh:
+            parts += ["", "Source-holdout split (trained on the second source alone, tested on WordNet):", "", sh]
+        parts += ["", "### Training", "", _training_table(scope)]
+    return "\n".join(parts) + "\n"
+
+
+# ---------------------------------------------------------------- plots
+
+def plots(results: dict, folder: Path) -> list[str]:
+    paths = []
+    for scope in EXPERIMENT.scopes(results):
+        for plot in (_bars, _geometry, _layers, _losses):
+            path = plot(scope, folder)
+            if path is not None:
+                paths.append(str(path))
+    return paths
+
+
+def _save(fig, path) -> Path:
+    fig.tight_layout()
+    return save_figure(fig, path, dpi=110, bbox_inches=None)
+
+
+def _bars(scope, folder):
+    import matplotlib.pyplot as plt
+
+    conds = _conditions(scope)
+    columns = ((T2D_R10, "t2d R@10"), (PAIR_HARD, "pair ROC-AUC (hard negatives)"), (NEGATION, "negation ROC-AUC"))
+    fig, axes = plt.subplots(1, len(columns), figsize=(4.2 * len(columns), 3.6))
+    for ax, (key, label) in zip(axes, columns):
+        ours = [scope.get(c, key) for c in conds]
+        ax.bar(range(len(conds)), [x if x is not None else 0 for x in ours], color="#4477aa", label="ours")
+        paper = [(i, p.value) for i, c in enumerate(conds) if (p := find(PRINTED, c, key)) is not None]
+        if paper:
+            ax.scatter([i for i, _ in paper], [p for _, p in paper], color="#cc3311", marker="_", s=400,
+                       linewidths=3, label=f"paper ({PAPER_BACKBONE})", zorder=3)
+        ax.set_xticks(range(len(conds)), conds, rotation=45, ha="right")
+        ax.set_ylim(0, 1)
+        ax.set_title(label, fontsize=10)
+    axes[0].legend(fontsize=8, loc="lower left")
+    fig.suptitle(f"{scope.name}: ranking vs discrimination per condition", fontsize=11)
+    return _save(fig, folder / f"{scope.name}_conditions.png")
+
+
+def _geometry(scope, folder):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.2, 4.2))
+    for c in _conditions(scope):
+        a, r = scope.get(c, ANISOTROPY), scope.get(c, RANK)
+        if a is not None and r is not None:
+            ax.scatter(a, r, color="#4477aa")
+            ax.annotate(c, (a, r), fontsize=8, xytext=(3, 3), textcoords="offset points")
+    for c in SETUPS:
+        a, r = find(PRINTED, c, ANISOTROPY), find(PRINTED, c, RANK)
+        if a is not None and r is not None:
+            ax.scatter(a.value, r.value, color="#cc3311", marker="x")
+            ax.annotate(f"{c} (paper)", (a.value, r.value), fontsize=7, color="#cc3311", xytext=(3, -9),
+                        textcoords="offset points")
+    ax.set_xlabel("anisotropy (mean cosine of random pairs)")
+    ax.set_ylabel("effective rank")
+    ax.set_title(f"{scope.name}: geometry (ours blue, paper red: {PAPER_BACKBONE})", fontsize=9)
+    return _save(fig, folder / f"{scope.name}_geometry.png")
+
+
+def _first_run(scope, cond) -> dict:
+    runs = scope.runs(cond)
+    return runs[0] if runs else {}
+
+
+def _layers(scope, folder):
+    import matplotlib.pyplot as plt
+
+    curves = {c: _first_run(scope, c).get("details", {}).get("layers") for c in _conditions(scope)}
+    curves = {c: x for c, x in curves.items() if x}
+    if not curves:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for ax, key in zip(axes, ("MRR", "anisotropy")):
+        for c, layers in curves.items():
+            xs = sorted(int(k) for k in layers[key])
+            ax.plot(xs, [layers[key][str(x)] for x in xs], marker="o", ms=3, label=c,
+                    linestyle="-" if SETUPS[c].trained else "--")
+        ax.set_xlabel("layer (0 = embeddings)")
+        what = "t2d MRR" if key == "MRR" else "anisotropy of the test texts"
+        ax.set_title(f"{what} by layer (mean pool of each layer)", fontsize=10)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{scope.name}: where the signal sits (dashed: frozen; first seed)", fontsize=11)
+    return _save(fig, folder / f"{scope.name}_layers.png")
+
+
+def _losses(scope, folder):
+    import matplotlib.pyplot as plt
+
+    curves = {c: (_first_run(scope, c).get("training") or {}).get("curve") for c in _conditions(scope)}
+    curves = {c: x for c, x in curves.items() if x and x.get("step")}
+    if not curves:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for c, curve in curves.items():
+        ax.plot(curve["step"], curve["loss"], label=c)
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss (sum of the views)")
+    ax.legend(fontsize=8)
+    ax.set_title(f"{scope.name}: training loss (first seed)", fontsize=10)
+    return _save(fig, folder / f"{scope.name}_loss.png")

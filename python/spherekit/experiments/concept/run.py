@@ -1,0 +1,56 @@
+"""`spherekit reproduce concept`: the data of a preset and one run of a condition (what the runner calls).
+
+A run builds the condition's encoder on the backbone (models.build_model), trains it with the condition's
+objective through the one training path unless it is frozen (B0, B0-WM), and evaluates it on every suite
+(evaluate.evaluate). M3's per-layer heads are dropped before the model is saved (they are training-only).
+"""
+
+from __future__ import annotations
+
+
+def prepare(cfg, root, progress: bool):
+    from ..training import distributed_world_size
+    from .data import load_or_build
+
+    return load_or_build(cfg, root, progress=progress, world=distributed_world_size())
+
+
+def run_unit(ctx) -> dict:
+    from ...models import load_backbone
+    from ..training import train
+    from .evaluate import evaluate
+    from .models import build_loss, build_model, readout_module
+    from .spec import split_condition
+
+    setup, source_holdout = split_condition(ctx.condition.name)
+    cfg, data = ctx.cfg, ctx.data
+
+    def build_and_train(out_dir):
+        model = build_model(load_backbone(ctx.backbone), setup, cfg)
+        loss = build_loss(model, setup, cfg, data.k, source_holdout)
+        dataset = data.dataset(setup.hard_negatives is not None, source_holdout)
+        result = train(model, dataset, loss, cfg.train_config(ctx.seed), out_dir, progress=ctx.progress)
+        readout = readout_module(model)
+        if readout is not None and setup.deep_supervision:
+            readout.drop_deep_supervision()  # per-layer heads are training-only
+        return model, result
+
+    if setup.trained:
+        model = ctx.train_or_load(build_and_train)
+    else:
+        model = build_model(load_backbone(ctx.backbone), setup, cfg)
+    with ctx.timed("eval"):
+        metrics, details = evaluate(model, data, cfg, source_holdout=source_holdout, progress=ctx.progress)
+    readout = readout_module(model)
+    if readout is not None and readout.mode != "uniform":
+        details["layer_weights"] = _layer_weights(readout)
+    return {"metrics": metrics, "details": details}
+
+
+def _layer_weights(readout) -> list[float] | None:
+    """The learned layer mixture (M1, M3), lowest layer first; None for per-input gates (M2)."""
+    import torch
+
+    if readout.mode != "learned":
+        return None
+    return [round(float(x), 4) for x in torch.softmax(readout.w.detach().float(), 0)]

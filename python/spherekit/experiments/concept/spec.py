@@ -1,0 +1,196 @@
+"""The spec of the concept-equivalence reproduction: its conditions, configuration, presets and main metric.
+
+Source: Mohr, Dujany, Souquet, Freitas. "Principles of Concept Representation in Sentence Encoders",
+arXiv:2606.06994 (2026): sections 4.1-4.4 (conditions, readouts, objective, training), 4.5 (data),
+appendices E (hyperparameters: the table itself is missing from the text we have), F (B1-unified),
+G (hard-negative rules) and H (geometry).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...losses.concept_equivalence import CITATION
+from ..config import choice, paper, runtime, selection
+from ..plugin import Condition, Experiment, conditions_of
+from ..training import TrainConfig
+
+RULE_TYPES = ("antonym_flip", "negation", "pos_swap", "prefix_swap", "type_swap")
+EVAL_SPLITS = ("in-domain", "head-holdout")
+SOURCE_HOLDOUT = "source-holdout"
+SH_SUFFIX = "@" + SOURCE_HOLDOUT  # "B1@source-holdout": B1 trained in the source-holdout regime
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The encoder of one condition of the paper's Table 1 / appendix F.
+
+    readout: "mean" | "cls" (sentence-transformers Pooling of the final layer), "uniform" | "learned" |
+    "gated" (spherekit.nn.LayerMixPooling over the last `layers` layers).  trained: fine-tuned (False:
+    the frozen backbone).  hard_negatives: None (no hard-negative term), "bce" (the BCE term, weight 0.5)
+    or "softmax" (B1-unified: hard negatives in the InfoNCE denominator, no BCE).  deep_supervision: M3's
+    per-layer projection heads and per-layer InfoNCE in training.
+    """
+
+    description: str
+    readout: str = "mean"
+    layers: int = 1
+    trained: bool = True
+    hard_negatives: str | None = "bce"
+    deep_supervision: bool = False
+
+
+SETUPS: dict[str, Setup] = {
+    "B0": Setup("frozen backbone, mean pooling of the final layer", trained=False, hard_negatives=None),
+    "B0-WM": Setup("frozen backbone, uniform mean of the last K=4 layers", "uniform", 4, trained=False,
+                       hard_negatives=None),
+    "B1": Setup("fine-tuned, mean pooling, hard negatives (BCE)"),
+    "B2": Setup("fine-tuned, CLS pooling, hard negatives (BCE)", "cls"),
+    "B3": Setup("fine-tuned, mean pooling, no hard negatives", hard_negatives=None),
+    "M1": Setup("fine-tuned, learned softmax-weighted mean of the last K=4 layers, hard negatives",
+                    "learned", 4),
+    "M1-K6": Setup("as M1 with the last K=6 layers", "learned", 6),
+    "M2": Setup("fine-tuned, per-input MLP gate over the last K=4 layers, hard negatives", "gated", 4),
+    "M3": Setup("fine-tuned, deep supervision (a projection head and an InfoNCE loss per layer in training), "
+                    "learned weighted mean of the last K=4 layers at inference, hard negatives",
+                    "learned", 4, deep_supervision=True),
+    "B1-unified": Setup("fine-tuned, mean pooling, hard negatives in the InfoNCE denominator, no BCE "
+                            "(appendix F)", hard_negatives="softmax"),
+}
+
+
+@dataclass(frozen=True)
+class ConceptConfig:
+    # what runs
+    backbones: tuple = selection(("all-mpnet-base-v2",), "backbones (units) run",
+                                 paper=("all-mpnet-base-v2",))  # section 4.1: every condition on all-mpnet-base-v2
+    conditions: tuple = selection(tuple(SETUPS), "which conditions run (Table 1 + appendix F)")
+    source_holdout_conditions: tuple = selection(("B0", "B1", "B3"), "section 4.5's third split (train on the second "
+                                                 "source, test on WordNet) needs a second model per condition; these "
+                                                 "conditions get one (the paper does not say which it ran)")
+    seeds: tuple = selection((0,), "training seeds (the paper uses a single seed without giving it)")
+    data_seed: int = choice(0, "seed of the splits, the training rows and the evaluation's sampling")
+    data_dir: str | None = choice(None, "None: offline analogues (WordNet + GCIDE); a folder with the paper's "
+                                        "data in its published formats replaces them (see data.py)")
+    # data
+    second_source: str = choice("gcide", "the paper's second source is Wiktionary (2.8M pairs), not available "
+                                         "offline; GCIDE (~180k pairs) stands in unless data_dir holds a dump")
+    eval_splits: tuple = paper(EVAL_SPLITS, "section 4.5: in-domain and head-holdout test splits (one model "
+                                            "per condition, trained without either test set)")
+    n_test: int = choice(2000, "in-domain test synsets (the paper gives no size)")
+    n_test_head: int = choice(1000, "head-holdout: the most frequent synsets withheld")
+    eval_limit: int | None = choice(None, "cap on evaluated test pairs per split (None: all)")
+    negatives_per_pair: int = paper(5, "appendix G: five rules per definition, all negatives used; rows hold k "
+                                       "slots filled from the rules that apply (cycled when fewer apply)")
+    d2d_max_per_term: int = paper(6, "section 4.5: up to 6 cross-source definition pairs per term")
+    # objective (section 4.3)
+    syn_weight: float = paper(1.0, "L = L_syn + L_t2d + 0.7 L_d2d + 0.5 L_BCE")
+    t2d_weight: float = paper(1.0, "L = L_syn + L_t2d + 0.7 L_d2d + 0.5 L_BCE")
+    d2d_weight: float = paper(0.7, "L = L_syn + L_t2d + 0.7 L_d2d + 0.5 L_BCE")
+    bce_weight: float = paper(0.5, "L = L_syn + L_t2d + 0.7 L_d2d + 0.5 L_BCE")
+    scale: float = choice(20.0, "InfoNCE scale 1/temperature (temperature 0.05, sentence-transformers' default)")
+    bce_scale: float = choice(20.0, "BCE logit = cos / 0.05 (the InfoNCE temperature), no bias: section 4.3 says "
+                                    "the BCE term gives every hard negative 'a gradient of fixed magnitude', which "
+                                    "a biased (SigLIP-style, -10) logit would not: it saturates below cos 0.5")
+    bce_bias: float = choice(0.0, "see bce_scale")
+    max_seq_length: int = choice(64, "tokens per text; WordNet/GCIDE glosses are short")
+    gate_hidden: int | None = choice(None, "hidden width of M2's gate MLP (None: d // 2)")
+    deep_weight: float = choice(1.0, "M3: weight of the per-layer InfoNCE sum relative to the view loss")
+    # training (section 4.4, appendix E)
+    steps: int = paper(8000, "Figure 2: 8k steps")
+    batch_size: int = paper(16, "Figure 2: batch 16")
+    lr: float = choice(2e-5, "base learning rate (appendix E's table is missing from the text)")
+    warmup_steps: int = paper(100, "section 4.4: linear warmup of 100 steps, then linear decay to 0")
+    layer_decay: float = paper(0.9, "section 4.4: layerwise LR decay 0.90 per transformer layer")
+    head_multiplier: float = paper(5.0, "section 4.4: pooling head and cross-layer weights at 5x the base rate")
+    weight_decay: float = choice(0.01, "AdamW weight decay (none on biases and norms)")
+    max_grad_norm: float = choice(1.0, "gradient clipping")
+    precision: str = choice("auto", "bf16 autocast on a GPU, fp32 on a CPU")
+    cached_mini_batch: int | None = choice(None, "GradCache mini-batch (None: plain fused losses)")
+    # runtime
+    eval_batch_size: int = runtime(64, "encoding batch size")
+    save_steps: int = runtime(200, "training checkpoint interval (resume)")
+    logging_steps: int = runtime(10, "loss logging interval")
+
+    def __post_init__(self):
+        bad = [c for c in self.conditions if c not in SETUPS]
+        if bad:
+            raise ValueError(f"unknown condition(s) {bad}; valid conditions: {', '.join(SETUPS)}")
+        bad = [s for s in self.eval_splits if s not in EVAL_SPLITS]
+        if bad or "in-domain" not in self.eval_splits:
+            raise ValueError(f"eval_splits must include 'in-domain' and be a subset of {EVAL_SPLITS}, "
+                             f"got {self.eval_splits}")
+        bad = [c for c in self.source_holdout_conditions if c not in SETUPS]
+        if bad:
+            raise ValueError(f"unknown source_holdout_conditions {bad}; valid conditions: {', '.join(SETUPS)}")
+        if self.second_source not in ("gcide", "wiktionary"):
+            raise ValueError(f"second_source must be 'gcide' or 'wiktionary', got {self.second_source!r}")
+        if self.negatives_per_pair < 1:
+            raise ValueError(f"negatives_per_pair must be >= 1, got {self.negatives_per_pair}")
+
+    def train_config(self, seed: int) -> TrainConfig:
+        return TrainConfig(steps=self.steps, batch_size=self.batch_size, lr=self.lr, warmup_steps=self.warmup_steps,
+                           schedule="linear", layer_decay=self.layer_decay, head_multiplier=self.head_multiplier,
+                           weight_decay=self.weight_decay, max_grad_norm=self.max_grad_norm, seed=seed,
+                           precision=self.precision, save_steps=self.save_steps, logging_steps=self.logging_steps)
+
+
+PRESETS: dict[str, dict] = {
+    # the embedded default: minutes on a 2-core CPU (the `make run` job)
+    "cpu-small": dict(backbones=("all-MiniLM-L6-v2",), conditions=("B0", "B1", "B3"), steps=120, warmup_steps=12,
+                      lr=5e-5, negatives_per_pair=2, eval_splits=("in-domain",), n_test=1000,
+                      source_holdout_conditions=(),
+                      save_steps=100, logging_steps=5),
+    # every condition on the CPU: hours (MiniLM ~2.5 h on 2 cores, all-mpnet-base-v2 about 5x longer)
+    "cpu": dict(backbones=("all-MiniLM-L6-v2", "all-mpnet-base-v2"), steps=500, warmup_steps=25, lr=5e-5,
+                negatives_per_pair=2, n_test=2000, source_holdout_conditions=("B0", "B1")),
+    # the paper's sizes (GPU)
+    "paper": dict(),
+    # seconds: the tests' preset (pass --backbone with a small local model)
+    "tiny": dict(backbones=("all-MiniLM-L6-v2",), conditions=("B0", "B1"), steps=3, batch_size=4, warmup_steps=1,
+                 lr=1e-3, negatives_per_pair=2, eval_splits=("in-domain",), n_test=40, n_test_head=20,
+                 source_holdout_conditions=(),
+                 max_seq_length=24, save_steps=2, logging_steps=1, eval_batch_size=32),
+}
+
+
+def split_condition(name: str) -> tuple[Setup, bool]:
+    """("B1@source-holdout" or "B1") -> (its Setup, whether it is the source-holdout regime)."""
+    base = name.removesuffix(SH_SUFFIX)
+    if base not in SETUPS:
+        raise ValueError(f"unknown condition {name!r}; valid conditions: {', '.join(SETUPS)} "
+                         f"(each also as <name>{SH_SUFFIX})")
+    return SETUPS[base], name.endswith(SH_SUFFIX)
+
+
+T2D_R10 = "in-domain/R@10 (term to definition)"
+
+
+class ConceptExperiment(Experiment):
+    name = "concept"
+    title = "Principles of Concept Representation in Sentence Encoders"
+    citation = CITATION
+    config_class = ConceptConfig
+    presets = PRESETS
+    conditions = conditions_of(
+        *(Condition(n, s.description, distributed=s.trained, seeded=s.trained, params=s) for n, s in SETUPS.items()),
+        *(Condition(n + SH_SUFFIX, f"{n} trained on the second source alone, tested on WordNet",
+                    distributed=s.trained, seeded=s.trained, params=s) for n, s in SETUPS.items()))
+    main_metric = T2D_R10
+    summary_metrics = ((T2D_R10, "t2d R@10"), ("in-domain/MRR (term to definition)", "t2d MRR"),
+                       ("in-domain/pair ROC-AUC (hard negatives)", "pair ROC-AUC (hard negatives)"),
+                       ("in-domain/ROC-AUC (lexical negation)", "negation ROC-AUC"),
+                       ("in-domain/anisotropy", "anisotropy"), ("in-domain/effective rank", "effective rank", 1))
+
+    def selected(self, cfg) -> list[str]:
+        return [*cfg.conditions, *(c + SH_SUFFIX for c in cfg.source_holdout_conditions)]
+
+    def select(self, names) -> dict:
+        """Config overrides running exactly `names` ("B1", "B1@source-holdout", ...)."""
+        for name in names:
+            split_condition(name)
+        return {"conditions": tuple(n for n in names if not n.endswith(SH_SUFFIX)),
+                "source_holdout_conditions": tuple(n.removesuffix(SH_SUFFIX) for n in names if n.endswith(SH_SUFFIX))}
+
+
+EXPERIMENT = ConceptExperiment()

@@ -1,0 +1,142 @@
+"""The experiment core's records: claim verdicts (with margins and intervals), printed numbers next to ours, the
+metric vocabulary, the shared formatters and the aggregation of seeds."""
+
+import math
+
+import pytest
+
+from spherekit.experiments import fmt
+from spherekit.experiments.claims import Claim, Measured, NotRun, Scope, counts, evaluate, render, verdict
+from spherekit.experiments.metrics import MetricName, invalid_keys, lookup, parse
+from spherekit.experiments.printed import Printed, comparison, grid
+from spherekit.experiments.units import ESTIMATOR, aggregate, unit_runs
+
+
+@pytest.mark.parametrize("value, op, margin, interval, expected", [
+    (0.05, ">", 0.0, None, "holds"),
+    (-0.05, ">", 0.0, None, "does not hold"),
+    (0.05, ">", 0.0, (0.01, 0.09), "holds"),
+    (0.05, ">", 0.0, (-0.01, 0.09), "inconclusive"),       # the interval straddles the margin
+    (-0.05, ">", 0.0, (-0.09, -0.01), "does not hold"),
+    (0.02, ">=", 0.02, None, "holds"),
+    (0.02, ">", 0.02, None, "does not hold"),
+    (0.01, "<", 0.02, (0.0, 0.03), "inconclusive"),
+    (0.01, "within", 0.02, (-0.015, 0.019), "holds"),      # "unchanged" is symmetric
+    (-0.042, "within", 0.02, None, "does not hold"),       # a drop fails an "unchanged" rule as a rise would
+    (0.01, "within", 0.02, (-0.01, 0.03), "inconclusive"),
+    (0.05, "within", 0.02, (0.03, 0.07), "does not hold"),
+    (float("nan"), ">", 0.0, None, "inconclusive"),
+])
+def test_verdicts(value, op, margin, interval, expected):
+    assert verdict(Measured.compare(value, op, margin, "x", interval=interval)) == expected
+
+
+def test_decided_and_bad_op():
+    assert verdict(Measured.decided(True, "x")) == "holds"
+    assert verdict(Measured.decided(False, "x")) == "does not hold"
+    assert verdict(Measured.decided(None, "x")) == "inconclusive"
+    with pytest.raises(ValueError, match="op must be one of"):
+        Measured.compare(1.0, "!=", 0.0, "x")
+
+
+def _units():
+    return {"A": {"metrics": {"R@10": 0.5, "cosine": 0.3}, "runs": [{"seed": 0}]},
+            "B": {"metrics": {"R@10": 0.6}, "runs": [{"seed": 0}]}}
+
+
+CLAIMS = [
+    Claim("C1", "B beats A", "Table 1", "B's R@10 above A's",
+          lambda s: Measured.compare(s.metric("B", "R@10") - s.metric("A", "R@10"), ">", 0.0, "B - A",
+                                     interval=(0.01, 0.2), uncertainty="paired bootstrap over 10 queries")),
+    Claim("C2", "Z exists", "section 2", "Z's R@10 above 0", lambda s: Measured.compare(s.metric("Z", "R@10"), ">", 0,
+                                                                                        "z")),
+    Claim("C3", "per condition", "Table 2", "cosine below 1",
+          lambda s: [Measured.compare(s.metric(c, "cosine"), "<", 1.0, c, label=c) for c in ("A",)]),
+    Claim("S1", "a sanity check", "listing 1", "always", lambda s: Measured.decided(True, "ok"), sanity=True),
+    Claim("C4", "needs a file", "section 3", "...", lambda s: (_ for _ in ()).throw(NotRun("the file (--data-dir)"))),
+]
+
+
+def test_evaluate_records_render_and_count():
+    records = evaluate(CLAIMS, [Scope("bb", _units())])
+    by_id = {r["id"]: r for r in records}
+    assert by_id["C1"]["verdict"] == "holds" and by_id["C1"]["interval"] == [0.01, 0.2]
+    assert by_id["C1"]["value"] == pytest.approx(0.1) and by_id["C1"]["op"] == ">" and by_id["C1"]["margin"] == 0.0
+    assert by_id["C2"]["verdict"] == "not run" and by_id["C2"]["measured"] == "needs Z"
+    assert by_id["C3 (A)"]["verdict"] == "holds"
+    assert by_id["C4"]["measured"] == "needs the file (--data-dir)"
+    assert counts(records) == {"holds": 2, "does not hold": 0, "inconclusive": 0, "not run": 2}  # S1 not counted
+    text = render(records, scope="bb")
+    assert "| C1 | B beats A | Table 1 | B - A | B's R@10 above A's; paired bootstrap over 10 queries [+0.010, " \
+           "+0.200] | **holds** |" in text
+    assert "Sanity checks" in text and text.index("S1") > text.index("Sanity checks")
+
+
+def test_scope_metric_and_get():
+    s = Scope("bb", _units())
+    assert s.metric("A", "R@10") == 0.5 and s.get("A", "nope") is None and s.get("Q", "R@10", 1) == 1
+    with pytest.raises(NotRun, match="A \\(nope\\)"):
+        s.metric("A", "nope")
+    assert s.has("A", "B") and not s.has("A", "Z") and s.runs("A") == [{"seed": 0}]
+
+
+def test_printed_comparison_and_grid():
+    printed = [Printed("Table 1", "A", "R@10", 0.7, setting="big model"),
+               Printed("text", "B", "R@10", 0.8, setting="big model", note="derived: A + 0.1")]
+    scope = Scope("bb", _units())
+    rows = comparison(printed, [scope])
+    assert rows[0] == {"source": "Table 1", "condition": "A", "metric": "R@10", "setting": "big model",
+                       "paper": 0.7, "paper_std": None, "note": "", "ours": {"bb": 0.5}}
+    table = grid(scope, ["A", "B", "Z"], [("R@10", "R@10"), ("cosine", "cos", 2)], printed)
+    assert table.splitlines() == ["| condition | R@10 | cos |", "|---|---|---|",
+                                  "| A | 0.500 (0.700) | 0.30 |", "| B | 0.600 (0.800*) | - |"]
+
+
+def test_metric_grammar_and_vocabulary():
+    key = parse("in-domain/R@10 (term to definition)")
+    assert (key.scope, key.name, key.k, key.qualifier) == (("in-domain",), "R", 10, "term to definition")
+    assert parse("nDCG@10").scope == () and parse("frozen/cls/R@10").scope == ("frozen", "cls")
+    assert parse("in-domain/effective rank").name == "effective rank"
+    for bad in ("R@0", "a//R", "R (x", "R@10 (a) (b)", "/R"):
+        with pytest.raises(ValueError, match="does not follow the grammar"):
+            parse(bad)
+    assert lookup("MRR@10").higher_is_better is True and lookup("x/anisotropy").higher_is_better is None
+
+    class Paper:
+        name = "toy"
+        metric_names = {"V-score": MetricName("V-score", True, "a toy score")}
+
+    assert lookup("V-score", Paper()).doc == "a toy score"
+    bad = invalid_keys(["recall@10", "V-score", "R@1", "R", "V-score@3", "mrr@10", "MRR", "Acc@1 (negation)"], Paper())
+    assert len(bad) == 4
+    assert "recall takes no cut-off @k" in bad[0]
+    assert "R needs a cut-off" in bad[1] and "V-score takes no" in bad[2] and "name 'mrr'" in bad[3]
+
+
+def test_formatters():
+    assert (fmt.num(0.12345), fmt.num(None), fmt.num(math.nan), fmt.num(3, 1)) == ("0.123", "-", "nan", "3.0")
+    assert (fmt.signed(0.012), fmt.signed(-0.3, 1), fmt.pm(0.5, 0.01), fmt.pm(0.5, None)) == \
+        ("+0.012", "-0.3", "0.500 ± 0.010", "0.500")
+    assert (fmt.pct(0.4567), fmt.count(12345), fmt.interval(-0.01, 0.02)) == ("45.7%", "12,345", "[-0.010, +0.020]")
+    assert (fmt.duration(45), fmt.duration(372), fmt.duration(9000)) == ("45 s", "6.2 min", "2.5 h")
+
+
+def test_aggregate_one_and_several_seeds():
+    one = aggregate("bb", "A", [{"backbone": "bb", "condition": "A", "seed": 0, "metrics": {"R@10": 0.1 + 0.2},
+                                 "seconds": {"train": 2.0}, "details": {"x": 1}}])
+    assert one["metrics"] == {"R@10": 0.1 + 0.2} and "spread" not in one and one["seeds"] == [0]
+    assert one["runs"] == [{"seed": 0, "metrics": {"R@10": 0.1 + 0.2}, "seconds": {"train": 2.0}, "details": {"x": 1}}]
+    runs = [{"seed": s, "metrics": {"R@10": v, "setting": 4, "note": n, "maybe": None if s else 1.0},
+             "seconds": {"train": 1.0}, "bank": {"points": [1, 2]}, "curve": [s]}
+            for s, v, n in ((2, 0.5, "a"), (1, 0.7, "a"), (3, 0.9, "b"))]
+    several = aggregate("bb", "A", runs)
+    assert several["shared"] == {"bank": {"points": [1, 2]}}  # what every run recorded alike is kept once
+    assert [r["curve"] for r in several["runs"]] == [[1], [2], [3]] and "bank" not in several["runs"][0]
+    assert unit_runs(several)[0] == {"seed": 1, "metrics": runs[1]["metrics"], "seconds": {"train": 1.0},
+                                     "bank": {"points": [1, 2]}, "curve": [1]}
+    assert several["seeds"] == [1, 2, 3] and several["seconds"] == {"train": 3.0}
+    assert several["metrics"]["R@10"] == pytest.approx(0.7) and several["metrics"]["setting"] == 4.0
+    assert several["metrics"]["note"] is None and several["metrics"]["maybe"] is None  # not one value, no mean
+    assert several["spread"] == {"estimator": ESTIMATOR, "n": 3, "std": {"R@10": pytest.approx(0.2), "setting": 0.0}}
+    unseeded = aggregate("bb", "A", [{"seed": None, "metrics": {"R@10": 0.4}}])
+    assert unseeded["seeds"] == [None] and unseeded["metrics"] == {"R@10": 0.4}
