@@ -140,3 +140,47 @@ def test_aggregate_one_and_several_seeds():
     assert several["spread"] == {"estimator": ESTIMATOR, "n": 3, "std": {"R@10": pytest.approx(0.2), "setting": 0.0}}
     unseeded = aggregate("bb", "A", [{"seed": None, "metrics": {"R@10": 0.4}}])
     assert unseeded["seeds"] == [None] and unseeded["metrics"] == {"R@10": 0.4}
+
+
+def test_bootstraps():
+    import numpy as np
+
+    from spherekit.experiments.uncertainty import bootstrap, paired_bootstrap, per_item
+
+    rng = np.random.default_rng(0)
+    a = rng.random(400)
+    lo, hi, how = paired_bootstrap(a, a + 0.1 + rng.normal(0, 0.05, 400))
+    assert lo < 0.1 < hi and hi - lo < 0.02 and how == "paired bootstrap over 400 items, 95% interval"
+    lo, hi, _ = paired_bootstrap(a, a)
+    assert lo == hi == 0.0
+    lo, hi, how = bootstrap(lambda idx: float(a[idx].mean()), 400)
+    assert lo < a.mean() < hi and how.startswith("bootstrap over 400 items")
+    with pytest.raises(ValueError, match="same length"):
+        paired_bootstrap([1, 2], [1, 2, 3])
+    with pytest.raises(ValueError, match="at least 2 items"):
+        paired_bootstrap([1.0], [2.0])
+    assert per_item([0.1234567891, 1]) == [0.123457, 1.0]
+
+
+def test_difference_uses_the_items_of_every_seed():
+    from spherekit.experiments.claims import difference
+
+    def unit(per_seed):
+        means = [sum(v) / len(v) for v in per_seed]
+        return {"metrics": {"MRR": sum(means) / len(means)},
+                "runs": [{"seed": s, "metrics": {"MRR": m}, "per_item": {"MRR": v}}
+                         for s, (m, v) in enumerate(zip(means, per_seed))]}
+
+    scope = Scope("bb", {"A": unit([[0.0, 0.5, 1.0, 0.5] * 5]),
+                         "B": unit([[0.5, 1.0, 1.0, 0.5] * 5, [0.5, 0.5, 1.0, 1.0] * 5])})
+    assert scope.items("B", "MRR")[:4] == [0.5, 0.75, 1.0, 0.75]
+    m = difference(scope, "A", "B", "MRR", ">", 0.0)
+    assert m.value == pytest.approx(0.25) and m.interval[0] > 0 and verdict(m) == "holds"
+    assert m.uncertainty == "paired bootstrap over 20 items, 95% interval" and m.text == "A 0.500 -> B 0.750 (+0.250)"
+    assert verdict(difference(scope, "A", "B", "MRR", "within", 0.05)) == "does not hold"
+    old = Scope("bb", {c: {"metrics": {"MRR": v}, "runs": [{"seed": 0}]} for c, v in (("A", 0.5), ("B", 0.6))})
+    with pytest.raises(NotRun, match="per item"):
+        old.items("A", "MRR")
+    m = difference(old, "A", "B", "MRR", ">", 0.0)  # runs without per-item values: the point estimate, said so
+    assert m.interval is None and m.uncertainty.startswith("none: these runs kept no per-item values")
+    assert "uncertainty: none" in render(evaluate([Claim("X", "s", "t", "r", lambda s: m)], [old]))

@@ -29,11 +29,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from . import fmt
+from .uncertainty import PER_ITEM, paired_bootstrap
 from .units import unit_runs
 
 HOLDS, FAILS, INCONCLUSIVE, NOT_RUN = "holds", "does not hold", "inconclusive", "not run"
 VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, NOT_RUN)
 OPS = (">", ">=", "<", "<=", "within")
+NO_ITEMS = "none: these runs kept no per-item values (measured before they were)"
 
 
 class NotRun(LookupError):
@@ -142,6 +144,30 @@ class Scope:
         """The unit's runs (one per seed), each with what the runs share (units.unit_runs)."""
         return unit_runs(self.unit(condition))
 
+    def items(self, condition: str, key: str) -> list[float]:
+        """The per-item values of `key` (each run's "per_item"), averaged over the unit's seeds item by item;
+        NotRun when a run lacks them."""
+        per_run = [r.get(PER_ITEM, {}).get(key) for r in self.runs(condition)]
+        if not per_run or any(v is None for v in per_run):
+            raise NotRun(f"{condition} ({key}, per item)")
+        if len({len(v) for v in per_run}) != 1:
+            raise ValueError(f"{condition}: the runs hold different numbers of items for {key}")
+        return [sum(col) / len(col) for col in zip(*per_run)]
+
+
+def difference(scope: Scope, a: str, b: str, key: str, op: str, margin: float, *, text: str | None = None,
+               label: str | None = None, seed: int = 0) -> Measured:
+    """The rule `metric(b) - metric(a) op margin` on the units' means, with a paired bootstrap over the evaluation
+    items of `key` (their per-item values, averaged over each unit's seeds) as its interval. Runs measured before
+    per-item values were kept give the point estimate alone, and the record says so."""
+    va, vb = scope.metric(a, key), scope.metric(b, key)
+    text = text or f"{a} {va:.3f} -> {b} {vb:.3f} ({vb - va:+.3f})"
+    try:
+        lo, hi, how = paired_bootstrap(scope.items(a, key), scope.items(b, key), seed=seed)
+    except NotRun:
+        return Measured.compare(vb - va, op, margin, text, uncertainty=NO_ITEMS, label=label)
+    return Measured.compare(vb - va, op, margin, text, interval=(lo, hi), uncertainty=how, label=label)
+
 
 def evaluate(claims: Sequence[Claim], scopes: Sequence[Scope]) -> list[dict]:
     """Every claim checked on every scope: JSON-able records (the "claims" of results.json)."""
@@ -183,6 +209,8 @@ def _rule_cell(r: dict) -> str:
     rule = r["rule"]
     if r.get("interval") is not None:
         rule += f"; {r['uncertainty'] or 'interval'} {fmt.interval(*r['interval'])}"
+    elif r.get("uncertainty"):
+        rule += f"; uncertainty: {r['uncertainty']}"
     return rule
 
 
@@ -214,4 +242,4 @@ def summary_lines(records: Sequence[dict], *, scope: str | None = None, width: i
 
 
 __all__ = ["Claim", "FAILS", "HOLDS", "INCONCLUSIVE", "Measured", "NOT_RUN", "NotRun", "Scope", "VERDICTS", "counts",
-           "evaluate", "render", "summary_lines", "verdict"]
+           "difference", "evaluate", "render", "summary_lines", "verdict"]

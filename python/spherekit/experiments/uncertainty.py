@@ -5,32 +5,61 @@
 
 A paired bootstrap resamples the evaluation items (queries, pairs, texts) with replacement and recomputes the
 statistic on both systems' values of the same items, so the interval reflects which items happened to be in the
-test set, not the systems' own noise; the spread over seeds (runner.aggregate) covers the training noise.
+test set, not the systems' own noise; the spread over seeds (units.aggregate) covers the training noise.
+`bootstrap(statistic, n_items)` does the same for any statistic of a resample (a difference of two ROC-AUCs
+recomputed on the resampled pairs, say). Runs keep their per-item values under "per_item" ({metric key: [value per
+item, in a fixed item order]}); claims.Scope.items reads them, averaged over a unit's seeds.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
+PER_ITEM = "per_item"
+RESAMPLES, CONFIDENCE = 2000, 0.95
 
-def paired_bootstrap(a, b, *, n_resamples: int = 2000, confidence: float = 0.95,
+
+def _check(n_resamples: int, confidence: float, n_items: int) -> None:
+    if not 0 < confidence < 1 or n_resamples < 100:
+        raise ValueError(f"need 0 < confidence < 1 and n_resamples >= 100, got {confidence} and {n_resamples}")
+    if n_items < 2:
+        raise ValueError(f"a bootstrap needs at least 2 items, got {n_items}")
+
+
+def bootstrap(statistic: Callable[[np.ndarray], float], n_items: int, *, n_resamples: int = RESAMPLES,
+              confidence: float = CONFIDENCE, seed: int = 0) -> tuple[float, float, str]:
+    """Percentile interval of statistic(indices) over resamples of the item indices 0..n_items-1 with replacement:
+    (low, high, description)."""
+    _check(n_resamples, confidence, n_items)
+    rng = np.random.default_rng(seed)
+    values = np.array([statistic(rng.integers(0, n_items, size=n_items)) for _ in range(n_resamples)])
+    tail = (1 - confidence) / 2
+    lo, hi = np.nanquantile(values, [tail, 1 - tail])
+    return float(lo), float(hi), f"bootstrap over {n_items:,} items, {confidence:.0%} interval"
+
+
+def paired_bootstrap(a, b, *, n_resamples: int = RESAMPLES, confidence: float = CONFIDENCE,
                      seed: int = 0) -> tuple[float, float, str]:
     """Percentile interval of mean(b - a) over items resampled with replacement: (low, high, description).
     a and b are per-item values of two systems on the same items (same order)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.ndim != 1 or a.shape != b.shape:
         raise ValueError(f"a and b must be 1-D and of the same length, got shapes {a.shape} and {b.shape}")
-    if a.size < 2:
-        raise ValueError(f"a paired bootstrap needs at least 2 items, got {a.size}")
-    if not 0 < confidence < 1 or n_resamples < 100:
-        raise ValueError(f"need 0 < confidence < 1 and n_resamples >= 100, got {confidence} and {n_resamples}")
+    _check(n_resamples, confidence, a.size)
     diff = b - a
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, diff.size, size=(n_resamples, diff.size))
-    means = diff[idx].mean(axis=1)
+    means = diff[rng.integers(0, diff.size, size=(n_resamples, diff.size))].mean(axis=1)
     tail = (1 - confidence) / 2
     lo, hi = np.quantile(means, [tail, 1 - tail])
     return float(lo), float(hi), f"paired bootstrap over {diff.size:,} items, {confidence:.0%} interval"
 
 
-__all__ = ["paired_bootstrap"]
+def per_item(values, digits: int = 6) -> list[float]:
+    """Per-item values as stored in a run's "per_item" (rounded: the card stays small, the bootstrap unchanged at
+    the precision the card reports)."""
+    return [round(float(v), digits) for v in np.asarray(values, dtype=np.float64).ravel()]
+
+
+__all__ = ["CONFIDENCE", "PER_ITEM", "RESAMPLES", "bootstrap", "paired_bootstrap", "per_item"]

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from ..claims import Claim, Measured
+from ..claims import Claim, Measured, difference
 from ..printed import Printed
-from ..uncertainty import paired_bootstrap
 from .spec import MRR, R1
 
 PRINTED = [
@@ -15,28 +14,13 @@ PRINTED = [
 
 SMALL = 0.05  # "a second round adds little": |MRR difference| within this
 
-
-def _per_query(scope, condition) -> list[float]:
-    """The per-query reciprocal ranks of a condition, averaged over its seeds (same queries in every run)."""
-    runs = [r["details"]["reciprocal_ranks"] for r in scope.runs(condition)]
-    return [sum(col) / len(col) for col in zip(*runs)]
-
-
-def _difference(scope, a: str, b: str, op: str, margin: float) -> Measured:
-    """Measured.compare of MRR(b) - MRR(a) with a paired bootstrap over the test queries."""
-    ma, mb = scope.metric(a, MRR), scope.metric(b, MRR)
-    lo, hi, how = paired_bootstrap(_per_query(scope, a), _per_query(scope, b))
-    return Measured.compare(mb - ma, op, margin, f"MRR {a} {ma:.3f} -> {b} {mb:.3f} ({mb - ma:+.3f})",
-                            interval=(lo, hi), uncertainty=how)
-
-
 CLAIMS = [
     Claim("T1", "fine-tuning improves term retrieval over the frozen encoder (R@1 0.40 -> 0.55)", "Table 1",
           "tuned's MRR above frozen's (per-query reciprocal ranks, mean over seeds)",
-          lambda s: _difference(s, "frozen", "tuned", ">", 0.0)),
+          lambda s: difference(s, "frozen", "tuned", MRR, ">", 0.0)),
     Claim("T2", "a second round of fine-tuning adds little", "section 4",
-          f"tuned-more's MRR within {SMALL} of tuned's", lambda s: _difference(s, "tuned", "tuned-more", "within",
-                                                                                SMALL)),
+          f"tuned-more's MRR within {SMALL} of tuned's", lambda s: difference(s, "tuned", "tuned-more", MRR, "within",
+                                                                               SMALL)),
     Claim("S1", "MRR is at least R@1", "definition", "MRR >= R@1 for every condition that ran",
           lambda s: Measured.decided(all(s.metric(c, MRR) >= s.metric(c, R1) for c in s.units),
                                      ", ".join(f"{c} {s.metric(c, MRR):.3f} >= {s.metric(c, R1):.3f}" for c in s.units)),

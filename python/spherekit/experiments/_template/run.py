@@ -3,13 +3,16 @@
 Data: 24 (term, gloss) pairs, split by the data seed into training pairs and `n_test` test pairs. A run loads the
 backbone (frozen), or fine-tunes it with sentence-transformers' MNRL through the one training path
 (ctx.train_or_load: resumable, saved once), starting from the backbone ("tuned") or from the best finished "tuned"
-seed ("tuned-more"); then every test term retrieves its gloss among the test glosses.
+seed ("tuned-more"); then every test term retrieves its gloss among the test glosses. Each test term's values are
+kept too ("per_item"): the claims' paired bootstrap resamples the test terms.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+
+from ..uncertainty import per_item
 
 PAIRS = (
     ("cat", "a small domesticated feline animal"), ("dog", "a domesticated canine kept as a pet"),
@@ -54,7 +57,7 @@ def run_unit(ctx) -> dict:
     with ctx.timed("eval"):
         reciprocal, hits = _retrieve(model, ctx.data.test, ctx.cfg)
     return {"metrics": {"R@1": sum(hits) / len(hits), "MRR": sum(reciprocal) / len(reciprocal)},
-            "details": {"reciprocal_ranks": reciprocal}}
+            "per_item": {"R@1": per_item(hits), "MRR": per_item(reciprocal)}}  # for the claims' paired bootstrap
 
 
 def _best_checkpoint(runs: list[dict]) -> str:
