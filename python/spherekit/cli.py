@@ -45,6 +45,20 @@ def bench_module(name: str):
     return importlib.import_module(BENCH_FAMILIES[name][0])
 
 
+def _experiment_help(argv: list[str]) -> bool:
+    """`spherekit reproduce <experiment> [--preset P] --help`: the experiment's own help (its fields for --set)."""
+    if argv[:1] != ["reproduce"] or len(argv) < 3 or not {"-h", "--help"} & set(argv[2:]):
+        return False
+    from .experiments import names
+    from .experiments.cli import experiment_help
+
+    if argv[1] not in names():
+        return False
+    preset = argv[argv.index("--preset") + 1] if "--preset" in argv[:-1] else "cpu-small"
+    print(experiment_help(argv[1], preset))
+    return True
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spherekit", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -87,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         argv[1] = BENCH_ALIASES[argv[1]]
     if argv[:1] == ["bench"] and len(argv) > 1 and argv[1] in BENCH_FAMILIES:
         return bench_module(argv[1]).main(argv[2:])
+    if _experiment_help(argv):
+        return 0
     args = _parser().parse_args(argv)
     if args.command == "info":
         from . import info

@@ -180,7 +180,7 @@ def test_report_command_rerenders(card, capsys):
 def test_list(capsys, monkeypatch):
     assert main(["reproduce", "list"]) == 0
     out = capsys.readouterr().out
-    assert "concept" in out and "cpu-small" in out and "B1-unified (fine-tuned, mean pooling, hard negatives in " in out
+    assert "concept" in out and "cpu-small" in out and "B1-unified: fine-tuned, mean pooling, hard negatives in " in out
     assert "Condition(" not in out
     import spherekit.experiments as experiments
 

@@ -17,3 +17,12 @@ def test_verifier_trainer_names_warn_and_point_at_the_training_layer(name):
 def test_unknown_name_is_still_an_attribute_error():
     with pytest.raises(AttributeError, match="no_such_loss"):
         spherekit.losses.no_such_loss  # noqa: B018
+
+
+def test_losses_without_sentence_transformers_say_which_extra():
+    import subprocess
+    import sys
+
+    code = "import sys; sys.modules['sentence_transformers'] = None; import spherekit.losses"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 1 and "pip install 'spherekit[st]'" in proc.stderr

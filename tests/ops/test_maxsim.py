@@ -217,3 +217,47 @@ def test_opcheck():
     scores, argmax = torch.ops.spherekit.maxsim_fwd(*args)
     bwd = (torch.rand(2, 3), q.detach(), qm, d.detach(), dm, argmax, True, True, True, "cpu")
     torch.library.opcheck(torch.ops.spherekit.maxsim_bwd.default, bwd, test_utils=("test_schema", "test_faketensor"))
+
+
+def _pylate_colbert_scores(q, d, q_mask, d_mask):
+    """PyLate's torch scoring (pylate.scores.colbert_scores), written out: masks multiply the similarities (padded
+    entries become 0), then the max over document tokens and the sum over query tokens."""
+    scores = torch.einsum("ash,bth->abst", q, d)
+    scores = scores * q_mask[:, None, :, None] * d_mask[None, :, None, :]
+    return scores.max(dim=-1).values.sum(dim=-1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sum_reduction_is_colbert_and_pylate(backend):
+    """reduction="sum" gives PyLate's scores where they agree (each valid query token's best valid similarity is
+    >= 0: here non-negative tokens), padded tokens excluded; "mean" is the sum over the valid query tokens' count."""
+    gen = torch.Generator().manual_seed(0)
+    q, d = torch.rand(3, 7, 16, generator=gen), torch.rand(5, 11, 16, generator=gen)
+    q_mask, d_mask = torch.rand(3, 7, generator=gen) < 0.8, torch.rand(5, 11, generator=gen) < 0.7
+    q_mask[:, 0] = d_mask[:, 0] = True
+    qn, dn = torch.nn.functional.normalize(q, dim=-1), torch.nn.functional.normalize(d, dim=-1)
+    pylate = _pylate_colbert_scores(qn, dn, q_mask.float(), d_mask.float())
+    ours = maxsim(q, q_mask, d, d_mask, reduction="sum", backend=backend)
+    torch.testing.assert_close(ours, pylate, atol=1e-5, rtol=1e-5)
+    mean = maxsim(q, q_mask, d, d_mask, backend=backend)
+    torch.testing.assert_close(mean * q_mask.sum(1, keepdim=True), ours, atol=1e-5, rtol=1e-5)
+    paired = maxsim(q[:3], q_mask[:3], d[:3], d_mask[:3], pairwise=True, reduction="sum", backend=backend)
+    torch.testing.assert_close(paired, ours[torch.arange(3), torch.arange(3)], atol=1e-5, rtol=1e-5)
+    q.requires_grad_(True)
+    maxsim(q, q_mask, d, d_mask, reduction="sum", backend=backend).sum().backward()
+    assert q.grad is not None and torch.isfinite(q.grad).all()
+
+
+def test_reduction_is_checked():
+    q, d = torch.randn(2, 3, 8), torch.randn(2, 4, 8)
+    with pytest.raises(ValueError, match=r"reduction must be one of \('mean', 'sum'\), got 'max'"):
+        maxsim(q, None, d, None, reduction="max")
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float32])
+def test_hf_attention_masks_are_accepted(dtype):
+    """A Hugging Face attention mask (0/1 integers) is a mask: the same scores as its bool form."""
+    inputs, _ = _case("allpairs", SHAPES[0], seed=5)
+    want = maxsim(inputs["q"], inputs["q_mask"], inputs["d"], inputs["d_mask"], backend="cpu")
+    got = maxsim(inputs["q"], inputs["q_mask"].to(dtype), inputs["d"], inputs["d_mask"].to(dtype), backend="cpu")
+    torch.testing.assert_close(got, want)

@@ -65,3 +65,21 @@ def test_opcheck():
     q, mask, docs, offsets = _case(5, 8, LENGTHS, seed=7)
     args = (q.float(), mask, docs.float(), offsets, True, "cpu")
     torch.library.opcheck(torch.ops.spherekit.maxsim_ragged.default, args, test_utils=("test_schema", "test_faketensor"))
+
+
+@pytest.mark.parametrize("backend", ["cpu", "reference"])
+def test_sum_reduction_equals_padded_maxsim_sum(backend):
+    q, q_mask = tokens(1, 5, 12, seed=3)[0], torch.tensor([True, True, False, True, True])
+    lengths = [3, 7, 1, 4]
+    docs = tokens(sum(lengths), 12, seed=4)
+    offsets = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()])
+    ragged = maxsim_ragged(q, q_mask, docs, offsets, reduction="sum", backend=backend)
+    assert torch.allclose(ragged, maxsim_ragged(q, q_mask, docs, offsets, backend=backend) * 4, atol=1e-6)
+    padded = torch.zeros(len(lengths), max(lengths), 12, dtype=torch.float64)
+    mask = torch.zeros(len(lengths), max(lengths), dtype=torch.bool)
+    for k, (a, b) in enumerate(zip(offsets[:-1].tolist(), offsets[1:].tolist())):
+        padded[k, : b - a], mask[k, : b - a] = docs[a:b], True
+    expected = maxsim(q[None], q_mask[None], padded, mask, reduction="sum", backend="reference")[0]
+    torch.testing.assert_close(ragged, expected, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="reduction must be one of"):
+        maxsim_ragged(q, q_mask, docs, offsets, reduction="none")

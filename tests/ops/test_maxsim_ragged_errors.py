@@ -21,7 +21,7 @@ def _ragged():
     (dict(docs=torch.randn(9, 6)), ValueError, r"docs.shape\[-1\] must equal the hidden size h of q \(8\)"),
     (dict(docs=torch.randn(9, 8).double()), TypeError, "docs must have the dtype of q"),
     (dict(q_mask=torch.zeros(4, dtype=torch.bool)), ValueError, "q_mask: the query has no valid token"),
-    (dict(q_mask=torch.ones(4)), TypeError, "q_mask must have dtype torch.bool"),
+    (dict(q_mask=torch.full((4,), 3.0)), ValueError, "q_mask must be bool or hold only 0/1 values"),
     (dict(q_mask=torch.ones(3, dtype=torch.bool)), ValueError, r"q_mask must have shape \(4,\)"),
     (dict(offsets=torch.tensor([0, 2, 7, 9], dtype=torch.int32)), TypeError, "offsets must be a 1-D int64 tensor"),
     (dict(offsets=torch.tensor([[0, 9]])), TypeError, "offsets must be a 1-D int64 tensor"),

@@ -136,12 +136,11 @@ def test_geodesic_residual_bf16_cpp(shape):
 
 @pytest.mark.parametrize("backend", BACKENDS, indirect=True)
 def test_geodesic_residual_zero_rows_and_frozen_inputs(backend):
-    h = torch.zeros(0, 41, requires_grad=True)
-    a = torch.randn(41, requires_grad=True)
-    out = ops.geodesic_residual(h, torch.zeros(0, 41), a, backend=backend)
-    assert out.shape == (0, 41)
-    (ga,) = torch.autograd.grad(out.sum(), (a,))
-    assert torch.equal(ga, torch.zeros(41))
+    # the one rule of every op: an empty batch is an error naming the argument
+    with pytest.raises(ValueError, match=r"h is empty \(shape \(0, 41\)\); every spherekit op needs a non-empty"):
+        ops.geodesic_residual(torch.zeros(0, 41), torch.zeros(0, 41), torch.randn(41), backend=backend)
+    with pytest.raises(ValueError, match=r"x is empty"):
+        ops.l2_normalize(torch.zeros(0, 41), backend=backend)
     # only alpha requires grad: h and f get none, alpha's gradient matches the oracle
     h64, f64, a64 = _rand((4, 41), 8), _rand((4, 41), 9), _alpha("vector", 41)
     a = leaf(a64, torch.float32)
@@ -409,3 +408,18 @@ def test_renormalize_float64(backend):
     for w, o in zip(ws, want):
         assert w.dtype == o.dtype
         torch.testing.assert_close(w, o, rtol=1e-14 if w.dtype == torch.float64 else 1e-6, atol=1e-15)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_geodesic_residual_takes_a_python_number_alpha(backend):
+    h, f = _rand((4, 41), 20).float(), _rand((4, 41), 21).float()
+    want = ops.geodesic_residual(h, f, torch.tensor(0.05), backend=backend)
+    torch.testing.assert_close(ops.geodesic_residual(h, f, 0.05, backend=backend), want)
+    torch.testing.assert_close(ops.geodesic_residual(h.double(), f.double(), 0.05, backend="cpu"),
+                               want.double(), atol=1e-6, rtol=1e-6)
+
+
+def test_geodesic_residual_dtype_error_names_the_dtype_of_h():
+    h = _rand((4, 8), 22)  # float64 works (cpu, reference): f must match h, whatever h is
+    with pytest.raises(TypeError, match=r"f must have the dtype of h \(torch.float64\), got torch.float32"):
+        ops.geodesic_residual(h, h.float(), 0.05)

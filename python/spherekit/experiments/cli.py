@@ -44,6 +44,32 @@ def add_arguments(parser) -> None:
                         help="with 'index': write nothing, exit 1 when README.md / docs/reproduce.md differ from the cards")
 
 
+def experiment_help(name: str, preset: str = "cpu-small") -> str:
+    """`spherekit reproduce <name> --help`: the experiment, its presets and conditions, and every config field that
+    --set accepts, with its type, its value in `preset`, its source and why."""
+    import dataclasses
+    import json
+
+    from . import get
+
+    exp = get(name)
+    shown = preset if preset in exp.presets else "cpu-small"
+    cfg = exp.make_config(shown)
+    conditions = exp.condition_help or "\n".join(f"  {c.name}: {c.description}" for c in exp.conditions.values())
+    lines = [f"spherekit reproduce {name} --preset P [--conditions A,B] [--backbone NAME|PATH] [--data-dir DIR] "
+             "[--out DIR] [--seed S] [--set FIELD=VALUE ...] [--force | --reevaluate] [--no-progress]", "",
+             f"{exp.title}", "", f"presets: {', '.join(exp.presets)}", "", "conditions:", conditions, "",
+             "--seed S runs the seed S alone (the config's `seeds` otherwise); --set FIELD=VALUE sets any field below "
+             "(VALUE as JSON, else a string; lists for tuples: --set 'seeds=[0,1,2]').", "",
+             f"fields (values of the preset {shown}):"]
+    for f in dataclasses.fields(cfg):
+        bounds = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in f.metadata.items() if k in ("at_least", "at_most"))
+        value = json.dumps(getattr(cfg, f.name), default=str)
+        lines.append(f"  {f.name} ({f.type}{'; ' + bounds if bounds else ''}) = {value}  [{f.metadata.get('source')}]"
+                     f"\n      {f.metadata.get('doc', '')}")
+    return "\n".join(lines)
+
+
 def parse_overrides(items) -> dict:
     """["epochs=3", "dataset=goemotions", "regimes=[\"frozen\"]"] -> {"epochs": 3, ...} (JSON, else a string;
     JSON lists become tuples)."""
@@ -78,8 +104,25 @@ def _restore(args) -> int:
     return 0
 
 
+def _preset_times(name: str) -> dict[str, str]:
+    """{preset: "6.1 min on <machine>"} of the committed cards of `name` (a source checkout; none when installed)."""
+    import json
+    from pathlib import Path
+
+    from .fmt import duration
+    from .index import CARDS
+
+    out = {}
+    for path in sorted((Path(__file__).resolve().parents[3] / CARDS / name).glob("*/results.json")):
+        results = json.loads(path.read_text(encoding="utf-8"))
+        out.setdefault(results["preset"], f"{duration(results['wall_seconds'].get('total'))} on "
+                                          f"{results['machine']} (committed card {path.parent.name})")
+    return out
+
+
 def _list(found, get) -> int:
-    """Each experiment with its presets and conditions; one that cannot be loaded is named with the error (exit 1)."""
+    """Each experiment with its presets (and the measured time of its committed cards) and its conditions, one per
+    line; one that cannot be loaded is named with the error (exit 1)."""
     failed = 0
     for name in found:
         try:
@@ -88,8 +131,13 @@ def _list(found, get) -> int:
             print(f"{name}: cannot be loaded ({type(exc).__name__}: {exc})")
             failed = 1
             continue
-        listed = exp.condition_help or "; ".join(f"{c.name} ({c.description})" for c in exp.conditions.values())
-        print(f"{name}: {exp.title}\n  presets: {', '.join(exp.presets)}\n  conditions: {listed}")
+        times = _preset_times(name)
+        print(f"{name}: {exp.title}\n  presets:")
+        for preset in exp.presets:
+            print(f"    {preset:10} {times.get(preset, 'not measured here')}")
+        print("  conditions:" + (f" ({exp.condition_help})" if exp.condition_help else ""))
+        for c in exp.conditions.values():
+            print(f"    {c.name}: {c.description}")
     return failed
 
 
@@ -109,6 +157,7 @@ def main(args) -> int:
     from .._store import DataMissingError
     from . import get, names
     from .card import render, summary
+    from .interrupt import Interrupted
     from .runner import reproduce
 
     if args.experiment == "list":
@@ -132,6 +181,10 @@ def main(args) -> int:
     except (ValueError, FileNotFoundError, PermissionError, DataMissingError) as exc:
         print(f"spherekit reproduce: {exc}", file=sys.stderr)
         return 2
+    except (Interrupted, KeyboardInterrupt):
+        print(f"spherekit reproduce: interrupted; the finished runs and the last training checkpoint are saved under "
+              f"{args.out}/{args.experiment}/{args.preset}/: run the same command again to resume", file=sys.stderr)
+        return 130
     if not results:  # a torchrun rank other than 0: it trained, rank 0 reports
         return 0
     print(summary(get(args.experiment), results))

@@ -31,31 +31,57 @@ UNFINGERPRINTED = (RUNTIME, SELECTION)
 _NO_PAPER_VALUE = object()
 
 
-def _field(default, doc: str, source: str, **metadata):
+def _field(default, doc: str, source: str, at_least=None, at_most=None, **metadata):
     kw = {"default_factory": lambda: default} if isinstance(default, (list, dict, set)) else {"default": default}
-    return dataclasses.field(metadata={"source": source, "doc": doc, **metadata}, **kw)
+    bounds = {k: v for k, v in (("at_least", at_least), ("at_most", at_most)) if v is not None}
+    return dataclasses.field(metadata={"source": source, "doc": doc, **bounds, **metadata}, **kw)
 
 
-def paper(default, doc: str):
-    """A value the paper states (doc: where)."""
-    return _field(default, doc, "paper")
+def paper(default, doc: str, **bounds):
+    """A value the paper states (doc: where). bounds: at_least / at_most, checked on every override."""
+    return _field(default, doc, "paper", **bounds)
 
 
-def choice(default, doc: str):
+def choice(default, doc: str, **bounds):
     """A value the paper leaves open; doc: what we chose and why."""
-    return _field(default, doc, "choice")
+    return _field(default, doc, "choice", **bounds)
 
 
-def runtime(default, doc: str):
+def runtime(default, doc: str, **bounds):
     """A setting that does not change results (left out of the fingerprint)."""
-    return _field(default, doc, RUNTIME)
+    return _field(default, doc, RUNTIME, **bounds)
 
 
-def selection(default, doc: str, *, paper=_NO_PAPER_VALUE):
+def selection(default, doc: str, *, paper=_NO_PAPER_VALUE, **bounds):
     """A field that only chooses which units run (never in a fingerprint). paper: the paper's own value where it
     states one (the card marks another value as a departure)."""
     extra = {} if paper is _NO_PAPER_VALUE else {"paper": paper}
-    return _field(default, doc, SELECTION, **extra)
+    return _field(default, doc, SELECTION, **bounds, **extra)
+
+
+_TYPES = {"int": int, "float": float, "bool": bool, "str": str, "tuple": tuple, "dict": dict, "None": type(None)}
+
+
+def check_value(f: dataclasses.Field, value):
+    """`value` for the config field `f`, checked against its annotation (int, float, bool, str, tuple, dict and
+    unions of them with None; an int is a float too, a list becomes a tuple) and its bounds; a ValueError names the
+    field, what it takes and what it got."""
+    annotation = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    parts = [p.strip() for p in annotation.split("|")]
+    if all(p in _TYPES for p in parts):
+        allowed = tuple(_TYPES[p] for p in parts) + ((int,) if "float" in parts else ())
+        if isinstance(value, list) and tuple in allowed:
+            value = tuple(value)
+        if isinstance(value, bool) and bool not in allowed or not isinstance(value, allowed):
+            hint = " (a JSON list, e.g. --set 'NAME=[1, 2]')" if tuple in allowed else ""
+            raise ValueError(f"config field {f.name!r} takes {annotation}{hint}, got {value!r}")
+    lo, hi = f.metadata.get("at_least"), f.metadata.get("at_most")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and (
+            lo is not None and value < lo or hi is not None and value > hi):
+        span = " and ".join(x for x in (f">= {lo}" if lo is not None else "", f"<= {hi}" if hi is not None else "")
+                            if x)
+        raise ValueError(f"config field {f.name!r} must be {span}, got {value!r}")
+    return value
 
 
 def from_preset(config_cls, presets: dict[str, dict], name: str):
@@ -66,12 +92,13 @@ def from_preset(config_cls, presets: dict[str, dict], name: str):
 
 
 def with_overrides(cfg, overrides: dict[str, Any]):
-    """A copy of the dataclass `cfg` with `overrides` applied; an unknown key is an error listing the fields."""
-    names = {f.name for f in dataclasses.fields(cfg)}
-    bad = sorted(set(overrides) - names)
+    """A copy of the dataclass `cfg` with `overrides` applied, each checked (check_value); an unknown key is an
+    error listing the fields."""
+    fields = {f.name: f for f in dataclasses.fields(cfg)}
+    bad = sorted(set(overrides) - set(fields))
     if bad:
-        raise ValueError(f"unknown config field(s) {bad}; the fields of {type(cfg).__name__} are {sorted(names)}")
-    return dataclasses.replace(cfg, **overrides)
+        raise ValueError(f"unknown config field(s) {bad}; the fields of {type(cfg).__name__} are {sorted(fields)}")
+    return dataclasses.replace(cfg, **{k: check_value(fields[k], v) for k, v in overrides.items()})
 
 
 def as_dict(cfg) -> dict[str, Any]:

@@ -43,12 +43,13 @@ from .. import _atomic
 from . import card
 from .config import fingerprint, with_overrides
 from .context import RankDone, UnitContext
+from .interrupt import Interrupted, check, graceful
 from .metrics import evaluation_version
 from .plugin import slug
 from .training import barrier, is_main_process
 from .units import aggregate, seed_order
 
-DONE, METRICS, UNIT, NO_SEED = "done", "metrics.json", "unit.json", "no-seed"
+DONE, METRICS, UNIT, NO_SEED, INTERRUPTED = "done", "metrics.json", "unit.json", "no-seed", "interrupted.json"
 DEFAULT_OUT = "results/reproduce"
 
 
@@ -220,6 +221,12 @@ def shown_config(experiment, cfg, units: dict):
     return with_overrides(cfg, changes) if changes else cfg
 
 
+def _add_interrupted(folder: Path, seconds: float) -> None:
+    """Add the time of an attempt a Ctrl-C stopped to the run's interrupted.json (counted when the run finishes)."""
+    total = (_read_json(folder / INTERRUPTED) or {}).get("seconds", 0.0) + seconds
+    card.write_json(folder / INTERRUPTED, {"seconds": round(total, 2)})
+
+
 def _run_one(experiment, cfg, store: RunStore, data, backbone, condition, seed, *, force, reevaluate, progress,
              main, log, label: str) -> None:
     """Run (or reuse) one (backbone, condition, seed)."""
@@ -247,16 +254,25 @@ def _run_one(experiment, cfg, store: RunStore, data, backbone, condition, seed, 
                       progress=progress, is_main=main, requirements=store.requirements(backbone, condition),
                       siblings=lambda: [r for r in store.finished_runs(backbone, condition) if r["seed"] != seed],
                       log=log)
+    started = time.perf_counter()
     try:
         result = experiment.run_unit(ctx)
     except RankDone:
         return
+    except (Interrupted, KeyboardInterrupt):
+        if main:
+            _add_interrupted(folder, time.perf_counter() - started)
+        raise
     if not main:
         return
     if not isinstance(result, dict) or not isinstance(result.get("metrics"), dict):
         raise TypeError(f"{experiment.name}: run_unit must return a dict with a 'metrics' dict, got {type(result)}")
     earlier = saved if redo_eval else {}  # a re-evaluation keeps the times and the record of its training
     seconds = {**earlier.get("seconds", {}), **result.pop("seconds", {}), **ctx.seconds}
+    interrupted = (_read_json(folder / INTERRUPTED) or {}).get("seconds")
+    if interrupted:  # the attempts a Ctrl-C stopped count in the run's time
+        seconds["interrupted"] = round(seconds.get("interrupted", 0.0) + interrupted, 2)
+        (folder / INTERRUPTED).unlink()
     training = ctx.training if ctx.training is not None else earlier.get("training")
     record = {"backbone": backbone, "condition": condition, "seed": seed, **result, "seconds": seconds}
     if training is not None:
@@ -292,11 +308,13 @@ def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_di
     seconds["data"] = round(time.perf_counter() - t0, 2)
     store = RunStore(root, experiment, cfg)
     work = [(b, c, s) for b, c in plan(experiment, cfg) for s in seeds_of(experiment, cfg, c)]
-    for i, (b, c, s) in enumerate(work, 1):
-        if not main and not experiment.conditions[c].distributed:
-            continue
-        _run_one(experiment, cfg, store, data, b, c, s, force=force, reevaluate=reevaluate, progress=progress,
-                 main=main, log=log, label=f"[{i}/{len(work)}] {slug(b)}/{c}/{run_dir(root, b, c, s).name}")
+    with graceful(log):
+        for i, (b, c, s) in enumerate(work, 1):
+            check()
+            if not main and not experiment.conditions[c].distributed:
+                continue
+            _run_one(experiment, cfg, store, data, b, c, s, force=force, reevaluate=reevaluate, progress=progress,
+                     main=main, log=log, label=f"[{i}/{len(work)}] {slug(b)}/{c}/{run_dir(root, b, c, s).name}")
     if not main:
         return {}
     units = store.units()

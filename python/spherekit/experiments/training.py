@@ -230,9 +230,13 @@ def train(model, train_dataset, loss, cfg: TrainConfig, out_dir, *, callbacks: S
     """Train `model` on `train_dataset` with `loss` for cfg.steps steps; checkpoints in <out_dir>/trainer/.
 
     Resumes from the last complete checkpoint there (the same seed and data then give the same weights as an
-    uninterrupted run). The model is trained in place; nothing is saved at the end (the caller saves it).
+    uninterrupted run). The model is trained in place; nothing is saved at the end (the caller saves it). After a
+    Ctrl-C (spherekit.experiments.interrupt) it saves a checkpoint at the end of the current step and raises
+    Interrupted.
     """
     from transformers import set_seed
+
+    from .interrupt import check, trainer_callback
 
     out_dir = Path(out_dir)
     trainer_dir = out_dir / TRAINER_DIR
@@ -240,10 +244,11 @@ def train(model, train_dataset, loss, cfg: TrainConfig, out_dir, *, callbacks: S
     set_seed(cfg.seed)
     args = training_arguments(cfg, trainer_dir, progress=progress, batch_sampler=batch_sampler)
     trainer = _trainer_class()(model=model, args=args, train_dataset=train_dataset, loss=loss,
-                               callbacks=list(callbacks), layer_decay=cfg.layer_decay,
+                               callbacks=[*callbacks, trainer_callback()], layer_decay=cfg.layer_decay,
                                head_multiplier=cfg.head_multiplier)
     start = time.perf_counter()
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    check()
     seconds = time.perf_counter() - start
     history = [dict(row) for row in trainer.state.log_history]
     resumed = int(resume.name.split("-")[-1]) if resume else None

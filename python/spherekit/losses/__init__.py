@@ -6,6 +6,7 @@ Each loss follows sentence-transformers' conventions: ``__init__(model, ...)``,
 The ``Cached*`` losses are gradient-cached (GradCache) versions: their loss stage is ``calculate_loss``.
 """
 
+from . import _requires  # noqa: F401  (first: a clear error when sentence-transformers is missing)
 from .._moved import moved_module
 from .cached import CachedConceptEquivalenceLoss, CachedMultipleNegativesRankingLoss
 from .circular_cse import CircularCSELoss

@@ -110,23 +110,27 @@ class GlobalAverageVerifier(Verifier):
 
 
 class MaxSimVerifier(Verifier):
-    """F1: late interaction, (1/m) sum_{valid i} max_{valid j} M_ij (no parameters)."""
+    """F1: late interaction, (1/m) sum_{valid i} max_{valid j} M_ij (no parameters): the mean over query tokens of
+    "Compositional Sensitivity" eq. 6, not ColBERT's sum (ops.maxsim(..., reduction="sum"))."""
 
     kind = "F1"
+    reduction = "mean"
 
     def __init__(self, *, backend: str = "auto") -> None:
         super().__init__()
         self.backend = backend
 
     def _score(self, q, q_mask, d, d_mask, normalize=True):
-        return ops.maxsim(q, q_mask, d, d_mask, pairwise=True, normalize=normalize, backend=self.backend)
+        return ops.maxsim(q, q_mask, d, d_mask, pairwise=True, normalize=normalize, reduction=self.reduction,
+                          backend=self.backend)
 
     def _score_candidates(self, q, q_mask, d, d_mask, normalized=False):
         # the per-query-K layout of the op: no copy of the queries
-        return ops.maxsim(q, q_mask, d, d_mask, normalize=not normalized, backend=self.backend)
+        return ops.maxsim(q, q_mask, d, d_mask, normalize=not normalized, reduction=self.reduction,
+                          backend=self.backend)
 
-    def _score_all_pairs(self, q, q_mask, d, d_mask):
-        return ops.maxsim(q, q_mask, d, d_mask, backend=self.backend)  # the all-pairs layout: no copies
+    def _score_all_pairs(self, q, q_mask, d, d_mask):  # the all-pairs layout: no copies
+        return ops.maxsim(q, q_mask, d, d_mask, reduction=self.reduction, backend=self.backend)
 
 
 class SoftAlignVerifier(Verifier):

@@ -79,8 +79,10 @@ def check_same(name: str, x: Tensor, ref_name: str, ref: Tensor) -> None:
 
 
 def check_nonempty(name: str, x: Tensor) -> None:
+    """The one rule of every op for empty input: an empty batch is an error naming the argument (a loss or a score
+    of nothing is undefined; an update of nothing is almost always a bug upstream)."""
     if x.numel() == 0:
-        raise ValueError(f"{name} is empty (shape {tuple(x.shape)}); an empty batch has no loss")
+        raise ValueError(f"{name} is empty (shape {tuple(x.shape)}); every spherekit op needs a non-empty batch")
 
 
 def check_tokens(name: str, x, ndims: int | tuple[int, ...], *, dtypes=FLOAT_DTYPES, like: Tensor | None = None,
@@ -178,14 +180,14 @@ def check_mask(name: str, mask, shape: tuple[int, ...], device: torch.device, *,
 # ---- paired token batches -----------------------------------------------------------------------------------
 
 def check_pair(q, q_mask, d, d_mask, *, d_ndim: int = 3, same_batch: bool = True, names: tuple[str, str] = ("q", "d"),
-               what: tuple[str, str] = ("query", "document"), zero_one: bool = False, finite: bool = True,
+               what: tuple[str, str] = ("query", "document"), zero_one: bool = True, finite: bool = True,
                nonempty: bool = True) -> tuple[Tensor, Tensor]:
     """Queries q (B, m, h) and documents d (B, n, h) (d_ndim=4: (B, K, n, h); same_batch=False: any Bd) of one
     dtype and device, with their masks (shapes q.shape[:2] and d.shape[:-1]) -> the completed bool masks.
 
-    The ops use the defaults (bool masks, no empty tensor, NaN / Inf refused); the nn verifiers name the
-    arguments ("q_tokens", "d_tokens"), call every row a "text", accept 0/1 attention masks (zero_one=True)
-    and leave empty batches and non-finite values to the layers they call."""
+    The ops use the defaults (bool or 0/1 attention masks, no empty tensor, NaN / Inf refused); the nn verifiers
+    name the arguments ("q_tokens", "d_tokens"), call every row a "text" and leave empty batches and non-finite
+    values to the layers they call."""
     qn, dn = names
     check_tokens(qn, q, (3,), nonempty=nonempty)
     check_tokens(dn, d, (d_ndim,), like=q, like_name=qn, nonempty=nonempty)

@@ -90,8 +90,8 @@ def _validate(q, q_mask, d, d_mask, pairwise):
                              f"got shape {tuple(d.shape)}")
     elif pairwise and d.shape[0] != Bq:
         raise ValueError(f"pairwise=True needs as many documents as queries: Bq={Bq}, Bd={d.shape[0]}")
-    q_mask = C.check_mask("q_mask", q_mask, tuple(q.shape[:2]), q.device, what="query", like_name="q")
-    d_mask = C.check_mask("d_mask", d_mask, tuple(d.shape[:-1]), q.device, what="document", like_name="q")
+    q_mask = C.check_mask("q_mask", q_mask, tuple(q.shape[:2]), q.device, what="query", like_name="q", zero_one=True)
+    d_mask = C.check_mask("d_mask", d_mask, tuple(d.shape[:-1]), q.device, what="document", like_name="q", zero_one=True)
     C.check_finite(q=q, d=d)
     return q_mask, d_mask
 
@@ -105,13 +105,21 @@ def to_layout(d: Tensor, d_mask: Tensor, pairwise: bool) -> tuple[Tensor, Tensor
     return d[None], d_mask[None], True
 
 
+REDUCTIONS = ("mean", "sum")
+
+
 def maxsim(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, *, pairwise: bool = False,
-           normalize: bool = True, backend: str = "auto") -> Tensor:
-    r"""MaxSim (late interaction, ColBERT; F1 of "Compositional Sensitivity"): for a query q and a document d,
+           normalize: bool = True, reduction: str = "mean", backend: str = "auto") -> Tensor:
+    r"""MaxSim (late interaction): for a query q and a document d,
 
-        score = (1/|Q|) sum_{i in Q} max_{j in D} <qn_i, dn_j>,   qn = Norm(q), dn = Norm(d) if normalize,
+        reduction="mean":  score = (1/|Q|) sum_{i in Q} max_{j in D} <qn_i, dn_j>   (F1 of "Training for
+                           Compositional Sensitivity Reduces Dense Retrieval Generalization", eq. 6: its verifiers)
+        reduction="sum":   score = sum_{i in Q} max_{j in D} <qn_i, dn_j>            (ColBERT, PyLate: scores and
+                           temperatures ported from them expect the sum)
 
-    Q, D the valid (mask True) tokens; padding tokens never contribute.
+    qn = Norm(q), dn = Norm(d) if normalize; Q, D the valid (mask True) tokens; padding tokens never contribute
+    (PyLate multiplies padded document entries by 0 instead: the same scores wherever a query token's best valid
+    similarity is >= 0).
 
     Args:
         q: (Bq, m, h) query tokens, float32 / float16 / bfloat16 (float64 on the cpu/reference backends).
@@ -121,6 +129,7 @@ def maxsim(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, *
             (Bq, K, n, h)   each query against its own K candidates -> (Bq, K)
         d_mask: bool, d.shape[:-1] (None: all valid). Every document needs a valid token.
         normalize: L2-normalise the tokens first (Norm(x) = x / max(||x||, 1e-6), gradient included).
+        reduction: "mean" over the valid query tokens (the default) or "sum" (ColBERT / PyLate).
         backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend). "triton" under the Triton
             interpreter (TRITON_INTERPRET=1, CPU tensors) refuses bfloat16: its bf16 arithmetic is wrong.
 
@@ -129,16 +138,25 @@ def maxsim(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, *
     """
     q_mask, d_mask = _validate(q, q_mask, d, d_mask, pairwise)
     C.check_flag("normalize", normalize)
+    C.check_choice("reduction", reduction, REDUCTIONS)
     chosen = _backend.resolve("maxsim", backend, q.device, SUPPORTED)
     C.check_triton_dtype(chosen, q=q)
     if chosen == "reference":
-        return ref.maxsim(q, q_mask, d, d_mask, pairwise=pairwise, normalize=normalize,
-                          compute_dtype=T.score_dtype(q))
-    if q.dtype == torch.float64:
-        C.refuse_float64(chosen, "q", "tokens")
-    if normalize:
-        q, d = T.normalize_tokens(q), T.normalize_tokens(d)
-    d4, d_mask4, shared = to_layout(d, d_mask, pairwise)
-    scores, _ = torch.ops.spherekit.maxsim_fwd(q.contiguous(), q_mask.contiguous(), d4.contiguous(),
-                                               d_mask4.contiguous(), shared, chosen)
-    return scores.view(-1) if pairwise else scores
+        scores = ref.maxsim(q, q_mask, d, d_mask, pairwise=pairwise, normalize=normalize,
+                            compute_dtype=T.score_dtype(q))
+    else:
+        if q.dtype == torch.float64:
+            C.refuse_float64(chosen, "q", "tokens")
+        if normalize:
+            q, d = T.normalize_tokens(q), T.normalize_tokens(d)
+        d4, d_mask4, shared = to_layout(d, d_mask, pairwise)
+        scores, _ = torch.ops.spherekit.maxsim_fwd(q.contiguous(), q_mask.contiguous(), d4.contiguous(),
+                                                   d_mask4.contiguous(), shared, chosen)
+        scores = scores.view(-1) if pairwise else scores
+    return to_sum(scores, q_mask) if reduction == "sum" else scores
+
+
+def to_sum(mean_scores: Tensor, q_mask: Tensor) -> Tensor:
+    """Mean-reduced MaxSim scores (Bq, ...) times each query's number of valid tokens: the sum reduction."""
+    counts = q_mask.sum(-1).to(mean_scores.dtype)
+    return mean_scores * counts.view(-1, *([1] * (mean_scores.dim() - 1)))

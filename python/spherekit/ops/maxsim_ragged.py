@@ -17,6 +17,7 @@ from ..reference import sim_map as ref
 from . import cpu_budget
 from . import checks as C
 from . import tokens as T
+from .maxsim import REDUCTIONS
 
 SUPPORTED = ("cuda", "cpu", "reference")
 
@@ -82,7 +83,7 @@ def _resolve(backend: str, device: torch.device) -> str:
 def _validate(q, q_mask, docs, offsets):
     C.check_tokens("q", q, (2,))
     C.check_tokens("docs", docs, (2,), like=q)
-    q_mask = C.check_mask("q_mask", q_mask, (q.shape[0],), q.device, what="query", like_name="q")
+    q_mask = C.check_mask("q_mask", q_mask, (q.shape[0],), q.device, what="query", like_name="q", zero_one=True)
     if not isinstance(offsets, Tensor):
         raise TypeError(f"offsets must be a torch.Tensor, got {type(offsets).__name__}")
     if offsets.dtype != torch.int64 or offsets.dim() != 1:
@@ -107,10 +108,12 @@ def _validate(q, q_mask, docs, offsets):
 
 
 def maxsim_ragged(q: Tensor, q_mask: Tensor | None, docs: Tensor, offsets: Tensor, *, normalize: bool = True,
-                  backend: str = "auto") -> Tensor:
+                  reduction: str = "mean", backend: str = "auto") -> Tensor:
     r"""MaxSim of one query against N documents packed without padding (reranking; no autograd):
 
-        score_k = (1/|Q|) sum_{i in Q} max_{offsets[k] <= t < offsets[k+1]} <qn_i, dn_t>
+        score_k = (1/|Q|) sum_{i in Q} max_{offsets[k] <= t < offsets[k+1]} <qn_i, dn_t>   (reduction="mean")
+
+    or the sum over i in Q (reduction="sum": ColBERT / PyLate scores; see spherekit.ops.maxsim).
 
     Args:
         q: (m, h) query tokens, float32 / float16 / bfloat16 (float64 on cpu/reference).
@@ -119,6 +122,7 @@ def maxsim_ragged(q: Tensor, q_mask: Tensor | None, docs: Tensor, offsets: Tenso
         offsets: (N + 1,) int64, offsets[0] = 0, offsets[N] = T, strictly increasing (no empty document):
             document k is docs[offsets[k]:offsets[k + 1]].
         normalize: L2-normalise the tokens (Norm(x) = x / max(||x||, 1e-6)), done on the fly.
+        reduction: "mean" over the valid query tokens (the default) or "sum" (ColBERT / PyLate).
         backend: "auto" | "cuda" | "cpu" | "reference".
 
     Returns (N,) fp32 scores (fp64 for fp64 tokens), detached: this entry point computes no gradient
@@ -126,12 +130,15 @@ def maxsim_ragged(q: Tensor, q_mask: Tensor | None, docs: Tensor, offsets: Tenso
     """
     q_mask = _validate(q, q_mask, docs, offsets)
     C.check_flag("normalize", normalize)
+    C.check_choice("reduction", reduction, REDUCTIONS)
     chosen = _resolve(backend, q.device)
     q, docs = q.detach(), docs.detach()
     if chosen == "reference":
         with torch.no_grad():
-            return ref.maxsim_ragged(q, q_mask, docs, offsets, normalize=normalize, compute_dtype=T.score_dtype(q))
-    if q.dtype == torch.float64:
-        C.refuse_float64(chosen, "q", "tokens")
-    return torch.ops.spherekit.maxsim_ragged(q.contiguous(), q_mask.contiguous(), docs.contiguous(),
-                                             offsets.contiguous(), normalize, chosen)
+            scores = ref.maxsim_ragged(q, q_mask, docs, offsets, normalize=normalize, compute_dtype=T.score_dtype(q))
+    else:
+        if q.dtype == torch.float64:
+            C.refuse_float64(chosen, "q", "tokens")
+        scores = torch.ops.spherekit.maxsim_ragged(q.contiguous(), q_mask.contiguous(), docs.contiguous(),
+                                                   offsets.contiguous(), normalize, chosen)
+    return scores * q_mask.sum().to(scores.dtype) if reduction == "sum" else scores

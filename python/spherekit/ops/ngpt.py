@@ -231,17 +231,19 @@ def _check_rows(name: str, x: Tensor) -> None:
         raise ValueError(f"{name} must have at least 1 dimension (..., d), got a 0-dim tensor")
     if x.shape[-1] == 0:
         raise ValueError(f"{name} must have a last dimension d >= 1, got shape {tuple(x.shape)}")
+    C.check_nonempty(name, x)
 
 
-def geodesic_residual(h: Tensor, f: Tensor, alpha: Tensor, *, eps: float = 1e-6, backend: str = "auto") -> Tensor:
+def geodesic_residual(h: Tensor, f: Tensor, alpha: Tensor | float, *, eps: float = 1e-6,
+                      backend: str = "auto") -> Tensor:
     r"""nGPT geodesic residual update: Norm(Norm(h) + |alpha| * (Norm(f) - Norm(h))) over the last dimension.
 
     Args:
         h: (..., d) float32/float16/bfloat16 (or float64: reference and cpu) hidden states.
         f: (..., d) the block output (attention or MLP), same shape, dtype and device as h.
-        alpha: per-feature step sizes of shape (), (1,) or (d,), any float dtype, on h's device; the step is
-            a = |alpha| (gradient sign(alpha) * ...). Receives its gradient in alpha.dtype; used in fp32 (float64
-            for float64 h).
+        alpha: per-feature step sizes: a Python number, or a tensor of shape (), (1,) or (d,), any float dtype, on
+            h's device; the step is a = |alpha| (gradient sign(alpha) * ...). A tensor receives its gradient in
+            alpha.dtype; used in fp32 (float64 for float64 h).
         eps: Norm(x) = x / max(||x||, eps): a zero row maps to 0 and gets gradient g / eps, never NaN.
         backend: "auto" | "cuda" | "triton" | "cpu" | "reference" (see the module docstring).
 
@@ -249,10 +251,13 @@ def geodesic_residual(h: Tensor, f: Tensor, alpha: Tensor, *, eps: float = 1e-6,
         (..., d) in h.dtype. Gradients flow to h, f and alpha (math in spherekit.reference.ngpt).
     """
     _check_rows("h", h)
-    C.check_tensor("f", f, dtypes=(h.dtype,), device=h.device)
+    C.check_tensor("f", f)
+    C.check_same("f", f, "h", h)
     if f.shape != h.shape:
         raise ValueError(f"f must have the shape of h {tuple(h.shape)}, got {tuple(f.shape)}")
     d = h.shape[-1]
+    if isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
+        alpha = torch.tensor(float(alpha), dtype=_stat_dtype(h.dtype), device=h.device)
     C.check_tensor("alpha", alpha, device=h.device)
     if not alpha.is_floating_point() or alpha.dim() > 1 or alpha.numel() not in (1, d):
         raise ValueError(f"alpha must be a floating tensor of shape (), (1,) or (d,) = ({d},), got shape "
@@ -288,6 +293,7 @@ def l2_normalize(x: Tensor, dim: int = -1, *, eps: float = 1e-6, backend: str = 
     dim = _norm_dim("dim", dim, x.dim())
     if x.shape[dim] == 0:
         raise ValueError(f"x must have size >= 1 along dim {dim}, got shape {tuple(x.shape)}")
+    C.check_nonempty("x", x)
     eps = _check_eps(eps)
     stat = _stat_dtype(x.dtype)
     chosen = _resolve("l2_normalize", backend, x.device, x.shape[dim], "x" if stat == torch.float64 else None)

@@ -35,11 +35,11 @@ class TemplateConfig:
     seeds: tuple = selection((0, 1), "training seeds", paper=(0, 1, 2))
     # data
     data_seed: int = choice(0, "seed of the train / test split")
-    n_test: int = choice(12, "test pairs (the toy paper does not say)")
+    n_test: int = choice(12, "test pairs (the toy paper does not say)", at_least=2)
     # training (the toy paper's section 3)
-    steps: int = paper(20, "section 3: 20 steps")
-    batch_size: int = paper(8, "section 3: batch 8")
-    lr: float = paper(5e-5, "section 3")
+    steps: int = paper(20, "section 3: 20 steps", at_least=1)
+    batch_size: int = paper(8, "section 3: batch 8", at_least=2)
+    lr: float = paper(5e-5, "section 3", at_least=0)
     scale: float = choice(20.0, "MNRL scale 1 / temperature (sentence-transformers' default)")
     max_seq_length: int = choice(32, "tokens per text; terms and glosses are short")
     # runtime
