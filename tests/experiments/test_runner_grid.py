@@ -42,6 +42,7 @@ def test_grid_of_seeds_unseeded_and_required_conditions(run):
     assert tuned["seeds"] == [0, 1] and tuned["spread"]["n"] == 2 and "MRR" in tuned["spread"]["std"]
     assert tuned["metrics"]["MRR"] == pytest.approx(sum(r["metrics"]["MRR"] for r in tuned["runs"]) / 2)
     assert results["units"]["st/frozen"]["seeds"] == [None] and "spread" not in results["units"]["st/frozen"]
+    assert (run.card / "st" / "tuned" / "seed-0" / "loss.png").is_file()  # every training plots its loss curve
     t1 = next(r for r in results["claims"] if r["id"] == "T1")
     assert t1["interval"] is not None and t1["uncertainty"].startswith("paired bootstrap over 12 items")
 

@@ -3,7 +3,6 @@ from its checkpoint ends with exactly the weights of an uninterrupted run, and b
 
 import pytest
 import torch
-from datasets import Dataset
 from transformers import TrainerCallback
 
 from spherekit.experiments.training import (MultiViewLoss, TrainConfig, last_complete_checkpoint, loss_curve,
@@ -16,8 +15,9 @@ POSITIVES = ["filthy cup", "free of dirt plate", "a warm blooded vertebrate", "w
 
 
 def views_dataset():
-    return Dataset.from_dict({"syn_a": ANCHORS, "syn_p": POSITIVES, "t2d_a": POSITIVES, "t2d_p": ANCHORS,
-                              "t2d_n1": ANCHORS[::-1]})
+    return pytest.importorskip("datasets").Dataset.from_dict({"syn_a": ANCHORS, "syn_p": POSITIVES,
+                                                              "t2d_a": POSITIVES, "t2d_p": ANCHORS,
+                                                              "t2d_n1": ANCHORS[::-1]})
 
 
 def views_loss(model):
@@ -113,3 +113,26 @@ def test_precision_on_cpu():
     assert resolve_precision("auto") == "fp32"
     with pytest.raises(ValueError, match="needs a CUDA GPU"):
         resolve_precision("bf16")
+
+
+def test_report_to_reaches_every_training_within_reporting(tmp_path, monkeypatch):
+    import os
+
+    from spherekit.experiments.training import _tensorboard_dir, reporting, training_arguments
+
+    cfg = TrainConfig(steps=2, batch_size=2, lr=1e-3)
+    assert training_arguments(cfg, tmp_path / "trainer", progress=False).report_to == []
+    with reporting(("tensorboard",)):
+        assert training_arguments(cfg, tmp_path / "trainer", progress=False).report_to == ["tensorboard"]
+    assert training_arguments(cfg, tmp_path / "trainer", progress=False).report_to == []
+    monkeypatch.delenv("TENSORBOARD_LOGGING_DIR", raising=False)
+    with _tensorboard_dir(tmp_path / "logs"):  # outside <out_dir>/trainer/, which is removed after training
+        assert os.environ["TENSORBOARD_LOGGING_DIR"] == str(tmp_path / "logs")
+    assert "TENSORBOARD_LOGGING_DIR" not in os.environ
+
+
+def test_plot_loss_writes_the_curve(tmp_path):
+    from spherekit.experiments.training import plot_loss
+
+    path = plot_loss({"step": [1, 2, 3], "loss": [3.0, 2.0, 1.5], "t2d": [2.0, 1.5, 1.0]}, tmp_path / "loss.png", "x")
+    assert path.is_file() and path.read_bytes()[:4] == b"\x89PNG"

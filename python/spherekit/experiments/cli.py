@@ -40,6 +40,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--reevaluate", action="store_true",
                         help="recompute the metrics of finished units from their saved models (no retraining)")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--report-to", type=lambda s: [c for c in s.split(",") if c], default=[],
+                        metavar="NAMES", help="every training also reports to these transformers integrations "
+                        "(e.g. tensorboard; comma-separated; logs under <run>/logs/)")
     parser.add_argument("--check", action="store_true",
                         help="with 'index': write nothing, exit 1 when README.md / docs/reproduce.md differ from the cards")
 
@@ -177,7 +180,8 @@ def main(args) -> int:
         overrides = parse_overrides(args.set)
         results = reproduce(args.experiment, args.preset, conditions=args.conditions, backbone=args.backbone,
                             data_dir=args.data_dir, out=args.out, seed=args.seed, force=args.force,
-                            reevaluate=args.reevaluate, progress=not args.no_progress, overrides=overrides)
+                            reevaluate=args.reevaluate, progress=not args.no_progress, overrides=overrides,
+                            report_to=args.report_to)
     except (ValueError, FileNotFoundError, PermissionError, DataMissingError) as exc:
         print(f"spherekit reproduce: {exc}", file=sys.stderr)
         return 2

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .plugin import Condition
 
-CHECKPOINT, TRAINING, CACHE = "checkpoint", "training.json", "cache"
+CHECKPOINT, TRAINING, CACHE, LOSS_PLOT = "checkpoint", "training.json", "cache", "loss.png"
 
 
 class RankDone(Exception):
@@ -92,11 +92,12 @@ class UnitContext:
         When an earlier attempt saved it (<run>/checkpoint/), it is loaded with its training record; else
         build_and_train(run_dir) builds and trains it and returns (model, training.TrainResult): it trains with
         training.train(..., out_dir=run_dir), which resumes from the last trainer checkpoint there. The model is
-        then saved (atomically), its record (steps, s/step, loss curve) written, the trainer checkpoints removed.
+        then saved (atomically), its record (steps, s/step, loss curve) written with a plot of the curve
+        (<run>/loss.png), the trainer checkpoints removed.
         On ranks other than 0 the run ends here (RankDone)."""
         from .._atomic import atomic_dir
         from .card import write_json
-        from .training import clear_checkpoints, loss_curve
+        from .training import clear_checkpoints, loss_curve, plot_loss
 
         ckpt = self.dir / CHECKPOINT
         if (ckpt / "modules.json").is_file():
@@ -116,6 +117,9 @@ class UnitContext:
                          "seconds_per_step": round(result.seconds / max(done_here, 1), 4),
                          "curve": loss_curve(result.log_history)}
         write_json(self.dir / TRAINING, self.training)
+        if self.training["curve"]["step"]:
+            plot_loss(self.training["curve"], self.dir / LOSS_PLOT, f"{self.backbone} {self.condition.name} "
+                      f"(seed {self.seed}): {result.steps} steps")
         with atomic_dir(ckpt) as tmp:
             model.save(str(tmp))
         clear_checkpoints(self.dir)

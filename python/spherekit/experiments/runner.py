@@ -46,7 +46,7 @@ from .context import RankDone, UnitContext
 from .interrupt import Interrupted, check, graceful
 from .metrics import evaluation_version
 from .plugin import slug
-from .training import barrier, is_main_process
+from .training import barrier, is_main_process, reporting
 from .units import aggregate, seed_order
 
 DONE, METRICS, UNIT, NO_SEED, INTERRUPTED = "done", "metrics.json", "unit.json", "no-seed", "interrupted.json"
@@ -283,12 +283,13 @@ def _run_one(experiment, cfg, store: RunStore, data, backbone, condition, seed, 
 
 def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_dir=None, out=DEFAULT_OUT, seed=None,
               force: bool = False, reevaluate: bool = False, progress: bool = True, overrides: dict | None = None,
-              log=None) -> dict:
+              report_to=(), log=None) -> dict:
     """Run `preset` of experiment `name` (see the module docstring); returns the card's results dict ({} on ranks
     other than 0).
 
     reevaluate: recompute the metrics of finished runs from their saved models (after a fix in an evaluator, say)
-    without retraining them; their earlier training and cache times are kept."""
+    without retraining them; their earlier training and cache times are kept. report_to: where every training
+    also reports (transformers' integrations: "tensorboard", "wandb", ...; logs under <run>/logs/)."""
     if force and reevaluate:
         raise ValueError("force and reevaluate exclude each other: --force retrains, --reevaluate does not")
     from . import get
@@ -308,7 +309,7 @@ def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_di
     seconds["data"] = round(time.perf_counter() - t0, 2)
     store = RunStore(root, experiment, cfg)
     work = [(b, c, s) for b, c in plan(experiment, cfg) for s in seeds_of(experiment, cfg, c)]
-    with graceful(log):
+    with graceful(log), reporting(report_to):
         for i, (b, c, s) in enumerate(work, 1):
             check()
             if not main and not experiment.conditions[c].distributed:

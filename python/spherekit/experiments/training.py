@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -204,6 +205,33 @@ class TrainResult:
     log_history: list[dict] = field(default_factory=list)
 
 
+_REPORT_TO: list[tuple[str, ...]] = [()]  # the integrations every training reports to (runner.reproduce's report_to)
+
+
+@contextlib.contextmanager
+def reporting(report_to) -> None:
+    """Within the block every training reports to `report_to` (transformers' report_to names: "tensorboard",
+    "wandb", ... whichever are installed; TensorBoard's logs under <out_dir>/logs/)."""
+    _REPORT_TO.append(tuple(report_to or ()))
+    try:
+        yield
+    finally:
+        _REPORT_TO.pop()
+
+
+@contextlib.contextmanager
+def _tensorboard_dir(folder: Path):
+    """TensorBoard's log folder (transformers reads TENSORBOARD_LOGGING_DIR) for the block, unless the user set it."""
+    if "TENSORBOARD_LOGGING_DIR" in os.environ:
+        yield
+        return
+    os.environ["TENSORBOARD_LOGGING_DIR"] = str(folder)
+    try:
+        yield
+    finally:
+        os.environ.pop("TENSORBOARD_LOGGING_DIR", None)
+
+
 def training_arguments(cfg: TrainConfig, output_dir, *, progress: bool = True, batch_sampler=None):
     from sentence_transformers import SentenceTransformerTrainingArguments
     from sentence_transformers.base.sampler import BatchSamplers
@@ -218,7 +246,7 @@ def training_arguments(cfg: TrainConfig, output_dir, *, progress: bool = True, b
         weight_decay=cfg.weight_decay, adam_epsilon=cfg.adam_eps, max_grad_norm=cfg.max_grad_norm,
         seed=cfg.seed, data_seed=cfg.seed, bf16=precision == "bf16", fp16=precision == "fp16",
         logging_steps=cfg.logging_steps, save_strategy="steps", save_steps=save, save_total_limit=1,
-        report_to=[], disable_tqdm=not progress, dataloader_num_workers=0,
+        report_to=list(_REPORT_TO[-1]), disable_tqdm=not progress, dataloader_num_workers=0,
         use_cpu=not torch.cuda.is_available(),
         ddp_backend="gloo" if world > 1 and not torch.cuda.is_available() else None,
         batch_sampler=batch_sampler or BatchSamplers.BATCH_SAMPLER,
@@ -247,7 +275,8 @@ def train(model, train_dataset, loss, cfg: TrainConfig, out_dir, *, callbacks: S
                                callbacks=[*callbacks, trainer_callback()], layer_decay=cfg.layer_decay,
                                head_multiplier=cfg.head_multiplier)
     start = time.perf_counter()
-    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    with _tensorboard_dir(out_dir / "logs"):  # kept: <out_dir>/trainer/ is removed once the model is saved
+        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     check()
     seconds = time.perf_counter() - start
     history = [dict(row) for row in trainer.state.log_history]
@@ -258,6 +287,27 @@ def train(model, train_dataset, loss, cfg: TrainConfig, out_dir, *, callbacks: S
 def clear_checkpoints(out_dir) -> None:
     """Delete the trainer checkpoints of a finished training (the final model is saved elsewhere)."""
     shutil.rmtree(Path(out_dir) / TRAINER_DIR, ignore_errors=True)
+
+
+def plot_loss(curve: dict, path, title: str) -> Path:
+    """A PNG of a training's loss curve (loss_curve's dict: the total and every view's loss against the step)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..evaluation.plots import save_figure
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for key, values in curve.items():
+        if key != "step" and any(v is not None for v in values):
+            ax.plot(curve["step"], values, label=key, linewidth=2 if key == "loss" else 1)
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return save_figure(fig, path, dpi=100, bbox_inches=None)
 
 
 def loss_curve(log_history: list[dict]) -> dict[str, list]:

@@ -338,17 +338,37 @@ def resolve_backbone(name_or_path: str | os.PathLike) -> tuple[str, str, list[st
         "sentence-transformers folder, or go online for the hub); tried:\n  " + "\n  ".join(tried))
 
 
+TRUSTED_MODULES = ("sentence_transformers.", "spherekit.")
+
+
+def own_modules_only(folder) -> bool:
+    """True when the local sentence-transformers folder's modules.json names only classes of sentence-transformers
+    and spherekit (e.g. a model with a spherekit.nn.HypersphereHead). sentence-transformers 6 imports any class
+    outside its own package only with trust_remote_code=True, although here it runs no code from the folder: both
+    packages are installed, the folder only names their classes."""
+    path = Path(folder) / "modules.json"
+    try:
+        types = [m["type"] for m in json.loads(path.read_text(encoding="utf-8"))]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return all(isinstance(t, str) and t.startswith(TRUSTED_MODULES) for t in types)
+
+
 def load_backbone(name_or_path: str | os.PathLike, device: str | None = None, **kwargs):
     """A sentence_transformers.SentenceTransformer for a known name ("all-MiniLM-L6-v2",
     "all-mpnet-base-v2", with or without "sentence-transformers/"), a local folder, or (online only) a
-    hub id. Extra keyword arguments go to SentenceTransformer. When loading a local folder fails, its
-    files are checked in full: a damaged all-mpnet-base-v2 extraction is extracted again and loaded,
-    other damage raises ModelFilesError naming the files (else the original error is raised)."""
+    hub id. Extra keyword arguments go to SentenceTransformer. A local folder whose modules are all
+    sentence-transformers' or spherekit's (a HypersphereHead, a LayerMixPooling) loads without asking for
+    trust_remote_code (own_modules_only). When loading a local folder fails, its files are checked in full: a
+    damaged all-mpnet-base-v2 extraction is extracted again and loaded, other damage raises ModelFilesError naming
+    the files (else the original error is raised)."""
     from sentence_transformers import SentenceTransformer
 
     target, how, _ = resolve_backbone(name_or_path)
     if how != "hub":
         kwargs.setdefault("local_files_only", True)
+        if own_modules_only(target):
+            kwargs.setdefault("trust_remote_code", True)
     try:
         model = SentenceTransformer(target, device=device, **kwargs)
     except Exception as exc:

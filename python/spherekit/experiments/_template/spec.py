@@ -60,7 +60,7 @@ class TemplateConfig:
 
 
 PRESETS: dict[str, dict] = {
-    "tiny": dict(steps=2, batch_size=4, max_seq_length=16),       # seconds: the tests (pass --backbone)
+    "tiny": dict(steps=2, batch_size=4, max_seq_length=16, logging_steps=1),  # seconds: the tests (--backbone)
     "cpu-small": dict(),                                            # the toy is small already
     "cpu": dict(seeds=(0, 1, 2)),
     "paper": dict(seeds=(0, 1, 2)),
