@@ -40,9 +40,10 @@ def _forbid(cmd, **kw):
 
 
 def test_second_run_is_a_quick_noop(capsys):
-    first = I.install("all", run=_forbid)
+    """What `make data` installs (every component, the models step with all-MiniLM-L6-v2 alone)."""
+    first = I.install("all", only=I.REQUIRED_MODELS, run=_forbid)
     start = time.perf_counter()
-    again = I.install("all", run=_forbid)
+    again = I.install("all", only=I.REQUIRED_MODELS, run=_forbid)
     assert time.perf_counter() - start < 10
     assert [r.status for r in again] == ["present"] * len(I.COMPONENTS)
     assert [r.name for r in first] == list(I.COMPONENTS)
@@ -53,10 +54,21 @@ def test_second_run_is_a_quick_noop(capsys):
 
 def test_cli(capsys):
     assert main(["data", "status"]) == 0
-    assert main(["data", "install", "wordnet", "models"]) == 0
+    assert main(["data", "install", "wordnet", "models", "--only", "all-MiniLM-L6-v2"]) == 0
     out = capsys.readouterr().out
     assert out.count("wordnet  present") == 2
     assert main(["data", "status", "nonsense"]) == 2
+
+
+def test_status_checks_the_required_backbone_and_names_the_others(monkeypatch):
+    """Without --only, status checks all-MiniLM-L6-v2 (what `make data` installs) and says that a backbone
+    whose packages are absent comes on first use; with its packages present it is checked too."""
+    monkeypatch.setattr(B, "mpnet_part_files", lambda: None)
+    (models,) = I.status("models")
+    assert models.status == "present", models
+    assert "all-mpnet-base-v2 installed on first use" in models.detail
+    assert "all-MiniLM-L6-v2 at" in models.detail
+    assert I.status("models", only=["all-mpnet-base-v2"])[0].status == "missing"
 
 
 def test_lexnames_from_man_page(tmp_path):
@@ -159,7 +171,8 @@ def test_models_only_one_backbone(isolated_data, monkeypatch):
     res = I.install(["models"], only=["all-MiniLM-L6-v2"], run=_forbid, log=lambda *_: None)[0]
     assert res.status == "present" and "all-mpnet" not in res.detail
     assert I.status(["models"], only=["all-MiniLM-L6-v2"])[0].status == "present"
-    assert I.status(["models"])[0].status == "missing"
+    assert I.status(["models"], only=list(I.MODELS))[0].status == "missing"  # both asked for, mpnet absent
+    assert "all-mpnet-base-v2 installed on first use" in I.status(["models"])[0].detail
     with pytest.raises(ValueError, match="only: expected some of"):
         I.install(["models"], only=["bert-base"], run=_forbid)
     monkeypatch.setenv("SPHEREKIT_OFFLINE", "1")  # no hub to fall back on

@@ -222,9 +222,9 @@ def test_resolve_angles():
 
 
 def test_resolve_angles_errors():
-    e = _raises(["'pride'", "'shame'", "--angles FILE"], resolve_angles, ["joy", "pride", "shame"])
+    e = _raises(["'pride'", "'shame'", "--set angles_file=FILE"], resolve_angles, ["joy", "pride", "shame"])
     assert "'joy'" not in str(e).split("circumplex names")[0]
-    _raises(["'shame'", "angles.csv", "--angles FILE"], resolve_angles, ["pride", "shame"],
+    _raises(["'shame'", "angles.csv", "--set angles_file=FILE"], resolve_angles, ["pride", "shame"],
             angles_file=FIX / "angles.csv")
     e = _raises(["angles_bad.tsv:2", "'angle'", "number"], resolve_angles, ["pride"],
                 angles_file=FIX / "angles_bad.tsv")

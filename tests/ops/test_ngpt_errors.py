@@ -21,16 +21,20 @@ def _hfa():
 @pytest.mark.parametrize("case, exc, match", [
     (lambda h, f, a: ops.geodesic_residual(h.numpy(), f, a), TypeError, "h must be a torch.Tensor"),
     (lambda h, f, a: ops.geodesic_residual(h.long(), f.long(), a), TypeError, "h must have dtype"),
-    (lambda h, f, a: ops.geodesic_residual(h.double(), f, a), TypeError, "f must have dtype"),
+    (lambda h, f, a: ops.geodesic_residual(h.double(), f, a), TypeError,
+     r"f must have the dtype of h \(torch.float64\), got torch.float32"),
     (lambda h, f, a: ops.geodesic_residual(h[:, :-1], f, a), ValueError, r"f must have the shape of h \(3, 40\)"),
     (lambda h, f, a: ops.geodesic_residual(h, f[:2], a), ValueError, "f must have the shape of h"),
-    (lambda h, f, a: ops.geodesic_residual(h, f.half(), a), TypeError, "f must have dtype"),
+    (lambda h, f, a: ops.geodesic_residual(h, f.half(), a), TypeError,
+     r"f must have the dtype of h \(torch.float32\), got torch.float16"),
     (lambda h, f, a: ops.geodesic_residual(h, f, a[:-1]), ValueError,
      r"alpha must .* \(d,\) = \(41,\), got shape \(40,\)"),
     (lambda h, f, a: ops.geodesic_residual(h, f, a[None]), ValueError, r"alpha must .* got shape \(1, 41\)"),
     (lambda h, f, a: ops.geodesic_residual(h, f, torch.ones(D, dtype=torch.long)), ValueError,
      "alpha must be a floating"),
-    (lambda h, f, a: ops.geodesic_residual(h, f, 0.5), TypeError, "alpha must be a torch.Tensor"),
+    (lambda h, f, a: ops.geodesic_residual(h, f, "0.5"), TypeError,
+     "alpha must be a torch.Tensor or a Python number, got str"),
+    (lambda h, f, a: ops.geodesic_residual(h, f, True), TypeError, "alpha must be a torch.Tensor or a Python number"),
     (lambda h, f, a: ops.geodesic_residual(h[0, 0], f[0, 0], a), ValueError, "h must have at least 1 dimension"),
     (lambda h, f, a: ops.geodesic_residual(h[:, :0], f[:, :0], a), ValueError, "h must have a last dimension d >= 1"),
     (lambda h, f, a: ops.geodesic_residual(h, f, a, eps=0.0), ValueError, "eps must be a finite float > 0"),
@@ -220,3 +224,12 @@ def test_non_finite_raises_under_torch_compile():
     fn(h, f, a)
     with pytest.raises(ValueError, match="NaN or Inf found in f"):
         fn(h, _poisoned(f, float("nan")), a)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("alpha", [0.5, -0.25, 1])
+def test_python_number_alpha_is_a_scalar_tensor(alpha, dtype):
+    """A Python number alpha gives the values of the same scalar as a tensor (any float dtype of h)."""
+    h, f = torch.randn(3, D, dtype=dtype), torch.randn(3, D, dtype=dtype)
+    expected = ops.geodesic_residual(h, f, torch.full((D,), float(alpha), dtype=dtype))
+    torch.testing.assert_close(ops.geodesic_residual(h, f, alpha), expected, rtol=0, atol=0)

@@ -1,6 +1,7 @@
 """Benchmarks shipped inside the package, so the installed ``spherekit bench ...`` command works.
 
-What every family shares: ``_harness`` (the preset base ``PresetBase``, timing, isolation in worker
+What every family shares: ``_harness`` (the preset base ``PresetBase``, exported here with ``comma_list`` and
+``quantile`` for the papers' bench modules, timing, isolation in worker
 processes, out-of-memory handling, the shared command-line options), ``memory`` (peak extra memory),
 ``results`` (the long-format CSV) and ``machine`` (machine and version facts, the default memory limit).
 One module per family (``contrastive``, ``ngpt``, ``sim_map``, ``verifier_throughput``, ``reproduce``)
@@ -9,3 +10,7 @@ defines its providers, presets and goal checks and exposes ``add_arguments(parse
 module. ``plot`` turns a family's CSV into PNGs. The scripts in the repository's benches/ folder are thin
 wrappers around the same entry points.
 """
+
+from ._harness import PresetBase, comma_list, quantile  # what the papers' bench modules build on
+
+__all__ = ["PresetBase", "comma_list", "quantile"]

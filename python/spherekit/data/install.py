@@ -306,13 +306,36 @@ def _check_only(only):
     return tuple(only)
 
 
+REQUIRED_MODELS = ("all-MiniLM-L6-v2",)  # what `make data` installs; the others come on first use
+
+
+def _status_models() -> tuple[tuple[str, ...], list[str]]:
+    """The backbones a plain `data status` checks: the required ones and every other one whose packages are
+    present (so a damaged install still shows); the rest are listed as installed on their first use."""
+    from ..models import backbones
+
+    present = {"all-MiniLM-L6-v2": backbones.minilm_path() is not None,
+               "all-mpnet-base-v2": backbones.mpnet_part_files() is not None}
+    checked = tuple(m for m in MODELS if m in REQUIRED_MODELS or present[m])
+    return checked, [m for m in MODELS if m not in checked]
+
+
 def status(what="all", *, only=None) -> list[StepResult]:
-    """What is present (no installs); only: the backbones the models step checks (default: both)."""
+    """What is present (no installs). only: the backbones the models step checks (default: all-MiniLM-L6-v2,
+    which `make data` installs, plus any other backbone whose packages are installed)."""
+    later: list[str] = []
+    if only is None:
+        only, later = _status_models()
     only = _check_only(only)
     out = []
     for name in _expand(what):
         check = functools.partial(_models_check, only) if name == "models" else _STEPS[name][0]
-        out.append(check() or StepResult(name, "missing", f"not installed (`spherekit data install {name}`)"))
+        found = check() or StepResult(name, "missing", f"not installed (`spherekit data install {name}`)")
+        if name == "models" and later and found.ok:
+            found = StepResult(found.name, found.status, found.detail + "; " + ", ".join(later) +
+                               " installed on first use (or `spherekit data install models --only NAME`)",
+                               found.todo)
+        out.append(found)
     return out
 
 

@@ -258,6 +258,8 @@ def geodesic_residual(h: Tensor, f: Tensor, alpha: Tensor | float, *, eps: float
     d = h.shape[-1]
     if isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
         alpha = torch.tensor(float(alpha), dtype=_stat_dtype(h.dtype), device=h.device)
+    if not isinstance(alpha, Tensor):
+        raise TypeError(f"alpha must be a torch.Tensor or a Python number, got {type(alpha).__name__}")
     C.check_tensor("alpha", alpha, device=h.device)
     if not alpha.is_floating_point() or alpha.dim() > 1 or alpha.numel() not in (1, d):
         raise ValueError(f"alpha must be a floating tensor of shape (), (1,) or (d,) = ({d},), got shape "

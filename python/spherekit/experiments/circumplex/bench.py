@@ -23,7 +23,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...bench._harness import PresetBase
+from ...bench import PresetBase
 from ...bench.workers import spawn_worker, worker_main
 
 RECIPES = {"cached": True, "per-step": False}

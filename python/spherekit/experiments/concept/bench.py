@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ...bench._harness import PresetBase, comma_list
+from ...bench import PresetBase, comma_list
 from ...bench.workers import spawn_worker, worker_main
 
 RECIPES = ("spherekit", "plain-st")
@@ -139,7 +139,7 @@ def worker(spec: dict) -> dict:
     """Train and evaluate one recipe (in a fresh process); returns the measured numbers."""
     from dataclasses import replace
 
-    from ...bench._harness import quantile
+    from ...bench import quantile
     from ...bench.memory import PeakMemory
     from ...models import load_backbone
     from ..training import train
