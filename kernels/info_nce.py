@@ -268,11 +268,13 @@ def _info_nce_bwd_dc_kernel(
 
 def _config(D: int, K: int) -> dict:
     """Block sizes and launch options. The interpreter wants small tiles. The GPU choice comes from
-    compiling for sm_90 without a GPU (benches/triton_resources.py) and is still to be tuned on a GPU:
-    64 x 64 tiles with 8 warps; the backward recomputes each logit tile once per BLOCK_DV-wide slice of
-    d, so BLOCK_DV = 256 (d = 768: 3 slices) halves that work against 128 for a 72-byte register spill
-    in the dq kernel (none in dc); 512 spills ~900 bytes. With hard negatives the dq kernel also holds
-    their slices, and 256 would spill ~1.6 KB: 128 there."""
+    compiling for sm_90 without a GPU, as the launches are specialised (benches/triton_resources.py), and is
+    still to be tuned on a GPU: 64 x 64 tiles with 8 warps; the backward recomputes each logit tile once per
+    BLOCK_DV-wide slice of d, so BLOCK_DV = 256 (d = 768: 3 slices) halves that work against 128 (bf16: dq
+    221 registers, no spill; 512 spills 176 B). With hard negatives the dq kernel also holds their slices:
+    128 there (180-255 registers for 1-8 hard negatives with labels, bias and BCE, no spill; 256 spills).
+    A width d that is not a multiple of 16 loses the vectorised loads, and the fully-featured dq kernel then
+    spills (~330 B at d = 1000)."""
     block_k = triton.next_power_of_2(max(K, 1))
     if INTERPRET:
         return dict(BLOCK_B=16, BLOCK_N=16, BLOCK_D=32, BLOCK_K=block_k, BLOCK_DV=32, num_warps=1, num_stages=1)

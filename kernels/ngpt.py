@@ -17,7 +17,9 @@ backward needs ||x|| <= 3.4e38).
 Layout: a program owns BLOCK_R whole rows (BLOCK_D = next power of two >= d; BLOCK_R > 1 only for small
 d), loads each row once and does all math in fp32. grad_alpha is deterministic without atomics: the
 backward runs a fixed number of programs, each looping over row blocks pid, pid + G, ... and writing
-one fp32 partial row (G, d); the launcher sums the partials with torch (fixed order).
+one fp32 partial row (G, d); the launcher sums the partials with torch (fixed order). Rows longer than
+4096 do not fit in registers for the backward: it reads them twice in column chunks instead (pass 1 the row
+dots, pass 2 the gradients), which costs one more read of h, f and grad_out but never spills.
 renormalize_ is one launch for a list of tensors of any float dtypes: a device table of per-tensor
 descriptors (data_ptr, outer, n, inner, dtype code) plus a cumulative table of program counts; each
 program binary-searches its tensor and normalises whole rows (inner == 1) or column tiles (inner > 1).
@@ -34,7 +36,7 @@ import triton.language as tl
 
 from ._common import INTERPRET
 
-MAX_D = 16384  # a row lives in registers (one program per row); the backward spills a little beyond 4096
+MAX_D = 16384  # the forward holds a row in registers (one program per row); longer rows are refused
 DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 SMALL = tl.constexpr(2.0 ** -80)  # the scale of the robust norm (exact in fp32)
 
@@ -180,6 +182,78 @@ def _geodesic_residual_bwd_kernel(
     b_alpha = tl.load(alpha_ptr + o_d, mask=m_d, other=0.0)
     sign = tl.where(b_alpha > 0, 1.0, tl.where(b_alpha < 0, -1.0, 0.0))
     tl.store(part_ptr + pid.to(tl.int64) * D + o_d, acc * sign, mask=m_d)
+
+
+@triton.jit
+def _chunk_terms(h_ptr, stride_hr, stride_hd, f_ptr, stride_fr, stride_fd, dout_ptr, stride_doutr, stride_doutd,
+                 alpha_ptr, row, o_d, m_d, r_h, r_f, r_y):
+    """One column chunk of one row as fp32: (|alpha|, sign(alpha), hn, fn, g, fn - hn, out)."""
+    b_alpha = tl.load(alpha_ptr + o_d, mask=m_d, other=0.0)
+    b_a = tl.abs(b_alpha)
+    b_hn = tl.load(h_ptr + row * stride_hr + o_d * stride_hd, mask=m_d, other=0.0).to(tl.float32) * r_h
+    b_fn = tl.load(f_ptr + row * stride_fr + o_d * stride_fd, mask=m_d, other=0.0).to(tl.float32) * r_f
+    b_g = tl.load(dout_ptr + row * stride_doutr + o_d * stride_doutd, mask=m_d, other=0.0).to(tl.float32)
+    b_diff = b_fn - b_hn
+    sign = tl.where(b_alpha > 0, 1.0, tl.where(b_alpha < 0, -1.0, 0.0))
+    return b_a, sign, b_hn, b_fn, b_g, b_diff, (b_hn + b_a * b_diff) * r_y
+
+
+@triton.jit
+def _geodesic_residual_bwd_chunked_kernel(
+    gh_ptr, stride_ghr, stride_ghd,
+    gf_ptr, stride_gfr, stride_gfd,
+    part_ptr,
+    dout_ptr, stride_doutr, stride_doutd,
+    h_ptr, stride_hr, stride_hd,
+    f_ptr, stride_fr, stride_fd,
+    alpha_ptr, norms_ptr,
+    R, D, eps,
+    BLOCK_C: tl.constexpr,
+):
+    """The backward for rows too long to hold in registers: program pid takes rows pid, pid + G, ... one at a time,
+    BLOCK_C columns per step. Pass 1 sums the five row dots the tangent projections need; with k = p_y <g, out>,
+        <(1 - a) g_y, hn> = r_y (<(1 - a) g, hn> - k <(1 - a) out, hn>),   <a g_y, fn> = r_y (<a g, fn> - k <a out, fn>);
+    pass 2 recomputes each chunk, writes grad_h and grad_f and adds sign(alpha) (fn - hn) g_y to the program's
+    partial row part[pid, :D] (zeroed by the launcher; the program owns it: no atomics, deterministic)."""
+    pid = tl.program_id(0)
+    p_part = part_ptr + pid.to(tl.int64) * D
+    o_c = tl.arange(0, BLOCK_C)
+    for r in range(pid, R, tl.num_programs(0)):
+        row = tl.full((), 0, tl.int64) + r  # int64 offsets (the loop index is i32 compiled, int interpreted)
+        r_h, p_h = _inv_norm(tl.load(norms_ptr + row * 3), eps)
+        r_f, p_f = _inv_norm(tl.load(norms_ptr + row * 3 + 1), eps)
+        r_y, p_y = _inv_norm(tl.load(norms_ptr + row * 3 + 2), eps)
+        s_go = tl.zeros((), dtype=tl.float32)
+        s_gh = tl.zeros((), dtype=tl.float32)
+        s_oh = tl.zeros((), dtype=tl.float32)
+        s_gf = tl.zeros((), dtype=tl.float32)
+        s_of = tl.zeros((), dtype=tl.float32)
+        for c0 in range(0, D, BLOCK_C):
+            o_d = c0 + o_c
+            b_a, _, b_hn, b_fn, b_g, _, b_out = _chunk_terms(
+                h_ptr, stride_hr, stride_hd, f_ptr, stride_fr, stride_fd, dout_ptr, stride_doutr, stride_doutd,
+                alpha_ptr, row, o_d, o_d < D, r_h, r_f, r_y)
+            s_go += tl.sum(b_g * b_out)
+            s_gh += tl.sum((1.0 - b_a) * b_g * b_hn)
+            s_oh += tl.sum((1.0 - b_a) * b_out * b_hn)
+            s_gf += tl.sum(b_a * b_g * b_fn)
+            s_of += tl.sum(b_a * b_out * b_fn)
+        k = p_y * s_go
+        dot_h = p_h * r_y * (s_gh - k * s_oh)
+        dot_f = p_f * r_y * (s_gf - k * s_of)
+        for c0 in range(0, D, BLOCK_C):
+            o_d = c0 + o_c
+            m_d = o_d < D
+            b_a, sign, b_hn, b_fn, b_g, b_diff, b_out = _chunk_terms(
+                h_ptr, stride_hr, stride_hd, f_ptr, stride_fr, stride_fd, dout_ptr, stride_doutr, stride_doutd,
+                alpha_ptr, row, o_d, m_d, r_h, r_f, r_y)
+            b_gy = r_y * (b_g - k * b_out)
+            b_gh = r_h * ((1.0 - b_a) * b_gy - dot_h * b_hn)
+            b_gf = r_f * (b_a * b_gy - dot_f * b_fn)
+            tl.store(gh_ptr + row * stride_ghr + o_d * stride_ghd, b_gh.to(gh_ptr.dtype.element_ty), mask=m_d)
+            tl.store(gf_ptr + row * stride_gfr + o_d * stride_gfd, b_gf.to(gf_ptr.dtype.element_ty), mask=m_d)
+            b_part = tl.load(p_part + o_d, mask=m_d, other=0.0)
+            tl.store(p_part + o_d, b_part + sign * b_diff * b_gy, mask=m_d)
 
 
 # ---- l2 normalisation ------------------------------------------------------------------------------------
@@ -328,22 +402,25 @@ def _config(D: int) -> dict:
     Row kernels: BLOCK_D = next power of two >= D, BLOCK_R rows per program so that a tile holds >= 1024
     elements (at most 64 rows), and num_warps so that each thread holds <= 8 elements of a tile up to
     D = 4096 (4 warps up to 1024 elements, then 8/16/32). The backward keeps ~15 fp32 values per element
-    live: at D = 4096 (16 warps) sm_90 bf16 compiles report 107 registers and no spills; beyond 4096 the
-    32-warp cap means 64 registers per thread and small spills (D = 8192: 48 B; D = MAX_D: ~1 KB), see
-    benches/triton_resources.py. Renormalisation: row tiles BLOCK_U x BLOCK_K of <= 4096 elements (longer
-    rows loop), column tiles BLOCK_N x BLOCK_I = 32 x 64.
+    live: at D = 4096 (16 warps) sm_90 bf16 compiles report 108 registers and no spills; past 4096 the 32-warp
+    cap leaves 64 registers per thread, and the whole-row backward spilled (D = 8192: 104 B; D = MAX_D: 936 B),
+    so rows longer than BLOCK_C = 4096 take the chunked backward (two passes of BLOCK_C columns, 16 warps; no
+    spills), see benches/triton_resources.py. Renormalisation: row tiles BLOCK_U x BLOCK_K of <= 4096 elements
+    (longer rows loop), column tiles BLOCK_N x BLOCK_I = 32 x 64.
     The interpreter gets one small configuration with several rows per program for small D (so the tests
-    exercise the partial row blocks) and small renormalisation tiles (so they exercise the chunk loops)."""
+    exercise the partial row blocks), the chunked backward past 128 columns in chunks of 64, and small
+    renormalisation tiles (so the tests exercise every loop). BLOCK_C = 0: the whole-row backward."""
     block_d = triton.next_power_of_2(max(int(D), 1))
     if INTERPRET:
-        return dict(BLOCK_R=4 if block_d <= 64 else 1, BLOCK_D=block_d, BLOCK_U=2, BLOCK_K=min(block_d, 32),
-                    BLOCK_N=8, BLOCK_I=8, num_warps=1, num_stages=1)
+        return dict(BLOCK_R=4 if block_d <= 64 else 1, BLOCK_D=block_d, BLOCK_C=64 if block_d > 128 else 0,
+                    BLOCK_U=2, BLOCK_K=min(block_d, 32), BLOCK_N=8, BLOCK_I=8, num_warps=1, num_stages=1)
     block_r = max(1, min(64, 1024 // block_d))
     tile = block_r * block_d
     num_warps = 4 if tile <= 1024 else 8 if tile <= 2048 else 16 if tile <= 4096 else 32
     block_k = min(block_d, 4096)
-    return dict(BLOCK_R=block_r, BLOCK_D=block_d, BLOCK_U=max(1, min(16, 4096 // block_k)), BLOCK_K=block_k,
-                BLOCK_N=32, BLOCK_I=64, num_warps=num_warps, num_stages=1)
+    return dict(BLOCK_R=block_r, BLOCK_D=block_d, BLOCK_C=4096 if block_d > 4096 else 0,
+                BLOCK_U=max(1, min(16, 4096 // block_k)), BLOCK_K=block_k, BLOCK_N=32, BLOCK_I=64, num_warps=num_warps,
+                num_stages=1)
 
 
 @functools.lru_cache(maxsize=None)
@@ -416,15 +493,22 @@ def geodesic_residual_bwd(grad_out, h, f, alpha, norms, *, eps: float):
     grad_f = torch.empty_like(f)
     if R == 0:
         return grad_h, grad_f, torch.zeros(D, dtype=torch.float32, device=h.device)
-    G = _num_programs_bwd(triton.cdiv(R, cfg["BLOCK_R"]), cfg["num_warps"], h.device)
-    partial = torch.empty((G, D), dtype=torch.float32, device=h.device)
-    _geodesic_residual_bwd_kernel[(G,)](
+    tensors = dict(
         gh_ptr=grad_h, stride_ghr=grad_h.stride(0), stride_ghd=grad_h.stride(1),
-        gf_ptr=grad_f, stride_gfr=grad_f.stride(0), stride_gfd=grad_f.stride(1), part_ptr=partial,
+        gf_ptr=grad_f, stride_gfr=grad_f.stride(0), stride_gfd=grad_f.stride(1),
         dout_ptr=grad_out, stride_doutr=grad_out.stride(0), stride_doutd=grad_out.stride(1),
         h_ptr=h, stride_hr=h.stride(0), stride_hd=h.stride(1), f_ptr=f, stride_fr=f.stride(0), stride_fd=f.stride(1),
-        alpha_ptr=alpha, norms_ptr=norms, R=R, D=D, eps=float(eps), **_launch_opts(cfg),
-    )
+        alpha_ptr=alpha, norms_ptr=norms, R=R, D=D, eps=float(eps))
+    if cfg["BLOCK_C"]:  # long rows: chunked, the partials accumulate in place (zeroed here)
+        chunk = _config(cfg["BLOCK_C"])
+        G = _num_programs_bwd(R, chunk["num_warps"], h.device)
+        partial = torch.zeros((G, D), dtype=torch.float32, device=h.device)
+        _geodesic_residual_bwd_chunked_kernel[(G,)](part_ptr=partial, **tensors, BLOCK_C=cfg["BLOCK_C"],
+                                                    num_warps=chunk["num_warps"], num_stages=1)
+    else:
+        G = _num_programs_bwd(triton.cdiv(R, cfg["BLOCK_R"]), cfg["num_warps"], h.device)
+        partial = torch.empty((G, D), dtype=torch.float32, device=h.device)
+        _geodesic_residual_bwd_kernel[(G,)](part_ptr=partial, **tensors, **_launch_opts(cfg))
     return grad_h, grad_f, partial.sum(0)
 
 

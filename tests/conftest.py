@@ -1,14 +1,37 @@
-"""Test setup. TRITON_INTERPRET=1 must be set before anything imports triton or spherekit.kernels, so
-the Triton kernels run on CPU tensors (that is how they are tested on machines without a GPU)."""
+"""Test setup. The Triton interpreter must be chosen before anything imports triton or spherekit.kernels: it is on
+(TRITON_INTERPRET=1) when no CUDA device is present, so the Triton kernels run on CPU tensors (how they are tested
+on machines without a GPU), and off on a GPU, where the kernels compile (triton 3.6's interpreter also fails with
+numpy >= 2.4). SPHEREKIT_TRITON_INTERPRET=1 / 0 forces it on / off; an explicit TRITON_INTERPRET is kept.
+
+SPHEREKIT_REQUIRE_CUDA=1 (scripts/gpu_check.sh sets it on a GPU): the session stops at once when spherekit._cuda
+does not load or sees no device, and a test that would skip for a missing CUDA extension fails (tests/_cuda.py)."""
 
 import os
 
-os.environ.setdefault("TRITON_INTERPRET", "1")
+import torch
+
+_forced = os.environ.get("SPHEREKIT_TRITON_INTERPRET", "")
+if _forced == "1" or (_forced != "0" and not torch.cuda.is_available()):
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import pytest  # noqa: E402
-import torch  # noqa: E402
 
 torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+
+
+def pytest_sessionstart(session):
+    if os.environ.get("SPHEREKIT_REQUIRE_CUDA", "0") != "1":
+        return
+    from tests._cuda import problem
+
+    why = problem()
+    if why is None and torch.cuda.is_available():
+        from spherekit import _backend
+
+        if _backend.cuda_extension().device_count() < 1:
+            why = "spherekit._cuda sees no CUDA device although torch does"
+    if why is not None:
+        pytest.exit(f"SPHEREKIT_REQUIRE_CUDA=1: {why}", returncode=3)
 
 
 def pytest_collection_modifyitems(config, items):

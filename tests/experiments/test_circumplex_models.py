@@ -4,7 +4,6 @@ one."""
 
 import pytest
 import torch
-from datasets import Dataset
 from transformers import TrainerCallback
 
 from spherekit.experiments.circumplex.cache import CachedTokenStates, TokenStateCache, cache_key
@@ -47,7 +46,7 @@ def backbone(path, max_seq_length=24):
 
 
 def dataset():
-    return Dataset.from_dict({"text": TEXTS, "label": LABELS})
+    return pytest.importorskip("datasets").Dataset.from_dict({"text": TEXTS, "label": LABELS})
 
 
 CFG = TrainConfig(steps=4, batch_size=4, lr=1e-3, schedule="constant", weight_decay=0.0, logging_steps=1, seed=0)

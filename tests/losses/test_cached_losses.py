@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from datasets import Dataset
 from sentence_transformers import SentenceTransformer
 from sentence_transformers import util
 from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss as STCached
@@ -280,7 +279,8 @@ def test_cached_losses_train(make, tiny_model, tmp_path):
         return out
 
     loss.calculate_loss = spy
-    data = Dataset.from_dict({"anchor": ANCHORS, "positive": POSITIVES, "negative_1": NEG_1, "negative_2": NEG_2})
+    data = pytest.importorskip("datasets").Dataset.from_dict(
+        {"anchor": ANCHORS, "positive": POSITIVES, "negative_1": NEG_1, "negative_2": NEG_2})
     logged = train_two_steps(tiny_model, tmp_path, data, loss, batch_size=3)
     assert len(calls) == 2 and all(with_backward for _, with_backward, _ in calls)
     assert all(n_mini == [2, 2, 2, 2] for _, _, n_mini in calls)  # 3 rows in mini-batches of 2

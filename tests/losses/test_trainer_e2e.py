@@ -8,7 +8,6 @@ import math
 
 import pytest
 import torch
-from datasets import Dataset, DatasetDict
 
 from tests.losses._train import ANCHORS, NEG_1, NEG_2, POSITIVES, train_two_steps
 from spherekit.losses import (
@@ -20,6 +19,8 @@ from spherekit.losses import (
     SoftCSELoss,
 )
 
+datasets = pytest.importorskip("datasets")  # SentenceTransformerTrainer takes datasets.Dataset
+
 TEXTS = ["i am thrilled", "what a joy", "so happy today", "i feel so sad", "this is grim", "sad and cold",
          "a nice sunny day", "he drove to work"]
 LABELS = [0, 0, 0, 1, 1, 1, 2, 2]
@@ -30,11 +31,11 @@ def pairs(with_negatives=False):
     data = {"anchor": ANCHORS, "positive": POSITIVES}
     if with_negatives:
         data.update(negative_1=NEG_1, negative_2=NEG_2)
-    return Dataset.from_dict(data)
+    return datasets.Dataset.from_dict(data)
 
 
 def labelled():
-    return Dataset.from_dict({"text": TEXTS, "label": LABELS})
+    return datasets.Dataset.from_dict({"text": TEXTS, "label": LABELS})
 
 
 def spy_on(loss, calls):
@@ -67,7 +68,7 @@ def test_concept_equivalence_three_views_train(tiny_model, tmp_path):
         "t2d": spy_on(ConceptEquivalenceLoss(tiny_model), calls),
         "d2d": spy_on(ConceptEquivalenceLoss(tiny_model, weight=0.7), calls),
     }
-    data = DatasetDict({"syn": pairs(), "t2d": pairs(with_negatives=True), "d2d": pairs()})
+    data = datasets.DatasetDict({"syn": pairs(), "t2d": pairs(with_negatives=True), "d2d": pairs()})
     logged = train_two_steps(tiny_model, tmp_path, data, loss, batch_size=3)
     assert len(calls) == 2 and all(c[1].item() > 0 for c in calls)
     assert [c[1].item() for c in calls] == pytest.approx(logged, rel=1e-4)

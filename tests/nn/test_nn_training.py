@@ -5,7 +5,6 @@ import math
 
 import pytest
 import torch
-from datasets import Dataset
 
 from spherekit.losses import MultipleNegativesRankingLoss, SincereLoss
 from spherekit.nn import RenormalizeCallback, freeze_backbone, renormalize_all_, unit_norm_weights
@@ -20,6 +19,11 @@ def max_norm_error(model):
     pairs = unit_norm_weights(model)
     assert len(pairs) >= 4
     return max(float((w.detach().norm(dim=dim) - 1).abs().max()) for w, dim in pairs)
+
+
+def _pairs():
+    """The (anchor, positive) training set (skips where the optional `datasets` package is missing)."""
+    return pytest.importorskip("datasets").Dataset.from_dict({"anchor": ANCHORS, "positive": POSITIVES})
 
 
 def train(model, tmp_path, loss, dataset, steps, callbacks, batch_size=8, lr=1e-3, **extra):
@@ -41,7 +45,7 @@ def test_trainer_with_callback_learns_and_keeps_unit_norm(head_model, tmp_path):
     model = head_model("ngpt", "mean")
     callback = RenormalizeCallback()
     loss = MultipleNegativesRankingLoss(model)
-    logged = train(model, tmp_path, loss, Dataset.from_dict({"anchor": ANCHORS, "positive": POSITIVES}), 8,
+    logged = train(model, tmp_path, loss, _pairs(), 8,
                    [callback], lr=3e-3)
     first, last = sum(logged[:3]) / 3, sum(logged[-3:]) / 3
     assert last < 0.5 * first, (first, last)
@@ -53,7 +57,7 @@ def test_without_renormalisation_weights_leave_the_sphere(head_model, tmp_path):
     """The control for the test above: the optimiser alone moves the weights off the sphere."""
     model = head_model("ngpt", "mean")
     train(model, tmp_path, MultipleNegativesRankingLoss(model),
-          Dataset.from_dict({"anchor": ANCHORS, "positive": POSITIVES}), 2, [])
+          _pairs(), 2, [])
     assert max_norm_error(model) > 1e-3
 
 
@@ -89,7 +93,7 @@ def test_callback_runs_once_per_optimizer_step(head_model, tmp_path, accum):
     model = head_model("ngpt", "cls")
     callback = RenormalizeCallback()
     train(model, tmp_path, MultipleNegativesRankingLoss(model),
-          Dataset.from_dict({"anchor": ANCHORS, "positive": POSITIVES}), 2, [callback], batch_size=4,
+          _pairs(), 2, [callback], batch_size=4,
           gradient_accumulation_steps=accum)
     assert callback.calls == 3
     assert max_norm_error(model) < 1e-5

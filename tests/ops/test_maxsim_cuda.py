@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from spherekit import _backend
 from spherekit.ops import _maxsim_cuda
 from spherekit.reference import sim_map as ref
+from tests._cuda import need_cuda_extension
 from tests._oracle import assert_close_to_oracle
 
 LENGTHS = [1, 127, 128, 129, 300, 7, 64, 2]
@@ -28,9 +28,7 @@ def _case(m, h, lengths, *, seed=0, scale=1.0):
 
 
 def _needs_cuda_ext():
-    ext = _backend.cuda_extension()
-    if ext is None or not hasattr(ext, "maxsim_ragged"):
-        pytest.skip("spherekit._cuda is not built with maxsim_ragged")
+    need_cuda_extension("maxsim_ragged")
 
 
 @pytest.mark.gpu

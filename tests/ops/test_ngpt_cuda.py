@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from spherekit.ops import _ngpt_cuda as NC
 from spherekit.reference import ngpt as ref
+from tests._cuda import need_cuda_extension
 from tests._oracle import assert_close_to_oracle
 from tests.ops.test_ngpt import check_huge_rows
 
@@ -239,8 +240,7 @@ GPU_DIMS = [1, 41, 128, 1000, 2048, 4096, 5000, 8192, 10000]
 
 def _launchers(backend):
     if backend == "cuda":
-        if not NC.available():
-            pytest.skip("spherekit._cuda is not built with the nGPT kernels")
+        need_cuda_extension(*NC.ENTRY_POINTS)
         return NC
     from spherekit.kernels import ngpt as K
     return K

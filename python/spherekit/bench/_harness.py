@@ -361,11 +361,20 @@ if __name__ == "__main__":
     raise SystemExit(2)
 
 
+def tiny_sizes(values, smallest: int) -> dict[int, int]:
+    """A rehearsal's stand-ins for a grid's sizes: the i-th smallest distinct value -> smallest * 2^i, so that a
+    shrunk grid keeps its number of distinct measurements."""
+    return {v: smallest * 2 ** i for i, v in enumerate(sorted(set(values)))}
+
+
 def prepare_run(presets: dict, preset: str, providers, known_providers, *, repeats: int | None,
-                budget_s: float | None, timeout_s: float, isolate: str, mem_limit_gib: float | None):
+                budget_s: float | None, timeout_s: float, isolate: str, mem_limit_gib: float | None,
+                rehearse: bool = False, shrink: Callable | None = None):
     """Validate a preset and a provider subset and build the run Settings: (spec, settings), or None when
     the preset needs a CUDA GPU and none is available (the caller prints nothing more and returns 2).
-    `repeats` overrides the preset's (and caps its min_repeats); presets are PresetBase subclasses."""
+    `repeats` overrides the preset's (and caps its min_repeats); presets are PresetBase subclasses.
+    rehearse: run shrink(preset) instead, the preset's grid on CPU at tiny sizes (the same code path without a
+    GPU: scripts/gpu_check.sh --rehearse); GPU-only providers are then skipped by the family's static_skip."""
     from dataclasses import replace
 
     if preset not in presets:
@@ -374,6 +383,10 @@ def prepare_run(presets: dict, preset: str, providers, known_providers, *, repea
     if unknown:
         raise ValueError(f"unknown providers {unknown}; choose from {sorted(known_providers)}")
     spec = presets[preset]
+    if rehearse:
+        if shrink is None:
+            raise ValueError("this benchmark family has no rehearsal (shrink) of its presets")
+        spec = shrink(spec)
     if repeats is not None:
         spec = replace(spec, repeats=repeats, min_repeats=min(spec.min_repeats, repeats))
     if spec.device == "cuda":
@@ -463,9 +476,10 @@ def comma_list(text: str) -> list[str]:
 
 
 def add_run_arguments(parser, presets: dict, default_preset: str, providers, *, out_help: str = "the CSV",
-                      isolate_choices=("provider", "task", "none")) -> None:
+                      isolate_choices=("provider", "task", "none"), rehearsal: bool = False) -> None:
     """The options every measuring family shares (its run() takes them as keywords): --preset, --out,
-    --repeats, --providers, --isolate, --mem-limit-gib, --budget-s, --timeout-s, --no-progress."""
+    --repeats, --providers, --isolate, --mem-limit-gib, --budget-s, --timeout-s, --no-progress, and --rehearse
+    for a family whose presets can be shrunk (rehearsal=True; its run() takes `rehearse`)."""
     parser.add_argument("--preset", default=default_preset, choices=sorted(presets))
     parser.add_argument("--out", default="benches/results", help=f"folder of {out_help} (default: %(default)s)")
     parser.add_argument("--repeats", type=int, help="timed calls per measurement (default: the preset's)")
@@ -477,13 +491,17 @@ def add_run_arguments(parser, presets: dict, default_preset: str, providers, *, 
     parser.add_argument("--budget-s", type=float, help="time budget of the timed calls per measurement")
     parser.add_argument("--timeout-s", type=float, default=1800.0, help="kill a measurement after this long")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    if rehearsal:
+        parser.add_argument("--rehearse", action="store_true",
+                            help="run the preset's grid on CPU at tiny sizes (checks the path without a GPU)")
 
 
 def run_options(args) -> dict:
     """The keyword arguments of a family's run() from the options of add_run_arguments."""
+    rehearse = {"rehearse": args.rehearse} if hasattr(args, "rehearse") else {}
     return dict(preset=args.preset, out=args.out, repeats=args.repeats, providers=args.providers,
                 isolate=args.isolate, mem_limit_gib=args.mem_limit_gib, budget_s=args.budget_s,
-                timeout_s=args.timeout_s, progress=not args.no_progress)
+                timeout_s=args.timeout_s, progress=not args.no_progress, **rehearse)
 
 
 def family_parser(module):

@@ -20,7 +20,9 @@ params rows and d (peak rows: elements per array), metrics bytes_moved, gb_per_s
 
 Presets: tiny (tests, seconds), cpu (the CPU goal at rows=16384, d=1024 fp32 plus one smaller shape; a few
 minutes here), cpu-full (d in 768/1024/4096 x rows 8k/16k/64k, fp32; long on 2 cores), gpu (the full grid
-in bf16 and fp32 on CUDA).
+in bf16 and fp32 on CUDA), gpu-lease (the GPU goals' shape, rows=65536 d=4096 bf16 fwd+bwd, with every GPU
+provider and one compile, plus d=16384, where the Triton backward runs in column chunks; scripts/gpu_check.sh).
+--rehearse runs a preset's grid on CPU at tiny sizes (rehearsal()).
 Goals: CPU: spherekit-cpu >= 2x eager for fwd+bwd at (16384, 1024) fp32. GPU (at (65536, 4096) bf16,
 fwd+bwd, for each spherekit GPU backend): >= 80% of the measured peak bandwidth, >= 3x eager, faster than compile.
 """
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import _harness as H
@@ -76,7 +78,21 @@ PRESETS = {
     "gpu": Preset("cuda", (Block(_OPS_GPU, MODES, (8192, 16384, 65536), (768, 1024, 4096),
                                  ("bfloat16", "float32")),),
                   peak_elements=256 << 20, repeats=20, warmup=3, budget_s=20.0),
+    "gpu-lease": Preset("cuda", (Block(_OPS_GPU, ("fwd+bwd",), (65536,), (4096,), ("bfloat16",)),
+                                 Block(GPU_ONLY + ("eager",), ("fwd+bwd",), (8192,), (16384,), ("bfloat16",))),
+                        peak_elements=256 << 20, repeats=10, warmup=2, budget_s=2.0),
 }
+
+
+def rehearsal(preset: Preset) -> Preset:
+    """The preset's grid (providers, modes) on CPU in fp32 at rows = 32, 64, ..., d = 64, 128, ..., peak arrays of
+    1 Mi elements."""
+    rows = H.tiny_sizes([x for b in preset.blocks for x in b.rows], 32)
+    d = H.tiny_sizes([x for b in preset.blocks for x in b.d], 64)
+    blocks = tuple(replace(b, rows=tuple(rows[x] for x in b.rows), d=tuple(d[x] for x in b.d), dtypes=("float32",))
+                   for b in preset.blocks)
+    return replace(preset, device="cpu", blocks=blocks, peak_elements=1 << 20, repeats=1, warmup=1, min_repeats=1,
+                   budget_s=1.0)
 
 
 def build_tasks(preset: Preset, providers: list[str] | None = None) -> list[dict]:
@@ -314,10 +330,12 @@ def goal_checks(rows: list[dict], device: str) -> list[str]:
 
 def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int | None = None,
         providers: list[str] | None = None, isolate: str = "provider", mem_limit_gib: float | None = None,
-        budget_s: float | None = None, timeout_s: float = 1800.0, progress: bool = True) -> int:
+        budget_s: float | None = None, timeout_s: float = 1800.0, progress: bool = True,
+        rehearse: bool = False) -> int:
     """Run a preset, append rows to <out>/ngpt.csv, print the table and the goal checks."""
     planned = H.plan_run(PRESETS, preset, providers, PROVIDERS, build_tasks, repeats=repeats, budget_s=budget_s,
-                         timeout_s=timeout_s, isolate=isolate, mem_limit_gib=mem_limit_gib)
+                         timeout_s=timeout_s, isolate=isolate, mem_limit_gib=mem_limit_gib, rehearse=rehearse,
+                         shrink=rehearsal)
     if planned is None:
         return 2
     spec, settings, tasks = planned
@@ -335,7 +353,7 @@ def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int |
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `spherekit bench ngpt` (run_from_args passes them to run)."""
-    H.add_run_arguments(parser, PRESETS, "cpu", PROVIDERS)
+    H.add_run_arguments(parser, PRESETS, "cpu", PROVIDERS, rehearsal=True)
 
 
 def run_from_args(args: argparse.Namespace) -> int:

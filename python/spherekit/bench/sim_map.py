@@ -21,7 +21,9 @@ Providers:
                          (rerank only; cpu, or cuda with spherekit._cuda)
 
 Presets: tiny (tests), cpu (rerank k = 1,000 and 10,000, train; fp32), gpu (the same shapes and rerank
-k = 100,000 in bf16 on CUDA). Rows are appended atomically to <out>/sim_map.csv (spherekit.bench.results.COLUMNS;
+k = 100,000 in bf16 on CUDA), gpu-lease (the GPU goal's rerank k = 10,000 and the train workload: einsum,
+spherekit-triton and the ragged CUDA kernel, bf16; scripts/gpu_check.sh). --rehearse runs a preset's grid on
+CPU at tiny sizes (rehearsal()). Rows are appended atomically to <out>/sim_map.csv (spherekit.bench.results.COLUMNS;
 params: workload, B = queries, k = candidates per query, m / n = query / document tokens, d = hidden size h).
 Time: median and 20/80% quantiles; memory: peak extra memory of one call (spherekit.bench.memory). See
 spherekit.bench._harness for how each row is measured.
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -270,7 +272,19 @@ PRESETS = {
                          "spherekit-ragged-cpu", "spherekit-ragged-cuda"), (1,), (1000, 10000, 100000)),
         Block("train", ("einsum", "bmm", "spherekit-reference", "spherekit-cpu", "spherekit-triton"), (64,), (32,)),
     ), repeats=20, warmup=3, budget_s=20.0),
+    "gpu-lease": Preset("cuda", "bfloat16", (
+        Block("rerank", ("einsum", "spherekit-triton", "spherekit-ragged-cuda"), (1,), (10000,)),
+        Block("train", ("einsum", "spherekit-triton"), (64,), (32,)),
+    ), repeats=10, warmup=2, budget_s=2.0),
 }
+
+
+def rehearsal(preset: Preset) -> Preset:
+    """The preset's grid (workloads, providers) on CPU in fp32 at m = 8, n = 12, h = 16, at most 50 candidates."""
+    blocks = tuple(replace(b, B=tuple(min(x, 4) for x in b.B), k=tuple(min(x, 50) for x in b.k), m=8, n=12, d=16)
+                   for b in preset.blocks)
+    return replace(preset, device="cpu", dtype="float32", blocks=blocks, repeats=1, warmup=1, min_repeats=1,
+                   budget_s=1.0)
 
 
 def build_tasks(preset: Preset, providers: list[str] | None = None) -> list[dict]:
@@ -402,10 +416,12 @@ def provider_names() -> list[str]:
 
 def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int | None = None,
         providers: list[str] | None = None, isolate: str = "provider", mem_limit_gib: float | None = None,
-        budget_s: float | None = None, timeout_s: float = 1800.0, progress: bool = True) -> int:
+        budget_s: float | None = None, timeout_s: float = 1800.0, progress: bool = True,
+        rehearse: bool = False) -> int:
     """Run a preset, append rows to <out>/sim_map.csv, print the table and the goal checks."""
     planned = H.plan_run(PRESETS, preset, providers, provider_names(), build_tasks, repeats=repeats, budget_s=budget_s,
-                         timeout_s=timeout_s, isolate=isolate, mem_limit_gib=mem_limit_gib)
+                         timeout_s=timeout_s, isolate=isolate, mem_limit_gib=mem_limit_gib, rehearse=rehearse,
+                         shrink=rehearsal)
     if planned is None:
         return 2
     spec, settings, tasks = planned
@@ -418,7 +434,7 @@ def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int |
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `spherekit bench sim-map` (run_from_args passes them to run)."""
-    H.add_run_arguments(parser, PRESETS, "cpu", provider_names())
+    H.add_run_arguments(parser, PRESETS, "cpu", provider_names(), rehearsal=True)
 
 
 def run_from_args(args: argparse.Namespace) -> int:

@@ -30,7 +30,9 @@ B and its samples/s, and the speed ratio at every B both managed.
 Presets: tiny (tests, seconds), cpu-small (MiniLM-shaped encoder on CPU, B = 4 and 8, q_len 16, d_len 64; the
 paper's step takes most of a minute there), gpu (bf16 autocast,
 q_len 32, d_len 128, B up to 4096, limit 24 GiB = the paper's smallest GPU class), gpu-paper-f4 (as gpu with
-the F4 of the paper's experiment script: width 384, 1 layer, 1 head, FF 32).
+the F4 of the paper's experiment script: width 384, 1 layer, 1 head, FF 32), gpu-lease (gpu-paper-f4 at B = 32
+and 64 only, the paper's batch and its double: the speed ratio in about a minute; scripts/gpu_check.sh).
+--rehearse runs a preset's batches on CPU with the tiny encoder and F4 (rehearsal()).
 Rows go to <out>/verifier_train.csv (spherekit.bench.results.COLUMNS: mode "train-e2e"; params B, candidates =
 B + 1 per query, width = the encoder's, near_misses = 1, encoder, f4, q_len, d_len; samples/s, total peak and
 the config in the note).
@@ -85,7 +87,15 @@ PRESETS = {
     "gpu": Preset("cuda", "bfloat16", "minilm", "class", 32, 128, 8, 4096, 24.0, repeats=10, warmup=3, budget_s=30.0),
     "gpu-paper-f4": Preset("cuda", "bfloat16", "minilm", "experiment", 32, 128, 8, 4096, 24.0, repeats=10, warmup=3,
                            budget_s=30.0),
+    "gpu-lease": Preset("cuda", "bfloat16", "minilm", "experiment", 32, 128, 32, 64, 24.0, repeats=5, warmup=2,
+                        budget_s=5.0),
 }
+
+
+def rehearsal(preset: Preset) -> Preset:
+    """The preset's batch search on CPU with the tiny encoder and F4, fp32, B = 2 only, one timed step."""
+    return replace(preset, device="cpu", dtype="float32", encoder="tiny", f4="tiny", q_len=8, d_len=16,
+                   start_batch=2, max_batch=2, mem_limit_gib=None, repeats=1, warmup=1, min_repeats=1, budget_s=5.0)
 
 
 def make_task(preset: Preset, provider: str, batch: int) -> dict:
@@ -215,14 +225,15 @@ def summarize(rows: list[dict]) -> list[str]:
 def run(preset: str = "tiny", out: str | Path = "benches/results", providers: list[str] | None = None,
         mem_limit_gib: float | None = None, max_batch: int | None = None, start_batch: int | None = None,
         repeats: int | None = None, isolate: str = "task", timeout_s: float = 1800.0,
-        progress: bool = False) -> list[dict]:
-    """Run the batch search of a preset; rows appended to <out>/verifier_train.csv; prints a summary."""
+        progress: bool = False, rehearse: bool = False) -> list[dict]:
+    """Run the batch search of a preset (rehearse: its rehearsal() on CPU); rows appended to
+    <out>/verifier_train.csv; prints a summary."""
     if preset not in PRESETS:
         raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}")
     unknown = sorted(set(providers or ()) - set(PROVIDERS))
     if unknown:
         raise ValueError(f"unknown providers {unknown}; choose from {list(PROVIDERS)}")
-    spec = PRESETS[preset]
+    spec = rehearsal(PRESETS[preset]) if rehearse else PRESETS[preset]
     spec = replace(spec, max_batch=max_batch or spec.max_batch, start_batch=start_batch or spec.start_batch,
                    repeats=repeats or spec.repeats)
     if spec.device == "cuda":
@@ -275,11 +286,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--isolate", default="task", choices=("task", "none"),
                         help="a fresh worker process per batch (default) or in-process")
     parser.add_argument("--timeout-s", type=float, default=1800.0)
+    parser.add_argument("--rehearse", action="store_true",
+                        help="run the preset's batches on CPU with the tiny encoder (checks the path without a GPU)")
 
 
 def run_from_args(args: argparse.Namespace) -> int:
     run(args.preset, args.out, args.providers, args.mem_limit_gib, args.max_batch, args.start_batch, args.repeats,
-        args.isolate, args.timeout_s)
+        args.isolate, args.timeout_s, rehearse=args.rehearse)
     return 0
 
 
