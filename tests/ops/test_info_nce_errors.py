@@ -31,6 +31,8 @@ def _qc(B=4, N=5, d=8, dtype=torch.float32):
         (dict(hard_negatives=torch.randn(3, 2, 8)), ValueError, r"hard_negatives.shape\[0\] must equal"),
         (dict(hard_negatives=torch.randn(4, 0, 8)), ValueError, "hard_negatives has k=0"),
         (dict(hard_negative_mode="unified"), ValueError, "hard_negative_mode must be one of"),
+        (dict(hard_negative_mode="bce"), ValueError, "hard_negative_mode='bce' needs hard_negatives"),
+        (dict(hard_negative_mode="softmax"), ValueError, "hard_negative_mode='softmax' needs hard_negatives"),
         (dict(reduction="avg"), ValueError, "reduction must be one of"),
         (dict(query_labels=torch.zeros(4, dtype=torch.long)), ValueError, "must be given together"),
         (dict(query_labels=torch.zeros(3, dtype=torch.long), candidate_labels=torch.arange(5)), ValueError,
@@ -126,3 +128,13 @@ def test_label_bias_takes_float64_like_sincere():
     for backend in ("cpu", "reference"):
         torch.testing.assert_close(info_nce(q, c, label_bias=bias.double(), backend=backend, **kw),
                                    info_nce(q, c, label_bias=bias, backend=backend, **kw))
+
+
+def test_bce_defaults_are_the_concept_papers_logit():
+    """The documented defaults: BCE logit 20 cos + 0, weight 0.5, mean over the positive and the k negatives."""
+    q, c = _qc()
+    h = F.normalize(torch.randn(4, 3, 8), dim=-1)
+    plain = info_nce(q, c, temperature=0.05)
+    pos, neg = 20 * (q * c[:4]).sum(-1), 20 * torch.einsum("bd,bkd->bk", q, h)
+    bce = (F.softplus(-pos) + F.softplus(neg).sum(-1)) / 4
+    torch.testing.assert_close(info_nce(q, c, hard_negatives=h, temperature=0.05), plain + 0.5 * bce.mean())

@@ -223,10 +223,10 @@ def info_nce(
     hard_negatives: Tensor | None = None,
     *,
     temperature: float | Tensor = 0.05,
-    hard_negative_mode: str = "bce",
+    hard_negative_mode: str | None = None,
     bce_weight: float = 0.5,
     bce_scale: float = 20.0,
-    bce_bias: float = -10.0,
+    bce_bias: float = 0.0,
     query_labels: Tensor | None = None,
     candidate_labels: Tensor | None = None,
     label_bias: Tensor | None = None,
@@ -244,11 +244,14 @@ def info_nce(
         hard_negatives: (B, k, d) per-query hard negatives, or None.
         temperature: finite and >= 1e-4 (ops.checks.MIN_TEMPERATURE: logits are dot products / temperature
             and must stay in fp32 range); a float or a 0-dim tensor (with requires_grad it receives its gradient).
-        hard_negative_mode: "bce" (BCE term only: B1 of "Principles of Concept Representation in Sentence
-            Encoders", arXiv:2606.06994), "softmax" (hard negatives join the query's denominator, B1-unified) or
-            "both".
-        bce_weight, bce_scale, bce_bias: BCE logit z = bce_scale * <q, h> + bce_bias; the positive pair
-            has label 1, hard negatives label 0; the row's BCE is the mean over its k + 1 pairs.
+        hard_negative_mode: what the hard negatives do: "bce" (the default: a BCE term only, B1 of "Principles of
+            Concept Representation in Sentence Encoders"), "softmax" (they join the query's denominator,
+            B1-unified) or "both". Setting it without hard_negatives is an error (it would be ignored).
+        bce_weight, bce_scale, bce_bias: BCE logit z = bce_scale * <q, h> + bce_bias (defaults 0.5, 20 = 1 /
+            temperature, 0: every hard negative gets a gradient, as the concept paper's B1 wants); the positive
+            pair has label 1, hard negatives label 0; the row's BCE is the mean over its k + 1 pairs. A negative
+            bias (SigLIP's -10: z = 20 cos - 10) saturates the term for negatives below cos 0.5, so only the hard
+            ones near the positive get a gradient.
         query_labels, candidate_labels: int64 ids; a candidate sharing the query's label, other than
             its target, is left out of the denominator (false negatives).
         label_bias: (E, E) additive logit bias [query_label, candidate_label] on negatives (not on the
@@ -262,6 +265,12 @@ def info_nce(
         loss_i = logsumexp_{allowed j [+ hard negatives]} (<q_i, c_j>/tau + bias_ij) - <q_i, c_t>/tau
                  + bce_weight * mean BCE over (q_i, c_t) [label 1] and (q_i, h_ik) [label 0].
     """
+    if hard_negative_mode is not None:
+        C.check_choice("hard_negative_mode", hard_negative_mode, HARD_NEGATIVE_MODES)
+    if hard_negative_mode is not None and hard_negatives is None:
+        raise ValueError(f"hard_negative_mode={hard_negative_mode!r} needs hard_negatives (a (B, k, d) tensor); "
+                         "without hard negatives leave it unset")
+    hard_negative_mode = "bce" if hard_negative_mode is None else hard_negative_mode
     _validate(queries, candidates, targets, hard_negatives, query_labels, candidate_labels, label_bias,
               hard_negative_mode, reduction, bce_weight, bce_scale, bce_bias)
     device = queries.device

@@ -34,7 +34,7 @@ def info_nce(
     hard_negative_mode: str = "bce",
     bce_weight: float = 0.5,
     bce_scale: float = 20.0,
-    bce_bias: float = -10.0,
+    bce_bias: float = 0.0,
     query_labels: Tensor | None = None,
     candidate_labels: Tensor | None = None,
     label_bias: Tensor | None = None,
