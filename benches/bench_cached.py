@@ -104,7 +104,7 @@ def main(argv=None) -> int:
     ap.add_argument("--mini-batch", type=int, default=16, help="mini_batch_size of the cached losses (default 16)")
     ap.add_argument("--repeats", type=int, default=3, help="timed steps per measurement (default 3)")
     ap.add_argument("--providers", default=",".join(PROVIDERS), help=f"comma-separated subset of {PROVIDERS}")
-    ap.add_argument("--out", default="benches/results")
+    ap.add_argument("--out", default="results/bench")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:

@@ -481,7 +481,7 @@ def add_run_arguments(parser, presets: dict, default_preset: str, providers, *, 
     --repeats, --providers, --isolate, --mem-limit-gib, --budget-s, --timeout-s, --no-progress, and --rehearse
     for a family whose presets can be shrunk (rehearsal=True; its run() takes `rehearse`)."""
     parser.add_argument("--preset", default=default_preset, choices=sorted(presets))
-    parser.add_argument("--out", default="benches/results", help=f"folder of {out_help} (default: %(default)s)")
+    parser.add_argument("--out", default="results/bench", help=f"folder of {out_help} (default: %(default)s)")
     parser.add_argument("--repeats", type=int, help="timed calls per measurement (default: the preset's)")
     parser.add_argument("--providers", type=comma_list, help=f"comma-separated subset of {','.join(providers)}")
     parser.add_argument("--isolate", default=isolate_choices[0], choices=isolate_choices,

@@ -66,7 +66,7 @@ def measure(device: str = "cuda", copy_mib: int = 1024, n: int = 8192, repeats: 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="benches/results", help="folder of ceilings.csv (default: %(default)s)")
+    ap.add_argument("--out", default="results/bench", help="folder of ceilings.csv (default: %(default)s)")
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--copy-mib", type=int, default=1024, help="size of the copied fp32 buffer")
     ap.add_argument("--n", type=int, default=8192, help="the bf16 product is n x n x n")

@@ -357,7 +357,7 @@ def goal_checks(rows: list[dict], device: str, peak_tflops: float | None = None)
 # ------------------------------------------------------------------------------------------------
 
 
-def run(preset: str = "cpu-small", out: str | Path = "benches/results", repeats: int | None = None,
+def run(preset: str = "cpu-small", out: str | Path = "results/bench", repeats: int | None = None,
         providers: list[str] | None = None, isolate: str = "provider", mem_limit_gib: float | None = None,
         budget_s: float | None = None, timeout_s: float = 1800.0, peak_tflops: float | None = None,
         plot: bool = True, progress: bool = True, rehearse: bool = False) -> int:

@@ -328,7 +328,7 @@ def goal_checks(rows: list[dict], device: str) -> list[str]:
 # entry point
 # ------------------------------------------------------------------------------------------------
 
-def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int | None = None,
+def run(preset: str = "cpu", out: str | Path = "results/bench", repeats: int | None = None,
         providers: list[str] | None = None, isolate: str = "provider", mem_limit_gib: float | None = None,
         budget_s: float | None = None, timeout_s: float = 1800.0, progress: bool = True,
         rehearse: bool = False) -> int:

@@ -43,7 +43,7 @@ def _latest(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     return [r for r in latest if r["status"] == "ok"], failed
 
 
-def plot(family: str = "contrastive", out: str | Path = "benches/results") -> list[Path]:
+def plot(family: str = "contrastive", out: str | Path = "results/bench") -> list[Path]:
     """Write the PNGs next to <out>/<family>.csv; returns their paths (none when nothing is plottable)."""
     import matplotlib
 
@@ -125,7 +125,7 @@ def plot(family: str = "contrastive", out: str | Path = "benches/results") -> li
 def add_arguments(parser) -> None:
     """The options of `spherekit bench plot <family>`."""
     parser.add_argument("what", choices=PLOTTABLE)
-    parser.add_argument("--out", default="benches/results")
+    parser.add_argument("--out", default="results/bench")
 
 
 def run_from_args(args) -> int:

@@ -414,7 +414,7 @@ def provider_names() -> list[str]:
     return sorted({p for w in WORKLOADS.values() for p in w.providers})
 
 
-def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int | None = None,
+def run(preset: str = "cpu", out: str | Path = "results/bench", repeats: int | None = None,
         providers: list[str] | None = None, isolate: str = "provider", mem_limit_gib: float | None = None,
         budget_s: float | None = None, timeout_s: float = 1800.0, progress: bool = True,
         rehearse: bool = False) -> int:

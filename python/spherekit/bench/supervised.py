@@ -123,7 +123,7 @@ def format_table(rows: list[dict]) -> str:
     return timing_table(f"{'B':>6} {'provider':<28}", rows, lambda r: f"{r['B']:>6} {r['provider']:<28}")
 
 
-def run(preset: str = "cpu", out: str | Path = "benches/results", repeats: int | None = None,
+def run(preset: str = "cpu", out: str | Path = "results/bench", repeats: int | None = None,
         providers: list[str] | None = None, isolate: str = "provider", mem_limit_gib: float | None = None,
         budget_s: float | None = None, timeout_s: float = 1800.0, progress: bool = True,
         sizes: list[int] | None = None, d: int | None = None) -> int:

@@ -222,7 +222,7 @@ def summarize(rows: list[dict]) -> list[str]:
     return lines
 
 
-def run(preset: str = "tiny", out: str | Path = "benches/results", providers: list[str] | None = None,
+def run(preset: str = "tiny", out: str | Path = "results/bench", providers: list[str] | None = None,
         mem_limit_gib: float | None = None, max_batch: int | None = None, start_batch: int | None = None,
         repeats: int | None = None, isolate: str = "task", timeout_s: float = 1800.0,
         progress: bool = False, rehearse: bool = False) -> list[dict]:
@@ -277,7 +277,7 @@ def run(preset: str = "tiny", out: str | Path = "benches/results", providers: li
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `spherekit bench verifier-train` (run_from_args passes them to run)."""
     parser.add_argument("--preset", default="tiny", choices=sorted(PRESETS))
-    parser.add_argument("--out", default="benches/results", help="folder of the CSV (default: %(default)s)")
+    parser.add_argument("--out", default="results/bench", help="folder of the CSV (default: %(default)s)")
     parser.add_argument("--providers", type=H.comma_list, help=f"comma-separated subset of {','.join(PROVIDERS)}")
     parser.add_argument("--mem-limit-gib", type=float, help="memory limit of a step (default: the preset's)")
     parser.add_argument("--max-batch", type=int, help="largest batch tried (default: the preset's)")

@@ -167,7 +167,7 @@ def measure(provider, name, regime, B, p: Preset) -> dict:
             "status": status, "note": ""}
 
 
-def run(preset: str = "tiny", out="benches/results", search: bool = True) -> list[dict]:
+def run(preset: str = "tiny", out="results/bench", search: bool = True) -> list[dict]:
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; valid presets: {', '.join(PRESETS)}")
     p = PRESETS[preset]
@@ -230,7 +230,7 @@ def summarize(rows) -> list[str]:
 
 def add_arguments(parser) -> None:
     parser.add_argument("--preset", default="cpu-small", choices=list(PRESETS))
-    parser.add_argument("--out", default="benches/results")
+    parser.add_argument("--out", default="results/bench")
     parser.add_argument("--no-search", action="store_true", help="skip the largest-batch search")
 
 

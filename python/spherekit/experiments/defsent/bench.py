@@ -140,7 +140,7 @@ def _row(base: dict, provider: str, mode: str, params: dict, times=None, peak=No
     return set_fields(row, list(params), list(metrics or {}))
 
 
-def run(preset: str = "cpu", out: str = "benches/results", backbone: str | None = None, modes=MODES) -> int:
+def run(preset: str = "cpu", out: str = "results/bench", backbone: str | None = None, modes=MODES) -> int:
     from ...bench.machine import machine_name, now, versions
     from ...bench.results import append_rows
     from .train import training_model
@@ -192,7 +192,7 @@ def run(preset: str = "cpu", out: str = "benches/results", backbone: str | None 
 def add_arguments(parser) -> None:
     """The options of `spherekit bench reproduce defsent`."""
     parser.add_argument("--preset", default="cpu", choices=sorted(PRESETS))
-    parser.add_argument("--out", default="benches/results")
+    parser.add_argument("--out", default="results/bench")
     parser.add_argument("--backbone", help="override the preset's backbone (a name or a local folder)")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: loss, step")
 
