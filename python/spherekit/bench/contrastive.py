@@ -275,9 +275,15 @@ def format_table(rows: list[dict]) -> str:
     order = {p: i for i, p in enumerate(PROVIDERS)}
     rows = sorted(rows, key=lambda r: (int(r["d"]), int(r["k"]), MODES.index(r["mode"]), int(r["B"]),
                                        order.get(r["provider"], 99)))
-    return timing_table(f"{'d':>4} {'k':>2} {'mode':<8} {'B':>6} {'provider':<18} {'N':>7}", rows,
-                        lambda r: f"{r['d']:>4} {r['k']:>2} {r['mode']:<8} {r['B']:>6} {r['provider']:<18} {r['N']:>7}",
-                        lambda r: (r["d"], r["k"], r["mode"], r["B"]))
+    table = timing_table(f"{'d':>4} {'k':>2} {'mode':<8} {'B':>6} {'provider':<18} {'N':>7}", rows,
+                         lambda r: f"{r['d']:>4} {r['k']:>2} {r['mode']:<8} {r['B']:>6} {r['provider']:<18} {r['N']:>7}",
+                         lambda r: (r["d"], r["k"], r["mode"], r["B"]))
+    if any(int(r["k"]) > 0 for r in rows) and any(r["provider"] in _ST for r in rows):
+        table += ("\nnote: at k > 0 the math differs: spherekit and the reference score each query against its own k "
+                  "hard negatives (a BCE term, N = B columns), sentence-transformers appends them as k*B columns "
+                  "shared by every query (N = B(1 + k)). Like-for-like rows: spherekit vs the reference at every k, "
+                  "spherekit vs st-* at k = 0 only.")
+    return table
 
 
 def _find(rows, provider, B, d, dtype, k=0, mode="fwd+bwd"):

@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import _harness as H
-from .results import COLUMNS, grouped_table, number
+from .results import COLUMNS, grouped_table, number, trust_notes
 
 FAMILY = "ngpt"
 MODULE = "spherekit.bench.ngpt"
@@ -271,7 +271,8 @@ def format_table(rows: list[dict]) -> str:
         return (f"{r['dtype']:<8} {d:>5} {n:>9} {r['mode']:<8} {r['provider']:<17} {med} {q:>17} {bw_s} {pct} "
                 f"{mem}  {status}")
 
-    return grouped_table(head, rows, lambda r: (r["dtype"], *shape(r), r["mode"]), line)
+    table = grouped_table(head, rows, lambda r: (r["dtype"], *shape(r), r["mode"]), line)
+    return "\n".join([table, *trust_notes(rows)])
 
 
 def _find(rows, provider, n_rows, d, dtype, mode="fwd+bwd"):

@@ -240,14 +240,48 @@ def grouped_table(head: str, rows: list[dict], group, line) -> str:
 TIMING_HEAD = f"{'median ms':>11} {'p20-p80 ms':>21} {'peak MiB':>10}  status"
 
 
+MIN_TRUSTED_REPEATS = 5  # fewer timed calls: a cell is close to a single sample
+WIDE_SPREAD = 0.3        # (p80 - p20) / median above this: the timings of a cell disagree
+
+
+def _repeats(row: dict) -> int:
+    value = number(row, "repeats")
+    return 0 if math.isnan(value) else int(value)
+
+
+def trust_notes(rows: list[dict]) -> list[str]:
+    """Warnings on how far the measured rows can be trusted: cells timed fewer than MIN_TRUSTED_REPEATS times,
+    cells whose p20-p80 spread exceeds WIDE_SPREAD of the median, and measurements taken on a busy machine
+    (1-minute load above the cores, from each row's note)."""
+    ok = [r for r in rows if r.get("status") == "ok"]
+    few = [r for r in ok if _repeats(r) < MIN_TRUSTED_REPEATS]
+    wide = [r for r in ok if number(r, "median_ms") > 0 and
+            (number(r, "p80_ms") - number(r, "p20_ms")) / number(r, "median_ms") > WIDE_SPREAD]
+    busy = sorted({part.strip() for r in rows for part in str(r.get("note") or "").split(";")
+                   if part.strip().startswith("busy machine")})
+    out = []
+    if few:
+        out.append(f"warning: {len(few)} of {len(ok)} cells timed fewer than {MIN_TRUSTED_REPEATS} times "
+                   f"(as few as {min(_repeats(r) for r in few)}): near single samples, "
+                   "compare them with care (--repeats raises it)")
+    if wide:
+        out.append(f"warning: {len(wide)} of {len(ok)} cells have a wide spread (p80 - p20 > "
+                   f"{WIDE_SPREAD:.0%} of the median): noisy timings")
+    if busy:
+        out.append(f"warning: measured on a busy machine ({busy[0]}{' ...' if len(busy) > 1 else ''}): other "
+                   "processes competed for the cores")
+    return out
+
+
 def timing_table(lead_head: str, rows: list[dict], lead, group=None) -> str:
     """A measurement table: the columns lead(row) (headed lead_head), then timing_cells; a blank line wherever
-    group(row) changes (never when group is None)."""
+    group(row) changes (never when group is None); then trust_notes(rows), if any."""
     def line(row):
         med, q, mem, status = timing_cells(row)
         return f"{lead(row)} {med} {q:>21} {mem}  {status}"
 
-    return grouped_table(f"{lead_head} {TIMING_HEAD}", rows, group or (lambda row: None), line)
+    table = grouped_table(f"{lead_head} {TIMING_HEAD}", rows, group or (lambda row: None), line)
+    return "\n".join([table, *trust_notes(rows)])
 
 
 def timing_cells(row: dict) -> tuple[str, str, str, str]:
@@ -258,4 +292,7 @@ def timing_cells(row: dict) -> tuple[str, str, str, str]:
     q = f"{number(row, 'p20_ms'):.2f}-{number(row, 'p80_ms'):.2f}" if ok else "-"
     mem = f"{number(row, 'peak_extra_mib'):10.1f}" if ok else f"{'-':>10}"
     status = row["status"] if ok or not row.get("note") else f"{row['status']} ({row['note']})"
+    repeats = _repeats(row)
+    if ok and repeats < MIN_TRUSTED_REPEATS:
+        status = f"ok ({repeats} repeat{'s' if repeats != 1 else ''})"
     return med, q, mem, status
