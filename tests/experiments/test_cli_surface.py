@@ -46,7 +46,7 @@ def test_experiment_help_lists_the_fields(capsys):
     assert main(["reproduce", "concept", "--preset", "tiny", "--help"]) == 0
     out = capsys.readouterr().out
     assert "--seed S runs the seed S alone" in out and "fields (values of the preset tiny):" in out
-    assert "steps (int) = 3  [paper]" in out and "seeds (tuple) = [0]  [selection]" in out
+    assert "steps (int; at least 0) = 3  [paper]" in out and "seeds (tuple) = [0]  [selection]" in out
     assert "B1-unified: fine-tuned, mean pooling, hard negatives in the InfoNCE denominator" in out
 
 
@@ -58,3 +58,21 @@ def test_list_prints_one_condition_per_line_and_the_measured_times(capsys):
     small = next(line for line in lines[concept:] if line.strip().startswith("cpu-small"))
     assert " min on " in small and "(committed card cpu-small)" in small
     assert any(line.strip() == "tiny       not measured here" for line in lines[concept:])
+
+
+@pytest.mark.parametrize("name", experiments.names())
+def test_every_papers_counts_and_rates_refuse_negative_values(name):
+    """Fields named like counts, sizes, step counts and learning rates (config.bounds_of) refuse -1 in every paper,
+    in make_config, before any work (the CLI turns the error into one line and exit 2)."""
+    import dataclasses
+
+    from spherekit.experiments.config import bounds_of
+    from spherekit.experiments.runner import make_config
+
+    exp = experiments.get(name)
+    cfg = exp.make_config("tiny")
+    checked = [f.name for f in dataclasses.fields(cfg) if bounds_of(f)[0] == 0 and f.type in ("int", "float")]
+    assert checked, f"{name}: no field has the implied bounds"
+    for field in checked:
+        with pytest.raises(ValueError, match=f"config field '{field}' must be >= 0"):
+            make_config(exp, "tiny", overrides={field: -1})

@@ -54,6 +54,7 @@ def experiment_help(name: str, preset: str = "cpu-small") -> str:
     import json
 
     from . import get
+    from .config import bounds_of
 
     exp = get(name)
     shown = preset if preset in exp.presets else "cpu-small"
@@ -66,7 +67,7 @@ def experiment_help(name: str, preset: str = "cpu-small") -> str:
              "(VALUE as JSON, else a string; lists for tuples: --set 'seeds=[0,1,2]').", "",
              f"fields (values of the preset {shown}):"]
     for f in dataclasses.fields(cfg):
-        bounds = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in f.metadata.items() if k in ("at_least", "at_most"))
+        bounds = ", ".join(f"{k} {v}" for k, v in zip(("at least", "at most"), bounds_of(f)) if v is not None)
         value = json.dumps(getattr(cfg, f.name), default=str)
         lines.append(f"  {f.name} ({f.type}{'; ' + bounds if bounds else ''}) = {value}  [{f.metadata.get('source')}]"
                      f"\n      {f.metadata.get('doc', '')}")
@@ -77,6 +78,8 @@ def parse_overrides(items) -> dict:
     """["epochs=3", "dataset=goemotions", "regimes=[\"frozen\"]"] -> {"epochs": 3, ...} (JSON, else a string;
     JSON lists become tuples)."""
     import json
+
+    from .config import bounds_of
 
     out = {}
     for item in items:
@@ -110,6 +113,8 @@ def _restore(args) -> int:
 def _preset_times(name: str) -> dict[str, str]:
     """{preset: "6.1 min on <machine>"} of the committed cards of `name` (a source checkout; none when installed)."""
     import json
+
+    from .config import bounds_of
     from pathlib import Path
 
     from .fmt import duration

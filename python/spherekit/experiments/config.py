@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from typing import Any
 
 SOURCES = ("paper", "choice", "runtime", "selection")
@@ -59,6 +60,20 @@ def selection(default, doc: str, *, paper=_NO_PAPER_VALUE, **bounds):
     return _field(default, doc, SELECTION, **bounds, **extra)
 
 
+# A numeric field named like a count, a size, a step count or a learning rate is never negative, unless it declares
+# its own bounds (at_least / at_most): --set steps=-5 fails before any work (bounds_of).
+_NON_NEGATIVE = re.compile(r"n_\w+|\w*steps|epochs|\w*batch\w*|lr|\w+_lr|max_\w+|\w+_per_\w+|\w*size|\w*limit")
+
+
+def bounds_of(f: dataclasses.Field) -> tuple[float | None, float | None]:
+    """(at_least, at_most) of a config field: its declared bounds, else 0 and None for the names _NON_NEGATIVE
+    matches, else (None, None)."""
+    lo, hi = f.metadata.get("at_least"), f.metadata.get("at_most")
+    if lo is None and hi is None and _NON_NEGATIVE.fullmatch(f.name):
+        lo = 0
+    return lo, hi
+
+
 _TYPES = {"int": int, "float": float, "bool": bool, "str": str, "tuple": tuple, "dict": dict, "None": type(None)}
 
 
@@ -75,7 +90,7 @@ def check_value(f: dataclasses.Field, value):
         if isinstance(value, bool) and bool not in allowed or not isinstance(value, allowed):
             hint = " (a JSON list, e.g. --set 'NAME=[1, 2]')" if tuple in allowed else ""
             raise ValueError(f"config field {f.name!r} takes {annotation}{hint}, got {value!r}")
-    lo, hi = f.metadata.get("at_least"), f.metadata.get("at_most")
+    lo, hi = bounds_of(f)
     if isinstance(value, (int, float)) and not isinstance(value, bool) and (
             lo is not None and value < lo or hi is not None and value > hi):
         span = " and ".join(x for x in (f">= {lo}" if lo is not None else "", f"<= {hi}" if hi is not None else "")
