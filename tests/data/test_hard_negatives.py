@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from spherekit.data.hard_negatives import RULES, HardNegativeGenerator, apply_rule, make_hard_negatives, term_prefix
-from spherekit.data.records import TermDefinition
+from spherekit.data.records import TermDefinition, definition_key
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +159,72 @@ def test_deterministic_under_seed(sample, wn_pairs, wn, nlp, generated):
     # a rule's negatives do not depend on which other rules run
     only, _ = make_hard_negatives(sample, rules=("pos_swap",), seed=0, pool=wn_pairs, wordnet=wn, nlp=nlp)
     assert only == same_seed_swaps
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("a mammal", "not a mammal"),                                   # the paper's Figure 1
+    ("A sustained increase in prices", "Not a sustained increase in prices"),
+    ("not a mammal", "a mammal"),                                   # an already negated phrase loses "not"
+    ("(botany) a small plant with yellow flowers", "(botany) not a small plant with yellow flowers"),
+    ("a mammal that lays eggs", "a mammal that does not lay eggs"),  # a finite verb comes first
+    ("is a warm-blooded vertebrate", "is not a warm-blooded vertebrate"),
+    ("no longer a member", None),                                   # negated inside: left alone
+    ("full of joy", None),                                          # not a noun phrase
+    ("cause to burst", None),
+])
+def test_negation_of_noun_phrases(wn, nlp, text, expected):
+    assert apply_rule("negation", text, wordnet=wn, nlp=nlp, negation="verb or noun phrase") == expected
+
+
+def test_noun_phrase_negation_is_opt_in(wn, nlp):
+    assert apply_rule("negation", "a mammal", wordnet=wn, nlp=nlp) is None
+    with pytest.raises(ValueError, match="negation"):
+        HardNegativeGenerator([], wordnet=wn, nlp=nlp, negation="every word")
+    with pytest.raises(ValueError, match="swap"):
+        HardNegativeGenerator([], wordnet=wn, nlp=nlp, swap="farthest")
+
+
+def test_nearest_swaps_pick_the_closest_allowed_definition(wn, nlp):
+    pool = [
+        _td("automobile", "a motor vehicle with four wheels and an engine", None, "n"),  # a synonym of car: never
+        _td("truck", "a large motor vehicle with six wheels for carrying goods", "truck.n.01", "n"),
+        _td("bus", "a vehicle", "bus.n.01", "n"),                  # one scored word: never nearest
+        _td("hammer", "a hand tool with a heavy head", "hammer.n.02", "n"),
+        _td("cat", "a domesticated feline mammal kept as a pet", "cat.n.01", "n"),
+        _td("kennel", "a shelter for a domesticated dog kept as a pet", "kennel.n.01", "n"),
+    ]
+    gen = HardNegativeGenerator(pool, wordnet=wn, nlp=nlp, swap="nearest")
+    for seed in range(3):  # deterministic: no draw
+        assert gen.apply("pos_swap", "a motor vehicle with four wheels", term="car", pos="n", synset_id="car.n.01",
+                         rng=random.Random(seed)) == "a large motor vehicle with six wheels for carrying goods"
+    # dog (biological entity): the cat is nearer but of the same type; the kennel (artifact) is the nearest other
+    assert gen.apply("type_swap", "a domesticated canine mammal kept as a pet", term="dog", pos="n",
+                     synset_id="dog.n.01") == "a shelter for a domesticated dog kept as a pet"
+    assert gen.apply("pos_swap", "a domesticated canine mammal kept as a pet", term="dog", pos="n",
+                     synset_id="dog.n.01") == "a domesticated feline mammal kept as a pet"
+    # no shared scored word with any candidate: the random draw stands in, counted
+    negs, stats = make_hard_negatives([_td("glove", "worn on the fingers", "glove.n.02", "n")], rules=("pos_swap",),
+                                      pool=pool, wordnet=wn, nlp=nlp, swap="nearest")
+    assert len(negs) == 1 and negs[0].negative in {p.definition for p in pool}
+    assert stats["pos_swap"]["random_fallback"] == 1 and stats["pos_swap"]["applied"] == 1
+
+
+def test_nearest_swaps_on_a_real_sample(sample, wn_pairs, wn, nlp, generated):
+    negs, stats = make_hard_negatives(sample, seed=0, pool=wn_pairs, wordnet=wn, nlp=nlp, swap="nearest",
+                                      negation="verb or noun phrase")
+    random_negs, random_stats = generated
+    assert stats["negation"]["applied"] > 2 * random_stats["negation"]["applied"]  # noun phrases now negated
+    for rule in ("antonym_flip", "pos_swap", "prefix_swap", "type_swap"):  # the same pairs qualify
+        assert stats[rule]["applied"] == random_stats[rule]["applied"], rule
+        if rule != "antonym_flip":
+            assert 0 <= stats[rule]["random_fallback"] < stats[rule]["applied"] / 2 + 1, rule
+    shared = {"nearest": 0, "random": 0}
+    for kind, found in (("nearest", negs), ("random", random_negs)):
+        for n in found:
+            if n.rule == "pos_swap":
+                a = set(definition_key(n.definition).split()) - STOP
+                shared[kind] += bool(a & set(definition_key(n.negative).split()))
+    assert shared["nearest"] > 3 * shared["random"]  # a nearest swap shares content words with d+
+
+
+STOP = {"a", "an", "the", "of", "or", "and", "to", "in", "for", "with", "by", "that", "as", "on", "is", "from"}

@@ -35,6 +35,17 @@ def test_rows_per_view_and_negatives(data):
     assert sum(slots.values()) == 2 * n
 
 
+def test_rules_are_built_as_configured_and_counted(data):
+    """The default config: nearest swaps (their random fallbacks counted) and noun-phrase negation, in training and
+    in the stress tests; each rule's test negatives are counted per split."""
+    gen = data.stats["hard_negatives"]["generation"]
+    assert all("random_fallback" in gen[r] for r in ("pos_swap", "prefix_swap", "type_swap"))
+    assert "random_fallback" not in gen["negation"]
+    for kind, ev in data.stats["eval"].items():
+        assert sum(ev["rules"].values()) == ev["stress_negatives"] == len(data.eval_sets[kind].negatives), kind
+    negated = [n for n in data.eval_sets["in-domain"].negatives if n.rule == "negation"]
+    assert any(n.negative.lower().startswith("not ") for n in negated)  # bare noun phrases negated
+
 def test_training_rows_never_show_a_test_term_or_definition(data):
     for kind in ("in-domain", "head-holdout"):
         test = data.eval_sets[kind].records
@@ -67,7 +78,8 @@ def test_cache_and_fingerprint(tmp_path, monkeypatch):
     assert len(again.eval_sets["in-domain"].negatives) == len(first.eval_sets["in-domain"].negatives)
     fp = data_fingerprint(cfg)
     assert data_fingerprint(dataclasses.replace(cfg, lr=1.0, conditions=("B0",))) == fp  # not data settings
-    for change in ({"data_seed": 1}, {"steps": 5}, {"negatives_per_pair": 3}, {"source_holdout_conditions": ("B0",)}):
+    for change in ({"data_seed": 1}, {"steps": 5}, {"negatives_per_pair": 3}, {"source_holdout_conditions": ("B0",)},
+                   {"swap_negatives": "random"}, {"negation_scope": "finite verb"}):
         assert data_fingerprint(dataclasses.replace(cfg, **change)) != fp, change
     assert data_fingerprint(cfg, world=2) != fp
 
@@ -104,3 +116,60 @@ def test_damaged_data_cache_is_rebuilt_with_a_warning_naming_it(tmp_path, damage
     assert str(folder) in str(caught[0].message)
     assert again.rows == first.rows
     assert load_or_build(cfg, tmp_path, progress=False).rows == first.rows  # intact again: read, not rebuilt
+
+
+KAIKKI_LINE = ('{"word": "dog", "pos": "noun", "lang": "English", "lang_code": "en", "senses": [{"glosses": ["A '
+               'domesticated canine mammal."], "synonyms": [{"word": "hound"}]}]}')
+NP_JSONL = ('{"id": "np-1", "query": "dirty cup", "paraphrase": "not clean cup", "family": "intersective", '
+            '"regime": "strict"}\n'
+            '{"id": "np-2", "query": "fake gun", "paraphrase": "weapon lookalike", "family": "privative", '
+            '"regime": "near"}\n')
+NP_TSV = "query\tparaphrase\tfamily\tregime\ndirty cup\tnot clean cup\tintersective\tstrict\n" \
+         "fake gun\tweapon lookalike\tprivative\tnear\n"
+DBPEDIA = ('{"query": "where someone drew last breath", "property": "deathPlace", "split": "test"}\n'
+           '{"query": "how many people live there", "property": "populationTotal", "split": "test"}\n'
+           '{"query": "the year the building was finished", "property": "completionDate", "split": "train"}\n')
+
+
+@pytest.mark.parametrize("layout", ["wiktionary/en.jsonl", "wiktionary/en.jsonl.gz",
+                                    "kaikki.org-dictionary-English.jsonl", "kaikki-en.jsonl.gz"])
+def test_data_dir_finds_a_wiktextract_dump_in_each_layout(tmp_path, layout):
+    """--data-dir: a Wiktextract (kaikki.org) JSONL dump, plain or gzipped, under wiktionary/ or as kaikki*.jsonl."""
+    import gzip
+
+    from spherekit.data.wiktionary import load_wiktionary
+    from spherekit.experiments.concept.data import find_wiktionary
+
+    path = tmp_path / layout
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = (KAIKKI_LINE + "\n").encode()
+    path.write_bytes(gzip.compress(raw) if layout.endswith(".gz") else raw)
+    assert find_wiktionary(tmp_path) == path
+    assert [s.term for s in load_wiktionary(find_wiktionary(tmp_path))] == ["dog"]
+    assert find_wiktionary(tmp_path / "absent") is None and find_wiktionary(None) is None
+
+
+@pytest.mark.parametrize("layout, text", [("np_paraphrase.jsonl", NP_JSONL), ("np_paraphrase.tsv", NP_TSV),
+                                          ("np_paraphrase/np_paraphrase_v1.jsonl", NP_JSONL),
+                                          ("np_paraphrase/np_paraphrase_v1.tsv", NP_TSV)])
+def test_data_dir_reads_the_np_paraphrase_suite_in_each_layout(tmp_path, layout, text):
+    from spherekit.experiments.concept.data import load_extra_suites
+
+    (tmp_path / layout).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / layout).write_text(text)
+    items, dbpedia = load_extra_suites(tmp_path)
+    assert [(i.query, i.family) for i in items] == [("dirty cup", "intersective"), ("fake gun", "privative")]
+    assert dbpedia is None
+
+
+@pytest.mark.parametrize("candidates", [True, False])
+def test_data_dir_reads_the_dbpedia_benchmark(tmp_path, candidates):
+    from spherekit.experiments.concept.data import load_extra_suites
+
+    (tmp_path / "dbpedia_gap").mkdir()
+    (tmp_path / "dbpedia_gap" / "pairs.jsonl").write_text(DBPEDIA)
+    if candidates:
+        (tmp_path / "dbpedia_gap" / "candidates.txt").write_text("deathPlace\npopulationTotal\nbirthPlace\n")
+    items, dbpedia = load_extra_suites(tmp_path)
+    assert items is None and len(dbpedia.queries) == 2  # the test split only
+    assert ("birthPlace" in dbpedia.candidates) == candidates

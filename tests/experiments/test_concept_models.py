@@ -53,12 +53,26 @@ def test_loss_of_each_condition(backbone, name):
     assert inner.weight == CFG.t2d_weight and d2d.weight == pytest.approx(CFG.d2d_weight)
     if cond.hard_negatives == "bce":
         assert inner.hard_negative_mode == "bce" and inner.bce_weight * inner.weight == pytest.approx(0.5)
+        assert inner.bce_bias == (CFG.bce_bias if cond.bce_bias is None else cond.bce_bias) == (
+            -10.0 if name == "B1-biased" else 0.0)
+        assert inner.bce_positive == (name != "B1-negonly")
     elif cond.hard_negatives == "softmax":
         assert inner.hard_negative_mode == "softmax"
     out = loss(columns(model, loss.n_columns), None)
     assert set(out) == {"syn", "t2d", "d2d"} and all(torch.isfinite(v) for v in out.values())
     sum(out.values()).backward()
     assert model[0].auto_model.embeddings.word_embeddings.weight.grad is not None
+
+
+def test_readout_initialisation(backbone):
+    """M1 starts at the uniform mix (B0-WM's readout), M1-last with LAST_LAYER_INIT on the last layer."""
+    from spherekit.experiments.concept.spec import LAST_LAYER_INIT
+
+    for name, want in (("M1", [0.25] * 4), ("M1-last", [(1 - LAST_LAYER_INIT) / 3] * 3 + [LAST_LAYER_INIT])):
+        readout = readout_module(build_model(backbone, CONDITIONS[name], CFG))
+        torch.testing.assert_close(torch.softmax(readout.w.detach(), 0), torch.tensor(want))
+    with pytest.raises(ValueError, match="learned layer mix"):
+        build_model(backbone, dataclasses.replace(CONDITIONS["M2"], readout_init="last"), CFG)
 
 
 def test_bce_stays_absolute_when_the_t2d_view_is_weighted(backbone):
@@ -99,5 +113,9 @@ def test_config_validation():
         ConceptConfig(conditions=("B9",))
     with pytest.raises(ValueError, match="eval_splits"):
         ConceptConfig(eval_splits=("head-holdout",))
+    with pytest.raises(ValueError, match="swap_negatives"):
+        ConceptConfig(swap_negatives="farthest")
+    with pytest.raises(ValueError, match="negation_scope"):
+        ConceptConfig(negation_scope="everything")
     with pytest.raises(ValueError, match="valid presets"):
         preset_config("huge")

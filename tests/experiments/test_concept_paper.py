@@ -1,8 +1,15 @@
 """The concept paper's claims as checks: each verdict follows the measured numbers (holds / does not hold), and a
-claim whose conditions did not run says so; the printed numbers the card compares with."""
+claim whose conditions did not run says so; with per-item values each comparison has a bootstrap interval and can be
+inconclusive, an "unchanged" rule fails both ways, a condition that did not learn makes its claims inconclusive; the
+printed numbers the card compares with."""
+
+import numpy as np
+import pytest
 
 from spherekit.experiments.claims import Scope, evaluate
+from spherekit.experiments.concept import noise
 from spherekit.experiments.concept import paper as P
+from spherekit.experiments.concept.evaluate import packed
 from spherekit.experiments.printed import find
 
 
@@ -24,9 +31,11 @@ def paper_like():
         "B0-WM": unit(**{P.T2D_R10: 0.39, P.ANISOTROPY: 0.30}),
         "B1": unit(layers([0.1, 0.2, 0.6], [0.3, 0.6, 0.01]), **{P.T2D_R10: 0.654, P.ANISOTROPY: 0.012,
                                                                   P.RANK: 247.2, P.NEGATION: 0.98,
-                                                                  P.PAIR_HARD: 0.96}),
-        "B3": unit(**{P.T2D_R10: 0.657, P.ANISOTROPY: 0.166, P.NEGATION: 0.53, P.PAIR_HARD: 0.77}),
+                                                                  P.PAIR_HARD: 0.96, P.TYPE_SWAP: 0.976}),
+        "B3": unit(**{P.T2D_R10: 0.657, P.ANISOTROPY: 0.166, P.NEGATION: 0.53, P.PAIR_HARD: 0.77,
+                      P.TYPE_SWAP: 0.472}),
         "M1": unit(**{P.T2D_R10: 0.651}),
+        "M1-last": unit(**{P.T2D_R10: 0.655}),  # ours: started on the last layer, it stays near B1
         "M2": unit(**{P.T2D_R10: 0.659}),
         "M3": unit(**{P.T2D_R10: 0.652}),
         "B1-unified": unit(**{P.T2D_R10: 0.666, P.NEGATION: 0.80, P.PAIR_HARD: 0.90}),
@@ -35,6 +44,15 @@ def paper_like():
 
 def verdicts(units):
     return {r["id"]: r for r in evaluate(P.CLAIMS, [Scope("m", units)])}
+
+
+def test_every_claim_of_the_paper_shape_is_recorded():
+    got = verdicts(paper_like())
+    assert {"H1b (B0 fails)", "H1b (B1 fixes)", "P3a (B1)", "P3b (B1)", "P3b-type (B1)", "P3c (B1)", "H3 (B1)",
+            "B0-WM (t2d R@10)", "B0-WM (anisotropy)", "H2-uniform (M1)", "H2/P2 (M2)", "H2-uniform (M3)",
+            "M3 (over M1)", "M3 (below B1)", "F (B1)", "F-pair (B1)", "F-negation (B1)"} <= set(got)
+    assert got["P3a (B1)"]["op"] == "within" and got["P3a (B1)"]["margin"] == P.SMALL_RANKING_CHANGE
+    assert got["H1/P1"]["uncertainty"].startswith("none: these runs kept no per-item values")
 
 
 def test_paper_shaped_numbers_make_every_run_claim_hold():
@@ -53,7 +71,7 @@ def test_opposite_numbers_break_the_claims():
     got = verdicts(units)
     assert got["H1/P1"]["verdict"] == "does not hold"
     assert got["P1a"]["verdict"] == "does not hold"
-    assert got["H2/P2"]["verdict"] == "does not hold"
+    assert got["H2/P2 (M2)"]["verdict"] == "does not hold"
     assert got["P1b"]["verdict"] == "holds"  # untouched numbers keep their verdict
     assert got["H1/P1"]["value"] < 0 and got["H1/P1"]["op"] == ">" and got["H1/P1"]["margin"] == 0.0
 
@@ -68,3 +86,132 @@ def test_printed_numbers():
     assert find(P.PRINTED, "B0", P.T2D_R10).value == 0.552 and find(P.PRINTED, "B1", P.ANISOTROPY).value == 0.012
     assert find(P.PRINTED, "M2", P.T2D_R10).note.startswith("derived")
     assert all(p.setting == P.PAPER_BACKBONE for p in P.PRINTED)
+
+
+# ---------------------------------------------------------------- with per-item values, seeds and training records
+
+RNG = np.random.default_rng(0)
+N = 600  # test queries / pairs
+
+
+def curve(first=5.0, last=3.5):
+    return {"steps": 60, "seconds_per_step": 1.0, "curve": {"step": [5, 30, 60], "loss": [first, (first + last) / 2,
+                                                                                         last]}}
+
+
+QUERY_EASE = RNG.random(N)  # one draw for every condition: a better condition finds a superset (paired items)
+
+
+def hits(rate):
+    return [float(x) for x in QUERY_EASE < rate]
+
+
+def cosines(separation, rules=("lexical negation", "ontological type swap")):
+    """Per-pair cosines whose ROC-AUC grows with `separation` (0: chance)."""
+    pos = RNG.normal(0.5, 0.1, N)
+    items = {"in-domain/cosine (true pair)": [round(float(x), 4) for x in pos]}
+    for title in rules:
+        items[f"in-domain/cosine ({title})"] = [round(float(x), 4) for x in pos - separation + RNG.normal(0, 0.1, N)]
+    return items
+
+
+def trained(runs):
+    """A unit from runs [(metrics, per_item, training)]."""
+    records = [{"seed": i, "metrics": m, "per_item": it, "training": tr} for i, (m, it, tr) in enumerate(runs)]
+    keys = runs[0][0]
+    return {"metrics": {k: float(np.mean([r[0][k] for r in runs])) for k in keys}, "runs": records}
+
+
+def measured(rate, separation, aniso=0.05, rank=300.0, training=None):
+    """One run's metrics from its per-item values (the metrics are what the items give)."""
+    items = {P.T2D_R10: hits(rate), **cosines(separation)}
+    metrics = {P.T2D_R10: float(np.mean(items[P.T2D_R10])), P.ANISOTROPY: aniso, P.RANK: rank}
+    for key, title in ((P.NEGATION, "lexical negation"), (P.TYPE_SWAP, "ontological type swap")):
+        one = noise._AUCItems(items["in-domain/cosine (true pair)"], [items[f"in-domain/cosine ({title})"]])
+        metrics[key] = one.auc(np.ones(N), True)
+    both = noise._AUCItems(items["in-domain/cosine (true pair)"],
+                           [v for k, v in items.items() if k.startswith("in-domain/cosine") and "true" not in k])
+    metrics[P.PAIR_HARD] = both.auc(np.ones(N), False)
+    stored = {k: packed(v) if k.startswith("in-domain/cosine") else v for k, v in items.items()}  # as runs keep them
+    return metrics, stored, training
+
+
+def noisy_units(b1_rate=0.45, b1_sep=0.3, b1_curve=None):
+    b0 = trained([measured(0.40, 0.0, aniso=0.11, rank=310.0)])
+    b0["runs"][0]["seed"] = None
+    return {"B0": b0,
+            "B1": trained([measured(b1_rate, b1_sep, aniso=0.012 + 0.001 * i, rank=312.0 + i,
+                                    training=b1_curve or curve()) for i in range(3)]),
+            "B3": trained([measured(0.50, 0.0, aniso=0.15 + 0.002 * i, training=curve()) for i in range(3)])}
+
+
+def test_auc_items_agree_with_a_direct_computation():
+    from sklearn.metrics import roc_auc_score
+
+    assert noise.unpacked(packed([0.12345, None, -0.5])) == [0.1235, None, -0.5] == noise.unpacked([0.1235, None, -0.5])
+    items = cosines(0.1)
+    pos, neg = items["in-domain/cosine (true pair)"], items["in-domain/cosine (lexical negation)"]
+    neg = [None if i % 3 == 0 else x for i, x in enumerate(neg)]  # the rule applied to two pairs in three
+    one = noise._AUCItems(pos, [neg])
+    keep = [i for i, x in enumerate(neg) if x is not None]
+    want = roc_auc_score([1] * len(keep) + [0] * len(keep), [pos[i] for i in keep] + [neg[i] for i in keep])
+    assert one.auc(np.ones(N), True) == pytest.approx(want)
+    counts = np.bincount(np.array([0, 1, 1, 2, 4, 4, 4, 7]), minlength=N).astype(float)  # a resample
+    drawn = [i for i in range(N) for _ in range(int(counts[i])) if neg[i] is not None]
+    want = roc_auc_score([1] * len(drawn) + [0] * len(drawn), [pos[i] for i in drawn] + [neg[i] for i in drawn])
+    assert one.auc(counts, True) == pytest.approx(want)
+
+
+def test_comparisons_carry_bootstrap_and_seed_intervals():
+    got = verdicts(noisy_units())
+    for claim in ("H1/P1", "P3a (B1)", "P3b (B1)", "P3c (B1)", "H1b (B1 fixes)", "P1a", "P1b", "H3 (B1)"):
+        assert got[claim]["interval"] is not None, claim
+    assert "paired bootstrap over 600 items" in got["H1/P1"]["uncertainty"]
+    assert "600 test pairs" in got["P3b (B1)"]["uncertainty"]
+    assert got["P1a"]["uncertainty"].startswith("t-interval over seeds (n = 3)")
+    lo, hi = got["P3b (B1)"]["interval"]
+    assert lo < got["P3b (B1)"]["value"] < hi and got["P3b (B1)"]["verdict"] == "holds"
+    assert got["P3b-type (B1)"]["verdict"] == "holds" and got["P1a"]["verdict"] == "holds"
+
+
+def test_unchanged_ranking_fails_both_ways():
+    """P3a is symmetric: hard negatives that cut R@10 by 0.05 break "ranking unchanged" as a gain would."""
+    assert verdicts(noisy_units(b1_rate=0.45))["P3a (B1)"]["verdict"] == "does not hold"  # B3 0.50
+    assert verdicts(noisy_units(b1_rate=0.55))["P3a (B1)"]["verdict"] == "does not hold"
+    assert verdicts(noisy_units(b1_rate=0.50))["P3a (B1)"]["verdict"] in ("holds", "inconclusive")
+
+
+def test_a_difference_inside_the_noise_is_inconclusive():
+    got = verdicts(noisy_units(b1_sep=0.03))  # AUC gain ~0.1: the interval straddles the 0.1 margin
+    assert got["P3b (B1)"]["verdict"] in ("inconclusive", "does not hold")
+    lo, hi = got["P3b (B1)"]["interval"]
+    assert lo < P.LARGE_CALIBRATION_GAIN or hi < P.LARGE_CALIBRATION_GAIN
+
+
+def test_an_objective_that_did_not_learn_makes_its_claims_inconclusive():
+    got = verdicts(noisy_units(b1_curve=curve(5.0, 4.8)))  # 4% below its start
+    for claim in ("H1/P1", "P1a", "P3a (B1)", "P3b (B1)", "H3 (B1)", "H1b"):
+        assert got[claim]["verdict"] == "inconclusive" and "did not learn: B1 seed 0" in got[claim]["measured"], claim
+    assert noise.not_learned(Scope("m", noisy_units()), ["B0", "B1", "B3"]) == []
+
+
+def test_a_readout_started_on_the_last_layer_can_beat_b1():
+    units = noisy_units(b1_rate=0.50)
+    units["M1-last"] = trained([measured(0.60, 0.3, training=curve()) for _ in range(3)])
+    units["M1"] = trained([measured(0.30, 0.3, training=curve()) for _ in range(3)])
+    got = verdicts(units)
+    assert got["H2-last (M1-last)"]["verdict"] == "does not hold" and got["H2-uniform (M1)"]["verdict"] == "holds"
+    assert got["H2-uniform (M1)"]["sanity"] and not got["H2-last (M1-last)"]["sanity"]
+
+
+def test_each_bce_form_of_b1_gets_its_own_verdicts_and_the_report_a_matrix():
+    from spherekit.experiments.concept.figures import _ablation_table
+
+    units = noisy_units()
+    units["B1-negonly"] = trained([measured(0.50, 0.0, training=curve()) for _ in range(3)])
+    got = verdicts(units)
+    assert got["P3b (B1)"]["verdict"] == "holds" and got["P3b (B1-negonly)"]["verdict"] == "does not hold"
+    assert "P3b (B1-biased)" not in got
+    table = _ablation_table({"claims": list(got.values())}, "m")
+    assert table.splitlines()[0] == "| claim | B1 | B1-negonly |"
+    assert "| P3b | holds (" in table and "does not hold" in table

@@ -14,7 +14,8 @@ from spherekit.losses import ConceptEquivalenceLoss
 ATOL, RTOL = 1e-5, 1e-5
 
 
-def explicit(cols, scale=20.0, mode="bce", bce_weight=0.5, bce_scale=20.0, bce_bias=-10.0, weight=1.0):
+def explicit(cols, scale=20.0, mode="bce", bce_weight=0.5, bce_scale=20.0, bce_bias=0.0, weight=1.0,
+             bce_positive=True):
     """000 section 4.3 for one view, materialised in float64: InfoNCE over in-batch positives plus the BCE."""
     a, p, *hn = [F.normalize(c.double(), dim=-1) for c in cols]
     logits = a @ p.T * scale
@@ -30,9 +31,11 @@ def explicit(cols, scale=20.0, mode="bce", bce_weight=0.5, bce_scale=20.0, bce_b
             z_pos = bce_scale * (a * p).sum(-1) + bce_bias
             z_neg = bce_scale * hn_cos + bce_bias
             # BCE with label 1 for the positive pair and 0 for each hard negative, mean over the k + 1 pairs
-            bce = (F.binary_cross_entropy_with_logits(z_pos, torch.ones_like(z_pos), reduction="none")
-                   + F.binary_cross_entropy_with_logits(z_neg, torch.zeros_like(z_neg), reduction="none").sum(1))
-            total = bce_weight * bce / (len(hn) + 1)
+            # (bce_positive=False: the hard negatives alone, mean over the k)
+            bce = F.binary_cross_entropy_with_logits(z_neg, torch.zeros_like(z_neg), reduction="none").sum(1)
+            if bce_positive:
+                bce = bce + F.binary_cross_entropy_with_logits(z_pos, torch.ones_like(z_pos), reduction="none")
+            total = bce_weight * bce / (len(hn) + bce_positive)
     nce = torch.logsumexp(torch.cat(parts, dim=1), dim=1) - pos
     return weight * (nce + total).mean()
 
@@ -72,6 +75,21 @@ def test_pairs_only_is_st_mnrl(batch):
     check(ours, lambda c: 0.7 * st.compute_loss_from_embeddings([x.float() for x in c], None).double(), cols)
 
 
+@pytest.mark.parametrize("mode", ["bce", "softmax", "both"])
+@pytest.mark.parametrize("bias", [0.0, -10.0])
+def test_bce_without_the_positive_term(mode, bias):
+    cols = make_cols(11, 2 + 3, seed=7)
+    kw = dict(hard_negative_mode=mode, bce_bias=bias, bce_positive=False)
+    check(ConceptEquivalenceLoss(None, **kw), lambda c: explicit(c, mode=mode, bce_bias=bias, bce_positive=False),
+          cols)
+    if mode == "softmax":  # no BCE term at all: the positive term changes nothing
+        check(ConceptEquivalenceLoss(None, **kw), lambda c: explicit(c, mode=mode), cols)
+    else:
+        with_pos = ConceptEquivalenceLoss(None, hard_negative_mode=mode, bce_bias=bias)
+        assert float(with_pos.compute_loss_from_embeddings(cols, None)) != pytest.approx(
+            float(ConceptEquivalenceLoss(None, **kw).compute_loss_from_embeddings(cols, None)))
+
+
 def test_weight_and_options_are_used():
     cols = make_cols(6, 5, seed=3)
     kw = dict(scale=10.0, bce_weight=1.5, bce_scale=7.0, bce_bias=-2.0, weight=0.7)
@@ -103,8 +121,8 @@ def test_validation_and_api():
     with pytest.raises(ValueError, match="embeddings\\[2\\] has shape"):
         loss.compute_loss_from_embeddings([torch.randn(3, 4), torch.randn(3, 4), torch.randn(2, 4)], None)
     assert loss.get_config_dict() == {
-        "scale": 20.0, "hard_negative_mode": "bce", "bce_weight": 0.5, "bce_scale": 20.0, "bce_bias": -10.0,
-        "weight": 0.7, "gather_across_devices": False, "backend": "auto",
+        "scale": 20.0, "hard_negative_mode": "bce", "bce_weight": 0.5, "bce_scale": 20.0, "bce_bias": 0.0,
+        "bce_positive": True, "weight": 0.7, "gather_across_devices": False, "backend": "auto",
     }
     assert loss.temperature == pytest.approx(0.05)
     assert "2606.06994" in loss.citation and loss.citation.strip().startswith("@")

@@ -7,6 +7,8 @@ whitespace).
 
     negate(doc)                   first finite verb or copula: insert "not" (do-support for main verbs),
                                   or remove the negation when that verb is already negated
+    negate_noun_phrase(doc)       a bare noun phrase (no finite verb; root a noun or pronoun): "not" before it
+                                  ("a mammal" -> "not a mammal"), or remove a "not" already there
     antonym_flip(doc, wordnet)    the shallowest content word (dependency depth, then position) with a
                                   WordNet antonym of its part of speech -> that antonym (inflected like it)
     subject_object_swap(doc)      swap the nsubj and dobj subtrees of the first verb that has both (nouns)
@@ -99,6 +101,48 @@ def negate(doc) -> str | None:
         out[tok.i] = _case_like(aux, tok.text) + " not " + tok.lemma_.lower() + tok.whitespace_
         return _join(out)
     return None
+
+
+NP_HEADS = frozenset({"NOUN", "PROPN", "PRON"})
+NP_LEFT_DEPS = frozenset({"det", "predet", "amod", "compound", "nummod", "poss", "quantmod", "nmod", "advmod",
+                          "npadvmod"})
+
+
+def _phrase_head(root):
+    """The root, or, when the root is a parenthesised usage label ("(botany) a small plant"), the phrase after it."""
+    opened = any(c.dep_ == "punct" and c.text == "(" and c.i < root.i for c in root.children)
+    after = [c for c in root.rights if c.dep_ == "appos"]
+    return after[0] if opened and after else root
+
+
+def negate_noun_phrase(doc) -> str | None:
+    """Negate a definition that is a bare noun phrase ("Principles of Concept Representation", Figure 1: "a mammal"
+    -> "not a mammal"; most WordNet noun glosses have no verb). Applies when no token is a finite verb heading a
+    clause (is_finite) and the phrase head (the root; after a parenthesised usage label, the phrase that follows
+    it) is a noun or pronoun, or has a determiner (the small tagger calls "mammal" in "a mammal" an adjective):
+    "not" goes before the left edge of the head's determiners and pre-modifiers. A phrase right after "not" loses
+    it; one already negated inside ("no longer a member", "no X") is left alone (None)."""
+    if any(is_finite(t) for t in doc):
+        return None
+    root = next((t for t in doc if t.dep_ == "ROOT"), None)
+    if root is None:
+        return None
+    head = _phrase_head(root)
+    if head.pos_ not in NP_HEADS and not any(c.dep_ == "det" for c in head.children):
+        return None
+    start = min([head.i] + [c.left_edge.i for c in head.lefts if c.dep_ in NP_LEFT_DEPS])
+    if any(t.dep_ == "neg" or t.lower_ in NEGATORS or t.lower_ == "no" for t in doc[start:head.i + 1]):
+        return None
+    out = _texts(doc)
+    if start > 0 and doc[start - 1].lower_ == "not":
+        out[start - 1] = ""
+        return _join(out)
+    first = doc[start]
+    if start == 0 and first.text[:1].isupper() and first.pos_ != "PROPN" and first.text != "I":
+        out[start] = "Not " + first.text[:1].lower() + first.text[1:] + first.whitespace_
+    else:
+        out[start] = "not " + out[start]
+    return _join(out)
 
 
 def _depth(tok) -> int:

@@ -195,7 +195,8 @@ class CachedConceptEquivalenceLoss(_FusedLossStage, CachedLossMixin, nn.Module):
         hard_negative_mode: str = "bce",
         bce_weight: float = 0.5,
         bce_scale: float = 20.0,
-        bce_bias: float = -10.0,
+        bce_bias: float = 0.0,
+        bce_positive: bool = True,
         weight: float = 1.0,
         gather_across_devices: bool = False,
         backend: str = "auto",
@@ -220,7 +221,7 @@ class CachedConceptEquivalenceLoss(_FusedLossStage, CachedLossMixin, nn.Module):
 
         Args:
             model: SentenceTransformer model (not one built on a StaticEmbedding).
-            scale, hard_negative_mode, bce_weight, bce_scale, bce_bias, weight, gather_across_devices: the
+            scale, hard_negative_mode, bce_weight, bce_scale, bce_bias, bce_positive, weight, gather_across_devices: the
                 loss's hyperparameters, as in :class:`~spherekit.losses.ConceptEquivalenceLoss` (see there for
                 their meaning in the formula and their values in the paper).
             backend: spherekit backend for info_nce: "auto" | "triton" | "cpu" | "reference".
@@ -275,6 +276,7 @@ class CachedConceptEquivalenceLoss(_FusedLossStage, CachedLossMixin, nn.Module):
             bce_weight=bce_weight,
             bce_scale=bce_scale,
             bce_bias=bce_bias,
+            bce_positive=bce_positive,
             weight=weight,
             gather_across_devices=gather_across_devices,
             backend=backend,
@@ -290,6 +292,7 @@ class CachedConceptEquivalenceLoss(_FusedLossStage, CachedLossMixin, nn.Module):
     bce_weight = property(lambda self: self.loss.bce_weight)
     bce_scale = property(lambda self: self.loss.bce_scale)
     bce_bias = property(lambda self: self.loss.bce_bias)
+    bce_positive = property(lambda self: self.loss.bce_positive)
     weight = property(lambda self: self.loss.weight)
     gather_across_devices = property(lambda self: self.loss.gather_across_devices)
     backend = property(lambda self: self.loss.backend)

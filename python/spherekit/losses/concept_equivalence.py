@@ -36,7 +36,8 @@ class ConceptEquivalenceLoss(nn.Module):
         hard_negative_mode: str = "bce",
         bce_weight: float = 0.5,
         bce_scale: float = 20.0,
-        bce_bias: float = -10.0,
+        bce_bias: float = 0.0,
+        bce_positive: bool = True,
         weight: float = 1.0,
         gather_across_devices: bool = False,
         backend: str = "auto",
@@ -56,7 +57,10 @@ class ConceptEquivalenceLoss(nn.Module):
                      + bce_weight / (k + 1) * [ softplus(-z_i) + sum_m softplus(z_im) ]
             z_i = bce_scale * cos(a_i, p_i) + bce_bias,   z_im = bce_scale * cos(a_i, h_im) + bce_bias
 
-        and the loss is ``weight * mean_i loss_i``. The hard negatives belong to their own anchor
+        and the loss is ``weight * mean_i loss_i``. With ``bce_positive=False`` the BCE term is over the hard
+        negatives alone, ``bce_weight / k * sum_m softplus(z_im)``: the paper does not say whether its BCE scores
+        the positive pair, and with bias 0 the positive's term softplus(-20 cos) is near 0 for any cos > 0.2, so
+        including it mostly dilutes the negatives' term by k / (k + 1). The hard negatives belong to their own anchor
         only (a (B, k, d) tensor): with ``hard_negative_mode="bce"`` ("Principles of Concept Representation"'s B1,
         the default) they enter only the BCE term, with ``"softmax"`` ("Principles of Concept Representation"'s
         B1-unified, Appendix F) they join the anchor's InfoNCE denominator instead, ``"both"`` does both. Without
@@ -74,6 +78,8 @@ class ConceptEquivalenceLoss(nn.Module):
             hard_negative_mode: "bce" | "softmax" | "both" (see above).
             bce_weight: weight of the BCE term ("Concept Representation": 0.5).
             bce_scale, bce_bias: BCE logit ``z = bce_scale * cos + bce_bias``.
+            bce_positive: the BCE term includes the positive pair (label 1; mean over k + 1 pairs) or scores the
+                hard negatives alone (mean over k).
             weight: multiplies this view's loss ("Concept Representation": 1.0 for syn and t2d, 0.7 for d2d).
             gather_across_devices: gather the positives (with gradients) from all torch.distributed
                 processes, so every anchor is scored against the global batch of positives (targets
@@ -138,6 +144,7 @@ class ConceptEquivalenceLoss(nn.Module):
         self.bce_weight = float(bce_weight)
         self.bce_scale = float(bce_scale)
         self.bce_bias = float(bce_bias)
+        self.bce_positive = bool(bce_positive)
         self.weight = float(weight)
         self.gather_across_devices = gather_across_devices
         self.backend = backend
@@ -166,12 +173,16 @@ class ConceptEquivalenceLoss(nn.Module):
             positives = torch.cat([positives, positives.detach()])
             query_labels = torch.zeros(1, dtype=torch.long, device=anchors.device)
             candidate_labels = torch.tensor([1, 0], device=anchors.device)
+        fused_bce = self.bce_positive or hard is None or self.hard_negative_mode == "softmax"
         loss = info_nce(
             anchors, positives, targets, hard,
-            temperature=self.temperature, hard_negative_mode=self.hard_negative_mode,
-            bce_weight=self.bce_weight, bce_scale=self.bce_scale, bce_bias=self.bce_bias,
+            temperature=self.temperature, hard_negative_mode=None if hard is None else self.hard_negative_mode,
+            bce_weight=self.bce_weight if fused_bce else 0.0, bce_scale=self.bce_scale, bce_bias=self.bce_bias,
             query_labels=query_labels, candidate_labels=candidate_labels, backend=self.backend,
         )
+        if not fused_bce:  # the negatives-only BCE: B x k cosines, no need for the fused kernel
+            z = self.bce_scale * torch.einsum("bd,bkd->bk", anchors, hard) + self.bce_bias
+            loss = loss + self.bce_weight * nn.functional.softplus(z.float()).mean()
         return self.weight * loss
 
     def get_config_dict(self) -> dict[str, Any]:
@@ -181,6 +192,7 @@ class ConceptEquivalenceLoss(nn.Module):
             "bce_weight": self.bce_weight,
             "bce_scale": self.bce_scale,
             "bce_bias": self.bce_bias,
+            "bce_positive": self.bce_positive,
             "weight": self.weight,
             "gather_across_devices": self.gather_across_devices,
             "backend": self.backend,

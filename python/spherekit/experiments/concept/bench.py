@@ -165,7 +165,7 @@ def worker(spec: dict) -> dict:
     steps = timer.times[spec["warmup"]:] or timer.times
     start = time.perf_counter()
     if spec["recipe"] == "spherekit":
-        _, details = evaluate(model, data, cfg)
+        _, details, _ = evaluate(model, data, cfg)
         encoded = details["encoded_texts"]
     else:
         _plain_eval(model, data, cfg)
@@ -180,7 +180,7 @@ def _ratio(a, b) -> str:
     return f"{a / b:.2f}x" if a and b else "n/a"
 
 
-def run(preset: str = "cpu-small", out: str = "benches/results", backbone: str | None = None, steps: int | None = None,
+def run(preset: str = "cpu-small", out: str = "results/bench", backbone: str | None = None, steps: int | None = None,
         recipes=None, data_root: str = "results/reproduce/concept", timeout_s: float = 3600.0) -> int:
     from ...bench.machine import machine_name, now, versions
     from ...bench.results import append_rows
@@ -226,7 +226,7 @@ def run(preset: str = "cpu-small", out: str = "benches/results", backbone: str |
 
 def add_arguments(parser) -> None:
     parser.add_argument("--preset", default="cpu-small", choices=sorted(PRESETS))
-    parser.add_argument("--out", default="benches/results")
+    parser.add_argument("--out", default="results/bench")
     parser.add_argument("--backbone", help="override the preset's backbone (a name or a local folder)")
     parser.add_argument("--steps", type=int, help="training steps per recipe (default: the preset's)")
     parser.add_argument("--recipes", type=comma_list, help=",".join(RECIPES))

@@ -3,7 +3,8 @@
 Training (one model per condition, one set of rows for all conditions):
   t2d  term-definition pairs of WordNet and the second source (GCIDE offline; Wiktionary from a dump),
        headwords masked; each row carries k hard negatives of its definition (appendix G's five rules,
-       spherekit.data.hard_negatives, replacements drawn from training pairs only).
+       spherekit.data.hard_negatives, built as cfg.swap_negatives and cfg.negation_scope say; replacements
+       drawn from training pairs only).
   syn  WordNet synonym pairs (and the dump's, with Wiktionary).
   d2d  cross-source definition pairs: a WordNet definition and a second-source definition of the same term,
        up to 6 per term, taken in order of max(i, j) over the two sources' senses (most frequent first).
@@ -19,12 +20,14 @@ synsets), with hard negatives drawn the same way; no syn view (GCIDE has no syno
 would show the model WordNet definitions). Rows come from their own seeded stream, so the main rows do not
 depend on whether this regime is built.
 
-Evaluation: the test pairs of each split with their stress-test negatives (generated once, from the split's
-own test pairs), plus, when data_dir has them, the NP paraphrase suite and the DBpedia benchmark.
+Evaluation: the test pairs of each split with their stress-test negatives (generated once, by the same rules as the
+training negatives; swaps drawn from the split's test pairs, and with nearest swaps from its training pairs too),
+plus, when data_dir has them, the NP paraphrase suite and the DBpedia benchmark. stats["eval"][split]["rules"]
+counts each rule's negatives there.
 
 data_dir layout (the paper's data in its published formats, each part optional):
     wiktionary/*.jsonl[.gz] or kaikki*.jsonl[.gz]   Wiktextract dump: replaces GCIDE as the second source
-    np_paraphrase.jsonl | np_paraphrase.tsv | np_paraphrase/*.jsonl   the modifier-labelled NP suite
+    np_paraphrase.jsonl | np_paraphrase.tsv | np_paraphrase/*.jsonl | np_paraphrase/*.tsv   the NP suite
     dbpedia_gap/pairs.jsonl (+ dbpedia_gap/candidates.txt)            the DBpedia semantic-gap benchmark
 Everything is cached under <root>/data/<fingerprint>/ (atomic), keyed by the settings that change it.
 """
@@ -84,8 +87,8 @@ def _digest(payload) -> str:
 
 def data_fingerprint(cfg, world: int = 1) -> str:
     keys = ("data_seed", "data_dir", "second_source", "eval_splits", "n_test", "n_test_head", "eval_limit",
-            "negatives_per_pair", "d2d_max_per_term", "steps", "batch_size")
-    return _digest({**{k: getattr(cfg, k) for k in keys}, "world": world, "version": 1,
+            "negatives_per_pair", "swap_negatives", "negation_scope", "d2d_max_per_term", "steps", "batch_size")
+    return _digest({**{k: getattr(cfg, k) for k in keys}, "world": world, "version": 2,
                     "source_holdout": bool(cfg.source_holdout_conditions)})
 
 
@@ -182,11 +185,16 @@ def _cycle(items: list, n: int, rng: random.Random) -> list:
     return out
 
 
-def _negatives_for_rows(rows, k, pool, wn, seed, progress):
+def _rules(cfg) -> dict:
+    """make_hard_negatives' construction options of this config."""
+    return {"swap": cfg.swap_negatives, "negation": cfg.negation_scope}
+
+
+def _negatives_for_rows(rows, k, pool, wn, seed, progress, rules: dict):
     from ...data.hard_negatives import make_hard_negatives
 
     unique = list({(r.term, r.definition): r for r in rows}.values())
-    negs, rule_stats = make_hard_negatives(unique, seed=seed, pool=pool, wordnet=wn, progress=progress)
+    negs, rule_stats = make_hard_negatives(unique, seed=seed, pool=pool, wordnet=wn, progress=progress, **rules)
     by_pair: dict[tuple, list] = {}
     for n in negs:
         by_pair.setdefault((n.term, n.definition), []).append(n)
@@ -216,22 +224,26 @@ def _source_holdout(cfg, second: str, common: dict, wn, n_rows: int, progress: b
 
     sh = make_split(SOURCE_HOLDOUT, cfg.data_seed, n_test=cfg.n_test, train_source=second, **common)
     t2d = _cycle(list(sh.train), n_rows, random.Random(f"{cfg.data_seed}:{SOURCE_HOLDOUT}"))
-    neg_columns, neg_stats = _negatives_for_rows(t2d, cfg.negatives_per_pair, sh.train, wn, cfg.data_seed, progress)
+    neg_columns, neg_stats = _negatives_for_rows(t2d, cfg.negatives_per_pair, sh.train, wn, cfg.data_seed, progress,
+                                                 _rules(cfg))
     rows = {"t2d_anchor": [p.term for p in t2d], "t2d_positive": [p.definition for p in t2d]}
     rows.update({f"t2d_negative_{j}": col for j, col in enumerate(neg_columns, 1)})
     return sh, rows, {"train_pairs": len(sh.train), "hard_negatives": neg_stats}
 
 
-def _eval_sets(cfg, splits: dict, wn, progress: bool) -> dict[str, EvalSet]:
-    """Each evaluated split's test pairs (eval_limit applied) with its stress negatives, generated once from
-    the split's own test pairs."""
+def _eval_sets(cfg, splits: dict, wn, progress: bool, train: dict) -> dict[str, EvalSet]:
+    """Each evaluated split's test pairs (eval_limit applied) with its stress negatives, generated once. The swap
+    rules replace a test definition by one of the split's test pairs and, with nearest swaps, of the training
+    pairs of its model too (train[split]): a nearest neighbour among a thousand test glosses is rarely near."""
     from ...data.hard_negatives import make_hard_negatives
 
     out = {}
     for kind in [k for k in (*cfg.eval_splits, SOURCE_HOLDOUT) if k in splits]:
         test = list(splits[kind].test)
         records = test[: cfg.eval_limit] if cfg.eval_limit else test
-        negs, rule_stats = make_hard_negatives(records, seed=cfg.data_seed, pool=test, wordnet=wn, progress=progress)
+        pool = test + list(train[kind]) if cfg.swap_negatives == "nearest" else test
+        negs, rule_stats = make_hard_negatives(records, seed=cfg.data_seed, pool=pool, wordnet=wn, progress=progress,
+                                               **_rules(cfg))
         out[kind] = EvalSet(kind, records, negs, rule_stats)
     return out
 
@@ -272,7 +284,8 @@ def build(cfg, wn=None, progress: bool = True, world: int = 1) -> ConceptData:
     n_rows = cfg.steps * cfg.batch_size * world
     rng = random.Random(cfg.data_seed)
     syn_rows, t2d_rows, d2d_rows = _cycle(syn, n_rows, rng), _cycle(t2d, n_rows, rng), _cycle(d2d, n_rows, rng)
-    neg_columns, neg_stats = _negatives_for_rows(t2d_rows, cfg.negatives_per_pair, t2d, wn, cfg.data_seed, progress)
+    neg_columns, neg_stats = _negatives_for_rows(t2d_rows, cfg.negatives_per_pair, t2d, wn, cfg.data_seed, progress,
+                                                 _rules(cfg))
     rows = {"syn_anchor": [s.term_a for s in syn_rows], "syn_positive": [s.term_b for s in syn_rows],
             "t2d_anchor": [p.term for p in t2d_rows], "t2d_positive": [p.definition for p in t2d_rows],
             "d2d_anchor": [a for a, _ in d2d_rows], "d2d_positive": [b for _, b in d2d_rows]}
@@ -280,15 +293,18 @@ def build(cfg, wn=None, progress: bool = True, world: int = 1) -> ConceptData:
         rows[f"t2d_negative_{j}"] = col
 
     sh_rows = sh_stats = None
+    train = {kind: t2d for kind in splits}
     if cfg.source_holdout_conditions:
         splits[SOURCE_HOLDOUT], sh_rows, sh_stats = _source_holdout(cfg, second, common, wn, n_rows, progress)
-    eval_sets = _eval_sets(cfg, splits, wn, progress)
+        train[SOURCE_HOLDOUT] = splits[SOURCE_HOLDOUT].train
+    eval_sets = _eval_sets(cfg, splits, wn, progress, train)
     stats = {
         "second_source": second, "wiktionary_dump": str(wiktionary) if wiktionary else None,
         "train_pairs": {"t2d": len(t2d), "syn": len(syn), "d2d": len(d2d),
                         "t2d_by_source": {src: sum(p.source == src for p in t2d) for src in ("wordnet", second)}},
         "rows": n_rows, "hard_negatives": neg_stats,
-        "eval": {k: {"pairs": len(e.records), "stress_negatives": len(e.negatives)} for k, e in eval_sets.items()},
+        "eval": {k: {"pairs": len(e.records), "stress_negatives": len(e.negatives),
+                     "rules": {r: s["applied"] for r, s in e.rule_stats.items()}} for k, e in eval_sets.items()},
         "np_paraphrase": len(np_items) if np_items else None,
         "dbpedia_test_queries": len(dbpedia.queries) if dbpedia else None,
         SOURCE_HOLDOUT: sh_stats,

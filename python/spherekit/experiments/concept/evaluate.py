@@ -9,12 +9,21 @@ R@10 / MRR. All suites share one spherekit.evaluation.cache.EmbeddingCache: a te
 with its per-layer mean pools.
 
 Metric keys are "<split>/<metric>" ("in-domain/R@10 (term to definition)"), "np/<metric>", "dbpedia/<metric>".
+
+Per-item values (the claims' bootstraps, spherekit.experiments.uncertainty), in-domain only: t2d R@10 and MRR per
+term query (the evaluator's query order; lists, as claims.difference reads them), and per test pair the cosine of
+(term, definition) ("cosine (true pair)") and of (term, each rule's negative) ("cosine (<rule title>)", "-" where
+the rule did not apply), from which every stress ROC-AUC and the pair ROC-AUC (hard negatives) are recomputed on
+resampled test pairs (noise.py); R@10 per query of the NP paraphrase suite and of DBpedia when they ran. The
+cosines are one string of space-separated 4-decimal numbers per key: six values per test pair in every run, and
+the card's JSON writes a list one value per line (about 20 bytes each; a string takes 7).
 """
 
 from __future__ import annotations
 
 import time
 
+from ..uncertainty import per_item
 from .spec import SOURCE_HOLDOUT
 
 
@@ -22,8 +31,34 @@ def _prefixed(prefix: str, metrics: dict) -> dict:
     return {f"{prefix}/{k}": float(v) for k, v in metrics.items()}
 
 
-def evaluate(model, data, cfg, *, source_holdout: bool = False, progress: bool = False) -> tuple[dict, dict]:
-    """-> (metrics, details): details holds the per-layer curves and the encode count for the card.
+def stress_items(kind: str, records, negatives, stress) -> dict[str, list]:
+    """The per-pair cosines of a stress evaluation (module docstring); `stress` ran on (records, negatives)."""
+    from ...data.hard_negatives import RULE_TITLES, RULES
+
+    index = {}
+    for i, r in enumerate(records):
+        index.setdefault((r.term, r.definition), i)
+    details = stress.last_details
+    out = {f"{kind}/cosine (true pair)": packed(details["positive_cosines"].tolist())}
+    for rule in RULES:
+        title = RULE_TITLES[rule]
+        column: list = [None] * len(records)
+        mine = [n for n in negatives if n.rule == rule]
+        for n, c in zip(mine, details[title].tolist() if mine else []):
+            column[index[(n.term, n.definition)]] = c
+        if mine:
+            out[f"{kind}/cosine ({title})"] = packed(column)
+    return out
+
+
+def packed(values) -> str:
+    """Cosines as one string ("0.5123 - -0.0412"; "-" for None); noise.unpacked reads it back."""
+    return " ".join("-" if v is None else f"{v:.4f}" for v in values)
+
+
+def evaluate(model, data, cfg, *, source_holdout: bool = False, progress: bool = False) -> tuple[dict, dict, dict]:
+    """-> (metrics, details, per_item): details holds the per-layer curves and the encode count for the card;
+    per_item the in-domain values per item (module docstring).
     A source-holdout model is evaluated on that split only (concept retrieval and stress tests); a main model
     on every other split and the data_dir suites."""
     from ...evaluation.cache import EmbeddingCache
@@ -35,16 +70,20 @@ def evaluate(model, data, cfg, *, source_holdout: bool = False, progress: bool =
     start = time.perf_counter()
     cache = EmbeddingCache(model, batch_size=cfg.eval_batch_size, show_progress=progress)
     bs = cfg.eval_batch_size
-    metrics, details = {}, {}
+    metrics, details, items = {}, {}, {}
     for kind, es in data.eval_sets.items():
         if (kind == SOURCE_HOLDOUT) != source_holdout:
             continue
-        metrics.update(_prefixed(kind, ConceptRetrievalEvaluator(es.records, seed=cfg.data_seed, batch_size=bs)(cache)))
+        concept = ConceptRetrievalEvaluator(es.records, seed=cfg.data_seed, batch_size=bs)
+        metrics.update(_prefixed(kind, concept(cache)))
         stress = StressTestEvaluator(es.records, negatives=(es.negatives, es.rule_stats), seed=cfg.data_seed,
                                      batch_size=bs)
         metrics.update(_prefixed(kind, stress(cache)))
         if kind != "in-domain":
             continue
+        t2d = concept.last_details["t2d"]
+        items.update({f"{kind}/{m} (term to definition)": per_item(t2d[m]) for m in ("R@10", "MRR")})
+        items.update(stress_items(kind, es.records, es.negatives, stress))
         texts, labels = split_texts(es.records)
         metrics.update(_prefixed(kind, GeometryEvaluator(texts, labels, seed=cfg.data_seed, batch_size=bs)(cache)))
         terms, defs, t2d, _, _, _ = build_pools(es.records)
@@ -55,12 +94,15 @@ def evaluate(model, data, cfg, *, source_holdout: bool = False, progress: bool =
     if data.np_items and not source_holdout:
         from ...evaluation.evaluators.np_paraphrase import NPParaphraseEvaluator
 
-        metrics.update(_prefixed("np", NPParaphraseEvaluator(data.np_items, batch_size=bs)(cache)))
+        np_eval = NPParaphraseEvaluator(data.np_items, batch_size=bs)
+        metrics.update(_prefixed("np", np_eval(cache)))
+        items["np/R@10 (NP paraphrase)"] = per_item(np_eval.last_details["per_query"]["R@10"])
     if data.dbpedia is not None and not source_holdout:
         from ...evaluation.evaluators.retrieval import RetrievalEvaluator
 
         db = RetrievalEvaluator.from_data(data.dbpedia, ks=(1, 10), ndcg_k=None, acc1=False, label="",
                                           batch_size=bs)
         metrics.update(_prefixed("dbpedia", db(cache)))
+        items["dbpedia/R@10"] = per_item(db.last_details["per_query"]["R@10"])
     details.update(encoded_texts=cache.encoded, seconds=round(time.perf_counter() - start, 2))
-    return metrics, details
+    return metrics, details, items

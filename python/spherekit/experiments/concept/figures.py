@@ -11,7 +11,10 @@ from ..printed import find, grid, notes
 from ..units import unit_runs
 from .paper import (ANISOTROPY, D2T_R10, DBPEDIA_R10, HH_T2D_R10, NEGATION, NP_R10, PAIR_HARD, PAIR_RANDOM,
                     PAPER_BACKBONE, PRINTED, RANK, T2D_MRR, T2D_R10, TYPE_SWAP)
-from .spec import EXPERIMENT, SETUPS, SH_SUFFIX
+from .noise import LEARNED
+from .spec import BCE_ABLATION, EXPERIMENT, SETUPS, SH_SUFFIX
+
+OURS = ("M1-last", "B1-biased", "B1-negonly")  # conditions the paper does not have
 
 MAIN_COLUMNS = ((T2D_R10, "t2d R@10"), (T2D_MRR, "t2d MRR"), (D2T_R10, "d2t R@10"), (HH_T2D_R10, "HH t2d R@10"),
                 (PAIR_HARD, "pair ROC-AUC (hard negatives)"), (PAIR_RANDOM, "pair ROC-AUC (random negative)"),
@@ -42,6 +45,56 @@ def _source_holdout_table(scope) -> str | None:
     return grid(Scope(scope.name, held), list(held), SH_COLUMNS, row_label="condition (source-holdout model)")
 
 
+RULE_LABELS = (("antonym_flip", "antonym flip"), ("negation", "lexical negation"), ("pos_swap", "same-POS swap"),
+               ("prefix_swap", "prefix swap"), ("type_swap", "type swap"))
+
+
+def _rule_counts(data: dict) -> str:
+    """Per rule: how often it applied to the distinct training definitions, the slots it fills in the rows, and
+    its negatives in each evaluated split."""
+    hn = data.get("hard_negatives", {})
+    gen, slots, evals = hn.get("generation", {}), hn.get("row_slots", {}), data.get("eval", {})
+    if not gen:
+        return ""
+    splits = list(evals)
+    lines = ["| rule | training definitions it applied to | of which the random draw stood in | row slots | "
+             + " | ".join(f"{k} test negatives (of {fmt.count(v['pairs'])} pairs)" for k, v in evals.items()) + " |",
+             "|---" * (4 + len(splits)) + "|"]
+    for rule, label in RULE_LABELS:
+        g = gen.get(rule, {})
+        applied = (f"{fmt.count(g['applied'])} / {fmt.count(g['attempted'])} ({fmt.pct(g['rate'])})" if g
+                   else fmt.MISSING)
+        fallback = fmt.count(g["random_fallback"]) if "random_fallback" in g else fmt.MISSING
+        tests = [fmt.count(evals[k]["rules"][rule]) if "rules" in evals[k] else fmt.MISSING for k in splits]
+        lines.append(f"| {label} | {applied} | {fallback} | {fmt.count(slots.get(rule, 0))} | " + " | ".join(tests)
+                     + " |")
+    lines.append(f"| (no rule applies: a random definition) | - | - | {fmt.count(slots.get('random', 0))} | "
+                 + " | ".join("-" for _ in splits) + " |")
+    return "\n".join(lines)
+
+
+ABLATED = ("P3a", "P3b", "P3b-type", "P3c", "H3", "F", "F-pair", "F-negation")
+
+
+def _ablation_table(results: dict, scope: str) -> str:
+    """The verdicts of P3, H3 and F for each BCE form of B1 that ran: which choice decides them."""
+    cells: dict = {}
+    for r in results.get("claims", []):
+        base, _, label = r["id"].partition(" (")
+        if r["scope"] == scope and base in ABLATED and label:
+            cells.setdefault(base, {})[label.rstrip(")")] = r
+    forms = [v for v in BCE_ABLATION if any(v in row for row in cells.values())]
+    if len(forms) < 2:
+        return ""
+    lines = ["| claim | " + " | ".join(forms) + " |", "|---" * (1 + len(forms)) + "|"]
+    for claim in ABLATED:
+        row = cells.get(claim, {})
+        lines.append(f"| {claim} | " + " | ".join(
+            f"{row[v]['verdict']} ({fmt.signed(row[v]['value'])})" if v in row and row[v].get("value") is not None
+            else row[v]["verdict"] if v in row else fmt.MISSING for v in forms) + " |")
+    return "\n".join(lines)
+
+
 def _training_table(scope) -> str:
     lines = ["| condition | seed | steps | s / step | first logged loss | last logged loss |",
              "|---|---|---|---|---|---|"]
@@ -59,14 +112,29 @@ def _training_table(scope) -> str:
 
 def report(results: dict) -> str:
     data, cfg = results.get("data", {}), results["config"]
+    ours = [c for c in cfg["conditions"] if c in OURS]
     parts = ["## What ran", "",
-             f"Conditions: {', '.join(cfg['conditions'])} (the paper's Table 1 and appendix F)"
+             f"Conditions: {', '.join(cfg['conditions'])} (the paper's Table 1 and appendix F"
+             + (f"; {', '.join(ours)}: ours, see the departures)" if ours else ")")
              + (f"; source-holdout models of {', '.join(cfg['source_holdout_conditions'])}"
                 if cfg.get("source_holdout_conditions") else "") + ", on "
              f"{', '.join(cfg['backbones'])}; {cfg['steps']} steps x batch {cfg['batch_size']}, seeds "
              f"{', '.join(map(str, cfg['seeds']))}. Training rows: {data.get('rows', '?')} per view; evaluation pairs: "
              + ", ".join(f"{k} {v['pairs']} ({v['stress_negatives']} stress negatives)"
                          for k, v in data.get("eval", {}).items()) + "."]
+    default = EXPERIMENT.presets.get(results.get("preset"), {}).get("conditions")
+    extra = [c for c in cfg["conditions"] if default is not None and c not in default]
+    if extra:
+        parts += ["", f"{', '.join(extra)} are not in this preset's default selection (its plain run, `spherekit "
+                  f"reproduce concept --preset {results['preset']}`, runs {', '.join(default)}): they ran with "
+                  f"`--conditions {','.join(extra)}` on the same preset, and the card shows every finished unit."]
+    parts += ["", f"A claim that reads a trained condition is inconclusive when, in one of its seeds, the mean of the last "
+              f"quarter of the logged training losses is above {LEARNED:g} x the first logged loss (the objective did "
+              "not learn)."]
+    counts = _rule_counts(data)
+    if counts:
+        parts += ["", "Hard negatives per rule (appendix G; the same rules make the training negatives and the stress "
+                  "tests):", "", counts]
     for scope in EXPERIMENT.scopes(results):
         conds = _conditions(scope)
         parts += ["", f"## Results on {scope.name}: ours (the paper's number; * derived from a stated difference)", "",
@@ -75,6 +143,12 @@ def report(results: dict) -> str:
                   *[f"\\* {n}" for n in notes(PRINTED) if any(n.startswith(c + " ") for c in conds)],
                   "", "Stress tests per rule (ROC-AUC of cos(term, definition) against cos(term, rule negative), "
                   "in-domain):", "", grid(scope, conds, STRESS_COLUMNS, spread=True)]
+        ablation = _ablation_table(results, scope.name)
+        if ablation:
+            parts += ["", "BCE ablation: the verdicts (and the compared value: a difference, or for H3 B3's "
+                      "anisotropy minus twice the form's) of P3, H3 and F for each form of B1's BCE term (B1: logit "
+                      "20 cos, positive pair included; B1-biased: logit 20 cos - 10; B1-negonly: the hard negatives "
+                      "alone):", "", ablation]
         sh = _source_holdout_table(scope)
         if sh:
             parts += ["", "Source-holdout split (trained on the second source alone, tested on WordNet):", "", sh]

@@ -2,7 +2,9 @@
 
 Encoder: the backbone's Transformer with the condition's readout: sentence-transformers Pooling ("mean" or
 "cls") of the final layer, or spherekit.nn.LayerMixPooling over the last K layers ("uniform", "learned",
-"gated"; M3 adds training-only per-layer heads). max_seq_length is set for every condition, B0 included.
+"gated"; M3 adds training-only per-layer heads). max_seq_length is set for every condition, B0 included. A learned
+mix starts at the uniform mix (LayerMixPooling's zero logits) or, for readout_init "last" (M1-last), with logits
+w_last = log(p (K - 1) / (1 - p)), the others 0, so that softmax(w) puts p = LAST_LAYER_INIT on the last layer.
 
 Objective, one ConceptEquivalenceLoss per view, summed per step (spherekit.experiments.training.MultiViewLoss):
 
@@ -10,7 +12,8 @@ Objective, one ConceptEquivalenceLoss per view, summed per step (spherekit.exper
 
 L_BCE sits in the t2d view (the view whose definitions the five rules perturb): with t2d weight w its
 bce_weight is 0.5 / w, so the BCE coefficient stays 0.5 absolute. B3 has no hard-negative columns (plain
-InfoNCE); B1-unified puts the hard negatives into the t2d InfoNCE denominator instead (no BCE); the
+InfoNCE); B1-unified puts the hard negatives into the t2d InfoNCE denominator instead (no BCE); B1-biased and
+B1-negonly change the BCE logit's bias and drop its positive term (Setup.bce_bias / bce_positive); the
 source-holdout regime trains the t2d view alone (see data.py). M3 wraps every
 view in DeepSupervisionLoss (an InfoNCE per supervised layer). With cached_mini_batch the views are the
 gradient-cached losses (GradCache), which bound activation memory by the mini-batch.
@@ -18,8 +21,10 @@ gradient-cached losses (GradCache), which bound activation memory by the mini-ba
 
 from __future__ import annotations
 
+import math
+
 from ..training import MultiViewLoss, distributed_world_size
-from .spec import Setup
+from .spec import LAST_LAYER_INIT, Setup
 
 
 def build_model(backbone, condition: Setup, cfg):
@@ -32,18 +37,30 @@ def build_model(backbone, condition: Setup, cfg):
     if condition.readout in ("mean", "cls"):
         pooling = Pooling(transformer.get_embedding_dimension(), condition.readout)
         return SentenceTransformer(modules=[transformer, pooling], device=str(backbone.device))
+    import torch
+
     from ...nn.readouts import layer_mix_model
 
-    return layer_mix_model(backbone, condition.readout, num_layers=condition.layers,
-                           deep_supervision=condition.deep_supervision,
-                           gate_hidden=cfg.gate_hidden if condition.readout == "gated" else None)
+    model = layer_mix_model(backbone, condition.readout, num_layers=condition.layers,
+                            deep_supervision=condition.deep_supervision,
+                            gate_hidden=cfg.gate_hidden if condition.readout == "gated" else None)
+    if condition.readout_init == "last":
+        readout = readout_module(model)
+        if readout.w is None:
+            raise ValueError(f"readout_init 'last' needs a learned layer mix, got readout {condition.readout!r}")
+        with torch.no_grad():
+            readout.w.zero_()
+            readout.w[-1] = math.log(LAST_LAYER_INIT * (condition.layers - 1) / (1 - LAST_LAYER_INIT))
+    return model
 
 
-def _view_loss(model, cfg, weight: float, mode: str = "bce", bce_weight: float = 0.0):
+def _view_loss(model, cfg, weight: float, mode: str = "bce", bce_weight: float = 0.0, bce_bias: float = 0.0,
+               bce_positive: bool = True):
     from ...losses import CachedConceptEquivalenceLoss, ConceptEquivalenceLoss
 
     kw = dict(scale=cfg.scale, hard_negative_mode=mode, bce_weight=bce_weight, bce_scale=cfg.bce_scale,
-              bce_bias=cfg.bce_bias, weight=weight, gather_across_devices=distributed_world_size() > 1)
+              bce_bias=bce_bias, bce_positive=bce_positive, weight=weight,
+              gather_across_devices=distributed_world_size() > 1)
     if cfg.cached_mini_batch:
         return CachedConceptEquivalenceLoss(model, mini_batch_size=cfg.cached_mini_batch, **kw)
     return ConceptEquivalenceLoss(model, **kw)
@@ -57,7 +74,9 @@ def build_loss(model, condition: Setup, cfg, k: int, source_holdout: bool = Fals
                          "use the gradient-cached losses: set cached_mini_batch=None")
     hn = condition.hard_negatives
     t2d_kw = {"mode": "bce" if hn in (None, "bce") else hn,
-              "bce_weight": cfg.bce_weight / cfg.t2d_weight if hn == "bce" else 0.0}
+              "bce_weight": cfg.bce_weight / cfg.t2d_weight if hn == "bce" else 0.0,
+              "bce_bias": cfg.bce_bias if condition.bce_bias is None else condition.bce_bias,
+              "bce_positive": cfg.bce_positive if condition.bce_positive is None else condition.bce_positive}
     views = {
         "syn": (_view_loss(model, cfg, cfg.syn_weight), 2),
         "t2d": (_view_loss(model, cfg, cfg.t2d_weight, **t2d_kw), 2 + (k if hn else 0)),

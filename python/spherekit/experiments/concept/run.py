@@ -2,7 +2,8 @@
 
 A run builds the condition's encoder on the backbone (models.build_model), trains it with the condition's
 objective through the one training path unless it is frozen (B0, B0-WM), and evaluates it on every suite
-(evaluate.evaluate). M3's per-layer heads are dropped before the model is saved (they are training-only).
+(evaluate.evaluate), keeping the in-domain values per item for the claims' bootstraps. M3's per-layer heads are
+dropped before the model is saved (they are training-only).
 """
 
 from __future__ import annotations
@@ -40,11 +41,11 @@ def run_unit(ctx) -> dict:
     else:
         model = build_model(load_backbone(ctx.backbone), setup, cfg)
     with ctx.timed("eval"):
-        metrics, details = evaluate(model, data, cfg, source_holdout=source_holdout, progress=ctx.progress)
+        metrics, details, items = evaluate(model, data, cfg, source_holdout=source_holdout, progress=ctx.progress)
     readout = readout_module(model)
     if readout is not None and readout.mode != "uniform":
         details["layer_weights"] = _layer_weights(readout)
-    return {"metrics": metrics, "details": details}
+    return {"metrics": metrics, "details": details, "per_item": items}  # per_item: the claims' bootstraps
 
 
 def _layer_weights(readout) -> list[float] | None:

@@ -16,6 +16,8 @@ from ..plugin import Condition, Experiment, conditions_of
 from ..training import TrainConfig
 
 RULE_TYPES = ("antonym_flip", "negation", "pos_swap", "prefix_swap", "type_swap")
+SWAPS = ("random", "nearest")                        # spherekit.data.hard_negatives.SWAPS
+NEGATIONS = ("finite verb", "verb or noun phrase")   # spherekit.data.hard_negatives.NEGATIONS
 EVAL_SPLITS = ("in-domain", "head-holdout")
 SOURCE_HOLDOUT = "source-holdout"
 SH_SUFFIX = "@" + SOURCE_HOLDOUT  # "B1@source-holdout": B1 trained in the source-holdout regime
@@ -26,10 +28,15 @@ class Setup:
     """The encoder of one condition of the paper's Table 1 / appendix F.
 
     readout: "mean" | "cls" (sentence-transformers Pooling of the final layer), "uniform" | "learned" |
-    "gated" (spherekit.nn.LayerMixPooling over the last `layers` layers).  trained: fine-tuned (False:
-    the frozen backbone).  hard_negatives: None (no hard-negative term), "bce" (the BCE term, weight 0.5)
-    or "softmax" (B1-unified: hard negatives in the InfoNCE denominator, no BCE).  deep_supervision: M3's
-    per-layer projection heads and per-layer InfoNCE in training.
+    "gated" (spherekit.nn.LayerMixPooling over the last `layers` layers).  readout_init: where a learned mix
+    starts: "uniform" (logits 0: the uniform mix, B0-WM's readout; the paper does not say) or "last" (weight
+    LAST_LAYER_INIT on the last layer: B1's readout up to that mix, so a readout that gains from the other
+    layers can show it; Adam moves each logit by about the head learning rate per step, so the mix stays near
+    where it starts).  trained: fine-tuned (False: the frozen backbone).  hard_negatives: None (no hard-negative
+    term), "bce" (the BCE term, weight 0.5) or "softmax" (B1-unified: hard negatives in the InfoNCE
+    denominator, no BCE).  bce_bias / bce_positive: this condition's BCE logit bias and positive term (None:
+    the config's bce_bias / bce_positive; the ablation conditions B1-biased and B1-negonly set them).
+    deep_supervision: M3's per-layer projection heads and per-layer InfoNCE in training.
     """
 
     description: str
@@ -38,6 +45,13 @@ class Setup:
     trained: bool = True
     hard_negatives: str | None = "bce"
     deep_supervision: bool = False
+    readout_init: str = "uniform"
+    bce_bias: float | None = None
+    bce_positive: bool | None = None
+
+
+LAST_LAYER_INIT = 0.95  # M1-last: softmax weight of the last layer at the start of training
+SIGLIP_BIAS = -10.0     # B1-biased: the BCE logit 20 cos - 10 (SigLIP's initial bias; this library's loss default)
 
 
 SETUPS: dict[str, Setup] = {
@@ -49,6 +63,8 @@ SETUPS: dict[str, Setup] = {
     "B3": Setup("fine-tuned, mean pooling, no hard negatives", hard_negatives=None),
     "M1": Setup("fine-tuned, learned softmax-weighted mean of the last K=4 layers, hard negatives",
                     "learned", 4),
+    "M1-last": Setup(f"as M1, the layer weights starting at {LAST_LAYER_INIT:.0%} on the last layer (B1's readout) "
+                     "instead of the uniform mix", "learned", 4, readout_init="last"),
     "M1-K6": Setup("as M1 with the last K=6 layers", "learned", 6),
     "M2": Setup("fine-tuned, per-input MLP gate over the last K=4 layers, hard negatives", "gated", 4),
     "M3": Setup("fine-tuned, deep supervision (a projection head and an InfoNCE loss per layer in training), "
@@ -56,7 +72,12 @@ SETUPS: dict[str, Setup] = {
                     "learned", 4, deep_supervision=True),
     "B1-unified": Setup("fine-tuned, mean pooling, hard negatives in the InfoNCE denominator, no BCE "
                             "(appendix F)", hard_negatives="softmax"),
+    "B1-biased": Setup(f"as B1 with the BCE logit 20 cos {SIGLIP_BIAS:+g} (bias ablation: the gradient goes to "
+                       "negatives above cos 0.5)", bce_bias=SIGLIP_BIAS),
+    "B1-negonly": Setup("as B1 with the BCE term over the hard negatives alone (no positive pair; mean over k)",
+                        bce_positive=False),
 }
+BCE_ABLATION = ("B1", "B1-biased", "B1-negonly")
 
 
 @dataclass(frozen=True)
@@ -82,6 +103,13 @@ class ConceptConfig:
     eval_limit: int | None = choice(None, "cap on evaluated test pairs per split (None: all)")
     negatives_per_pair: int = paper(5, "appendix G: five rules per definition, all negatives used; rows hold k "
                                        "slots filled from the rules that apply (cycled when fewer apply)")
+    swap_negatives: str = choice("nearest", "the swap rules' replacement: 'nearest' (the candidate definition "
+                                            "nearest to d+ by TF-IDF cosine) or 'random' (appendix G's words); a "
+                                            "random definition is separated by every encoder (the frozen one "
+                                            "scores ~0.9), the paper's B3 scores 0.472 on its type swaps")
+    negation_scope: str = choice("verb or noun phrase", "appendix G negates the first finite verb or copula; its "
+                                                        "Figure 1 negates a bare noun phrase ('a mammal' -> 'not "
+                                                        "a mammal'): both ('finite verb': the verb alone)")
     d2d_max_per_term: int = paper(6, "section 4.5: up to 6 cross-source definition pairs per term")
     # objective (section 4.3)
     syn_weight: float = paper(1.0, "L = L_syn + L_t2d + 0.7 L_d2d + 0.5 L_BCE")
@@ -93,6 +121,8 @@ class ConceptConfig:
                                     "the BCE term gives every hard negative 'a gradient of fixed magnitude', which "
                                     "a biased (SigLIP-style, -10) logit would not: it saturates below cos 0.5")
     bce_bias: float = choice(0.0, "see bce_scale")
+    bce_positive: bool = choice(True, "the BCE term scores the positive pair too (label 1, mean over k + 1); the "
+                                      "paper does not say")
     max_seq_length: int = choice(64, "tokens per text; WordNet/GCIDE glosses are short")
     gate_hidden: int | None = choice(None, "hidden width of M2's gate MLP (None: d // 2)")
     deep_weight: float = choice(1.0, "M3: weight of the per-layer InfoNCE sum relative to the view loss")
@@ -125,6 +155,10 @@ class ConceptConfig:
             raise ValueError(f"unknown source_holdout_conditions {bad}; valid conditions: {', '.join(SETUPS)}")
         if self.second_source not in ("gcide", "wiktionary"):
             raise ValueError(f"second_source must be 'gcide' or 'wiktionary', got {self.second_source!r}")
+        if self.swap_negatives not in SWAPS:
+            raise ValueError(f"swap_negatives must be one of {SWAPS}, got {self.swap_negatives!r}")
+        if self.negation_scope not in NEGATIONS:
+            raise ValueError(f"negation_scope must be one of {NEGATIONS}, got {self.negation_scope!r}")
         if self.negatives_per_pair < 1:
             raise ValueError(f"negatives_per_pair must be >= 1, got {self.negatives_per_pair}")
 
@@ -136,14 +170,16 @@ class ConceptConfig:
 
 
 PRESETS: dict[str, dict] = {
-    # the embedded default: minutes on a 2-core CPU (the `make run` job)
-    "cpu-small": dict(backbones=("all-MiniLM-L6-v2",), conditions=("B0", "B1", "B3"), steps=120, warmup_steps=12,
-                      lr=5e-5, negatives_per_pair=2, eval_splits=("in-domain",), n_test=1000,
-                      source_holdout_conditions=(),
-                      save_steps=100, logging_steps=5),
-    # every condition on the CPU: hours (MiniLM ~2.5 h on 2 cores, all-mpnet-base-v2 about 5x longer)
+    # the embedded default: about 10 minutes on a 2-core CPU (the `make run` job): B0, B1, B3 with three seeds and
+    # k = 2 negative slots (k = 5 costs a third more per B1 step: fewer steps in the budget). The BCE ablation
+    # (B1-biased, B1-negonly) and B1-unified run on the same preset with --conditions and join its card.
+    "cpu-small": dict(backbones=("all-MiniLM-L6-v2",), conditions=("B0", "B1", "B3"), seeds=(0, 1, 2), steps=60,
+                      warmup_steps=6, lr=5e-5, negatives_per_pair=2, eval_splits=("in-domain",), n_test=1000,
+                      source_holdout_conditions=(), save_steps=100, logging_steps=5),
+    # every condition on the CPU: hours on 2 cores (its committed card ran with k = 2, random swaps, finite-verb
+    # negation and ten conditions: MiniLM 91 min; all-mpnet-base-v2 about 5x longer)
     "cpu": dict(backbones=("all-MiniLM-L6-v2", "all-mpnet-base-v2"), steps=500, warmup_steps=25, lr=5e-5,
-                negatives_per_pair=2, n_test=2000, source_holdout_conditions=("B0", "B1")),
+                n_test=2000, source_holdout_conditions=("B0", "B1")),
     # the paper's sizes (GPU)
     "paper": dict(),
     # seconds: the tests' preset (pass --backbone with a small local model)
