@@ -1,8 +1,10 @@
 """Threshold calibration (textbook section 6) on a hand-made labelled fixture whose answers are worked out below,
-and the concentration-of-measure number: std of random unit-vector cosines ~ 1/sqrt(d)."""
+the claims' own F1 (the corpus-transfer bootstrap) and calibration part, and the concentration-of-measure number:
+std of random unit-vector cosines ~ 1/sqrt(d)."""
 
 import math
 
+import numpy as np
 import pytest
 
 from spherekit.experiments.textbook.calibrate import at_threshold, best_f1, threshold_for_precision
@@ -52,3 +54,24 @@ def test_random_unit_vector_cosines_have_std_one_over_sqrt_d(d):
 
 def test_the_chapters_number_at_768():
     assert round(cosine_std(2000, 768, seed=0), 3) == 0.036
+
+
+@pytest.mark.parametrize("t", [0.3, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99])
+def test_the_claims_f1_is_the_calibration_f1(t):
+    from spherekit.experiments.textbook.checks import f1_at
+
+    assert f1_at(np.array(SCORES), np.array(LABELS, float), t) == pytest.approx(at_threshold(SCORES, LABELS, t)["f1"])
+
+
+def test_calibration_part_is_a_seeded_share_of_the_queries():
+    import dataclasses
+
+    from spherekit.experiments.textbook.sections.thresholds import calibration_queries
+    from spherekit.experiments.textbook.spec import EXPERIMENT
+
+    cfg = EXPERIMENT.make_config("tiny")
+    mask = calibration_queries(101, cfg)
+    assert mask.sum() == round(cfg.calibration_share * 101) and mask.tolist() == calibration_queries(101, cfg).tolist()
+    other = calibration_queries(101, dataclasses.replace(cfg, data_seed=1))
+    assert other.tolist() != mask.tolist()
+    assert calibration_queries(10, dataclasses.replace(cfg, calibration_share=0.3)).sum() == 3

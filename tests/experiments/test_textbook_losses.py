@@ -1,7 +1,7 @@
 """The textbook reproduction's losses section (MNRL vs triplet vs cosine) on a small local backbone: every loss
-gets a retrieval curve that starts at the untrained backbone and ends at the last step, and an interrupted unit
-resumes with the next loss (finished losses are read back from the run's cache, not retrained) with the same
-result."""
+gets a retrieval curve that starts at the untrained backbone and ends at the last step, each query's R@k is kept
+(after training and as its mean over the curve) for the claims' bootstrap, and an interrupted unit resumes with
+the next loss (finished losses are read back from the run's cache, not retrained) with the same result."""
 
 import dataclasses
 import types
@@ -53,7 +53,7 @@ def _comparable(result):
 
 def test_every_loss_has_a_curve_from_the_backbone_to_the_last_step(cfg, backbone_dir, data, tmp_path, monkeypatch):
     trained = []
-    result = _run(cfg, backbone_dir, data, tmp_path, monkeypatch, trained)
+    result = _run(cfg, backbone_dir, data, tmp_path / "run", monkeypatch, trained)
     assert trained == list(LOSSES)
     key = f"R@{cfg.eval_k}"
     for loss in LOSSES:
@@ -62,7 +62,12 @@ def test_every_loss_has_a_curve_from_the_backbone_to_the_last_step(cfg, backbone
         assert curve[-1]["step"] == cfg.steps and result["metrics"][f"{loss}/{key}"] == curve[-1][key]
         assert [c["step"] for c in curve] == sorted({c["step"] for c in curve})
         assert result["details"]["training"][loss]["steps"] == cfg.steps
-        assert (tmp_path / "cache" / f"train-{loss}.json").is_file()
+        assert (tmp_path / "run" / "cache" / f"train-{loss}.json").is_file()
+        for name in (f"{loss}/{key}", f"{loss}/{key} (mean over the training curve)", f"start/{key}"):
+            values = result["per_item"][name]
+            assert len(values) == len(data.test.queries) and all(0 <= v <= 1 for v in values), name
+            assert sum(values) / len(values) == pytest.approx(result["metrics"][name], abs=1e-3), name
+    assert (tmp_path / "cache" / "start.json").is_file()  # the backbone's retrieval: once for every seed
 
 
 def test_interrupted_unit_resumes_with_the_next_loss(cfg, backbone_dir, data, tmp_path, monkeypatch):

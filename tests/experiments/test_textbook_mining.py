@@ -63,7 +63,7 @@ def test_random_negatives_never_positive(data):
 
 
 def test_model_negatives_are_the_most_similar_non_positives(backbone, data):
-    c = cfg(top_k=30, num_negatives=3)
+    c = cfg(top_k=30, num_negatives=3, mining_margin=0.0)  # the listing's rule (the margin: below)
     negs, added = mining.model_negatives(backbone, data, c, random.Random(0))
     sims = (embed(backbone, data.queries, c) @ embed(backbone, data.corpus, c).T).numpy()
     for q, rel in enumerate(data.relevant):
@@ -77,7 +77,8 @@ def test_model_negatives_are_the_most_similar_non_positives(backbone, data):
 
 def test_model_negatives_respect_top_k(backbone, data):
     # top_k = 3: negatives come from the 3 most similar non-positive passages; 3 wanted, so none is random
-    negs, added = mining.model_negatives(backbone, data, cfg(top_k=3, num_negatives=3), random.Random(0))
+    negs, added = mining.model_negatives(backbone, data, cfg(top_k=3, num_negatives=3, mining_margin=0.0),
+                                         random.Random(0))
     sims = (embed(backbone, data.queries, cfg()) @ embed(backbone, data.corpus, cfg()).T).numpy()
     for q, rel in enumerate(data.relevant):
         order = [int(i) for i in np.argsort(-sims[q], kind="stable") if int(i) not in rel]
@@ -161,3 +162,39 @@ def test_interrupted_chain_resumes_after_its_last_finished_round(data, tmp_path,
     assert not list((tmp_path / "resumed").glob("round*/model"))  # models removed once the chain is finished
     assert _chain(monkeypatch, data, tmp_path / "resumed", resumed_seen) == straight  # a finished chain: reread
     assert resumed_seen == ["round2"]
+
+
+@pytest.mark.parametrize("margin", [0.0, 0.01, 0.05])
+def test_model_negatives_keep_the_false_negative_margin(backbone, data, margin):
+    """With a relative margin m, a mined negative is at most (1 - m) x the positive's cosine (the rest of the
+    num_negatives are random top-ups); m = 0 is the listing's rule."""
+    c = cfg(top_k=8, num_negatives=3, mining_margin=margin)
+    negs, added = mining.model_negatives(backbone, data, c, random.Random(0))
+    sims = (embed(backbone, data.queries, c) @ embed(backbone, data.corpus, c).T).numpy()
+    expected_added = 0
+    for q, rel in enumerate(data.relevant):
+        pos = min(sims[q, i] for i in rel)  # the library measures the margin from the hardest positive
+        order = [int(i) for i in np.argsort(-sims[q], kind="stable") if int(i) not in rel]
+        kept = [i for i in order if not margin or sims[q, i] <= pos - margin * abs(pos) + 1e-6][:3]
+        assert negs[q][:len(kept)] == kept and len(negs[q]) == 3 and not set(negs[q]) & rel
+        expected_added += 3 - len(kept)
+    assert added == expected_added
+    if margin == 0.05:
+        assert added > 0  # the tiny backbone puts every passage close to the positive: the margin removes some
+
+
+def test_each_round_draws_its_own_batch_order():
+    from spherekit.experiments.textbook.sections.mining import round_seed
+
+    assert [round_seed(cfg(), 3, r) for r in range(3)] == [3, 1003, 2003]
+    assert [round_seed(cfg(reshuffle_rounds=False), 3, r) for r in range(3)] == [3, 3, 3]
+
+
+def test_mining_reads_the_queries_it_is_set_to(data):
+    from spherekit.experiments.textbook.data import TextbookData
+
+    sentences = Retrieval(["she walked the dog home"], ["a domestic dog kept as a pet"], [{0}])
+    d = TextbookData(data, [], data, [], [], example_test=sentences, example_train=sentences)
+    assert d.mining_sets("terms") == (data, data) and d.mining_sets("examples") == (sentences, sentences)
+    with pytest.raises(ValueError, match="mining_queries"):
+        cfg(mining_queries="questions")

@@ -15,7 +15,8 @@ from ..claims import Scope
 from ..plugin import slug
 from ..printed import grid
 from ..units import unit_runs
-from .paper import AT_TARGET, GAP_HARDEST, GAP_RANDOM, IN_RANGE, PRINTED, RELATIVE_ERROR, STD_768
+from .checks import AT_TARGET, CORPORA, GAP_HARDEST, GAP_RANDOM, IN_RANGE, RELATIVE_ERROR, STD_768
+from .paper import PRINTED
 from .spec import LOSSES, POOLINGS, SECTIONS
 
 
@@ -53,15 +54,21 @@ def _columns(section: str, cfg: dict, units: dict) -> list[tuple]:
         return [(f"start/{k}", f"start {k}")] + [c for x in LOSSES for c in (
             (f"{x}/{k}", f"{x} {k}"), (f"{x}/{k} (mean over the training curve)", f"{x} curve mean"))]
     if section == "mining":
-        return [(f"start/{k}", f"start {k}")] + [(f"{chain}/round{r}/{k}", f"{chain} round {r}")
-                                                for chain in ("hard", "random") for r in range(1, cfg["rounds"] + 1)]
+        return [("count (test queries)", "test queries", 0), (f"start/{k}", f"start {k}")] + [
+            (f"{chain}/round{r}/{k}", f"{chain} round {r}") for chain in ("hard", "random")
+            for r in range(1, cfg["rounds"] + 1)]
     if section == "thresholds":
         p = cfg["target_precision"]
         return [("calibrated/threshold", f"t at precision {p}"), ("calibrated/recall", "its recall"),
                 ("best F1/threshold", "best-F1 t"), ("best F1/F1", "best F1"),
                 ("rule of thumb/precision", f"precision at {cfg['rule_of_thumb']}"),
                 ("rule of thumb/recall", f"recall at {cfg['rule_of_thumb']}"),
-                ("rule of thumb/F1", f"F1 at {cfg['rule_of_thumb']}")]
+                ("rule of thumb/F1", f"F1 at {cfg['rule_of_thumb']}"),
+                ("sentences/best F1/F1", "sentences: best F1"),
+                ("sentences/rule of thumb/F1", f"sentences: F1 at {cfg['rule_of_thumb']}")] + [
+                    (f"{c}/threshold (best F1, calibration part)", f"{c}: calibrated t") for c in CORPORA] + [
+                    (f"{c}/F1 (evaluation part, {src} threshold)", f"{c}: F1 at {src} t")
+                    for c in CORPORA for src in CORPORA]
     if section == "ann":
         ks = sorted({_details(u).get("k", cfg["ann_k"]) for u in units.values()})
         return [c for x, param in (("ivf", "nprobe"), ("hnsw", "efSearch")) for c in (
@@ -90,8 +97,11 @@ def _section_table(section: str, units: dict, cfg: dict) -> str:
 
 
 def _mining_table(units, cfg) -> str:
+    """One row per (chain, round) of the first seed: the miner, retrieval, random top-ups (of all negatives
+    drawn: queries x num_negatives) and the overlap with the previous round's negatives."""
     k = cfg["eval_k"]
-    rows = [f"| backbone | chain | round | negatives from | R@{k} | MRR@{k} | random top-ups | overlap with the "
+    rows = [f"Queries: {cfg.get('mining_queries', 'terms')}; first seed's rounds.", "",
+            f"| backbone | chain | round | negatives from | R@{k} | MRR@{k} | random top-ups | overlap with the "
             "previous round |", "|---|---|---|---|---|---|---|---|"]
     for backbone, u in units.items():
         d = _details(u)
@@ -102,9 +112,16 @@ def _mining_table(units, cfg) -> str:
             for r in records:
                 m = r["metrics"]
                 rows.append(f"| {backbone} | {chain} | {r['round']} | {r['miner']} | {fmt.num(m[f'R@{k}'])} | "
-                            f"{fmt.num(m[f'MRR@{k}'])} | {fmt.count(r['topped_up'])} | "
+                            f"{fmt.num(m[f'MRR@{k}'])} | {_top_ups(r)} | "
                             f"{fmt.num(r['overlap_with_previous'])} |")
     return "\n".join(rows)
+
+
+def _top_ups(record) -> str:
+    """Random top-ups of a round: the count, and its share of the negatives drawn where the record has it."""
+    drawn = record.get("negatives_drawn")
+    share = f" ({fmt.pct(record['topped_up'] / drawn, 0)})" if drawn else ""
+    return fmt.count(record["topped_up"]) + share
 
 
 def _ann_table(unit) -> str:

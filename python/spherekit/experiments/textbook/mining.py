@@ -4,7 +4,8 @@ Every miner maps (model, retrieval set, cfg, rng) -> one list of corpus ids per 
 cfg.num_negatives ids, never a labelled positive of that query, taken from the cfg.top_k best candidates.
 
     bm25_negatives    the top BM25 results (bm25s) that are not labelled positives
-    model_negatives   sentence-transformers' mine_hard_negatives with the given model (cosine, "top" strategy)
+    model_negatives   sentence-transformers' mine_hard_negatives with the given model (cosine, "top" strategy),
+                      with cfg.mining_margin as its relative_margin (0: none, the listing's rule)
     random_negatives  uniformly drawn non-positives (the baseline)
 
 A query with fewer than num_negatives candidates (BM25 matched too few passages, say) is topped up with random
@@ -65,7 +66,11 @@ def bm25_negatives(model, data, cfg, rng: random.Random) -> tuple[list[list[int]
 def model_negatives(model, data, cfg, rng: random.Random) -> tuple[list[list[int]], int]:
     """sentence-transformers' mine_hard_negatives: for each query the num_negatives most similar passages among
     its top candidates that are not labelled positives (every (query, positive) pair is a row, so a query's
-    positives are all excluded)."""
+    positives are all excluded). With cfg.mining_margin = m > 0 a candidate is kept only when cos(query, it) <=
+    cos(query, positive) - m |cos(query, positive)| (the library's relative_margin; with several positives, the
+    least similar one decides): a passage nearly as close as the positive is likely an unlabelled positive (a
+    near-synonym's gloss), not a negative ("NV-Retriever: Improving text embedding models with effective
+    hard-negative mining", TopK-PercPos)."""
     from datasets import Dataset
     from sentence_transformers.util import mine_hard_negatives
 
@@ -74,8 +79,9 @@ def model_negatives(model, data, cfg, rng: random.Random) -> tuple[list[list[int
     was_training = model.training
     model.eval()
     try:
+        margin = cfg.mining_margin or None
         mined = mine_hard_negatives(dataset, model, corpus=list(data.corpus), range_max=cfg.top_k,
-                                    num_negatives=cfg.num_negatives, sampling_strategy="top",
+                                    relative_margin=margin, num_negatives=cfg.num_negatives, sampling_strategy="top",
                                     output_format="labeled-list", batch_size=cfg.eval_batch_size, verbose=False)
     finally:
         model.train(was_training)
@@ -110,7 +116,8 @@ def mining_rounds(model, data, cfg, miners, train_round, evaluate, *, seed: int,
     """Rounds of (mine with the current model, train on the negatives, evaluate). miners: one miner name per
     round (the last repeats); train_round(model, columns, round) -> (the trained model, its training record);
     evaluate(model) -> metrics; seed: of the random negatives and top-ups. Returns one record per round: miner,
-    metrics, training, topped-up count, overlap with the previous round's negatives, and the negatives.
+    metrics, training, topped-up count (of negatives_drawn), overlap with the previous round's negatives, and the
+    negatives.
 
     With rounds_dir, every finished round is kept (rounds_dir/round<r>/record.json, with the random state, and
     the trained model in rounds_dir/round<r>/model until the next round has finished) and a rerun resumes after
@@ -137,7 +144,8 @@ def mining_rounds(model, data, cfg, miners, train_round, evaluate, *, seed: int,
             same = sum(len(set(a) & set(b)) for a, b in zip(negatives, previous))
             overlap = round(same / max(sum(map(len, negatives)), 1), 4)
         model, training = train_round(model, training_rows(data, negatives, cfg.train_negatives), r)
-        records.append({"round": r + 1, "miner": name, "topped_up": added, "overlap_with_previous": overlap,
+        records.append({"round": r + 1, "miner": name, "topped_up": added,
+                        "negatives_drawn": sum(map(len, negatives)), "overlap_with_previous": overlap,
                         "metrics": evaluate(model), "training": training, "negatives": negatives})
         previous = negatives
         if folders:

@@ -25,12 +25,15 @@ SECTIONS: dict[str, str] = {
     "pooling": "CLS, mean and max pooling of the same backbone on the retrieval set",
     "losses": "MNRL vs triplet loss vs cosine-similarity loss, same data and steps, retrieval curve",
     "mining": "hard-negative mining rounds: BM25 negatives (round 1), then negatives mined by the trained model "
-              "(round 2), vs random negatives",
-    "thresholds": "the cosine threshold reaching a target precision on labelled pairs vs the '0.7 rule of thumb'",
+              "(round 2, a false-negative margin), vs random negatives; multi-word queries (WordNet example "
+              "sentences)",
+    "thresholds": "the cosine threshold reaching a target precision on labelled pairs vs the '0.7 rule of thumb'; "
+                  "a threshold calibrated on one corpus used on another",
     "ann": "faiss IVF and HNSW vs exact search: recall@10 against speed-up; the setting reaching 95% recall",
     "order": "'the patient was treated by the doctor' vs its role swap: pooled cosine vs a verifier re-rank",
 }
 LOSSES = ("mnrl", "triplet", "cosine")
+MINING_QUERIES = ("examples", "terms")
 POOLINGS = ("cls", "mean", "max")
 
 
@@ -44,7 +47,7 @@ class TextbookConfig:
     seeds: tuple = selection((0,), "seeds of the sections (training, negatives, random vectors, the verifier): the "
                                    "chapter sets none (its MNRL example is nondeterministic); ours")
     data_seed: int = choice(0, "seed of the data: the WordNet split, the sampled training pairs, distractors, ANN "
-                               "set and near-miss set")
+                               "set, near-miss set and the thresholds' labelled pairs")
     # listings (chapter code)
     listing_temperature: float = paper(0.05, "multiple_negatives_ranking_loss(..., temperature=0.05)")
     listing_batch: int = paper(4, "'batch_size, dim = 4, 384' in the MNRL example")
@@ -61,7 +64,11 @@ class TextbookConfig:
     n_test_synsets: int = choice(500, "held-out WordNet synsets: their terms are the queries, their glosses "
                                       "the relevant passages (decontaminated split, spherekit.data.splits)")
     n_distractors: int = choice(2000, "extra glosses of training synsets added to the retrieval corpus")
-    n_train_pairs: int = choice(4000, "(term, gloss) training pairs sampled from the training split")
+    n_train_pairs: int = choice(4000, "(query, gloss) training pairs sampled from the training split (terms; "
+                                      "example sentences: one per synset)")
+    n_example_synsets: int = choice(600, "held-out WordNet synsets with an example sentence: the first example of "
+                                         "each is a multi-word query retrieving its synset's gloss (mining, "
+                                         "thresholds); synsets sharing a lemma or gloss with them leave training")
     max_seq_length: int = choice(32, "tokens per text; terms and WordNet glosses are short")
     eval_k: int = choice(10, "R@k / MRR@k / nDCG@k of the retrieval set")
     # training (losses, mining rounds, pooling fine-tuning)
@@ -78,9 +85,24 @@ class TextbookConfig:
     train_negatives: int = paper(5, "negatives per query in the mining rounds: num_negatives=5 of the listing")
     rounds: int = paper(2, "'starting with BM25 negatives ... then mining harder negatives with the trained model "
                            "for further fine-tuning rounds': BM25 round + one model-mined round")
+    mining_queries: str = choice("examples", "queries of the mining section: 'examples' (a WordNet example sentence "
+                                             "retrieves its synset's gloss: multi-word queries, so BM25 finds "
+                                             "candidates) or 'terms' (a masked term retrieves its glosses: most "
+                                             "BM25 negatives are then random top-ups)")
+    mining_margin: float = choice(0.05, "relative_margin of sentence-transformers' mine_hard_negatives in the "
+                                        "model-mined rounds: a candidate is kept only when cos(query, it) <= (1 - "
+                                        "margin) cos(query, positive), against false negatives (NV-Retriever's "
+                                        "TopK-PercPos 95%); 0: no margin, the listing's rule", at_least=0.0,
+                                  at_most=1.0)
+    reshuffle_rounds: bool = choice(True, "each mining round draws its own batch order (training seed + 1000 x "
+                                          "round); False replays round 1's batches in every round (same rows, "
+                                          "new negatives)")
     # thresholds
     rule_of_thumb: float = paper(0.7, "'use cosine similarity above 0.7' advice")
     target_precision: float = choice(0.9, "precision the calibrated threshold must reach")
+    calibration_share: float = choice(0.5, "share of a corpus's queries whose labelled pairs calibrate its best-F1 "
+                                           "threshold; the others measure it (the corpus-transfer check)",
+                                      at_least=0.1, at_most=0.9)
     # approximate search
     ann_corpus: int = choice(20000, "WordNet glosses indexed")
     ann_queries: int = choice(500, "WordNet terms searched")
@@ -109,6 +131,8 @@ class TextbookConfig:
             raise ValueError("target_precision and target_recall must lie in (0, 1]")
         if self.curve_points < 1 or self.rounds < 1:
             raise ValueError("curve_points and rounds must be >= 1")
+        if self.mining_queries not in MINING_QUERIES:
+            raise ValueError(f"mining_queries must be one of {MINING_QUERIES}, got {self.mining_queries!r}")
 
     def train_config(self, seed: int, steps: int | None = None) -> TrainConfig:
         steps = steps or self.steps
@@ -118,23 +142,25 @@ class TextbookConfig:
 
 
 PRESETS: dict[str, dict] = {
-    # minutes on a 2-core CPU: MiniLM, every section; 2 of the 5 mined negatives per training row (the cpu
-    # preset trains on all 5, as the listing mines them)
-    "cpu-small": dict(steps=40, batch_size=16, warmup_steps=4, train_negatives=2),
+    # minutes on a 2-core CPU: MiniLM, every section, 3 seeds; 2 of the 5 mined negatives per training row (the
+    # cpu preset trains on all 5, as the listing mines them); smaller corpora and 2 curve points keep 3 seeds
+    # within about a quarter of an hour; losses logged every 2 steps for the "learned" rule
+    "cpu-small": dict(seeds=(0, 1, 2), n_distractors=1000, n_train_pairs=2000, steps=30, batch_size=16,
+                      warmup_steps=3, train_negatives=2, curve_points=2, logging_steps=2),
     # both offline backbones, larger sets, longer training, the listing's 5 negatives per row (hours on 2 cores;
     # all-mpnet-base-v2 is about 5x slower than MiniLM)
     "cpu": dict(backbones=("all-MiniLM-L6-v2", "all-mpnet-base-v2"), n_test_synsets=1000, n_distractors=5000,
                 n_train_pairs=8000, steps=100, warmup_steps=10, curve_points=5, pooling_steps=40,
                 ann_corpus=30000, ann_queries=1000, ivf_nprobe=(1, 2, 4, 8, 16, 32, 64, 128, 256),
-                hnsw_ef=(4, 8, 16, 32, 64, 128, 256), nearmiss_per_family=400),
+                hnsw_ef=(4, 8, 16, 32, 64, 128, 256), nearmiss_per_family=400, n_example_synsets=1000),
     # the chapter's values (every `paper` field at its default: all-MiniLM-L6-v2 as in the listings, 5 mined
     # negatives per training row); the sizes and steps it leaves open are ours
     "paper": dict(),
     # seconds: the tests' preset (pass --backbone with a small local model)
-    "tiny": dict(n_test_synsets=20, n_distractors=30, n_train_pairs=48, max_seq_length=24, steps=2, batch_size=4,
-                 warmup_steps=1, lr=1e-3, curve_points=2, pooling_steps=2, n_random_vectors=300, ann_corpus=400,
-                 ann_queries=20, ivf_nprobe=(1, 4), hnsw_ef=(4, 16), hnsw_m=8, nearmiss_per_family=8,
-                 verifier_epochs=1, eval_batch_size=32, logging_steps=1),
+    "tiny": dict(n_test_synsets=20, n_distractors=30, n_train_pairs=48, n_example_synsets=20, max_seq_length=24,
+                 steps=2, batch_size=4, warmup_steps=1, lr=1e-3, curve_points=2, pooling_steps=2,
+                 n_random_vectors=300, ann_corpus=400, ann_queries=20, ivf_nprobe=(1, 4), hnsw_ef=(4, 16), hnsw_m=8,
+                 nearmiss_per_family=8, verifier_epochs=1, eval_batch_size=32, logging_steps=1),
 }
 
 # the chapter's own quantities (the retrieval metrics, cosine, anisotropy, F1, precision, recall, loss and Acc are

@@ -3,6 +3,7 @@ is not available offline, and is skipped)."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from itertools import combinations
 
@@ -69,7 +70,8 @@ def run(ctx) -> dict:
     # listing 4, and sentence-transformers' mine_hard_negatives on the same example
     chapter_negs = chapter_mine_hard_negatives(model, QUERIES, CORPUS, POSITIVES, cfg.top_k, cfg.num_negatives)
     example = Retrieval(list(QUERIES), list(CORPUS), [POSITIVES[i] for i in range(len(QUERIES))])
-    st_negs, _ = model_negatives(model, example, cfg, random.Random(ctx.seed))
+    st_negs, _ = model_negatives(model, example, dataclasses.replace(cfg, mining_margin=0.0),  # the listing's rule
+                                 random.Random(ctx.seed))
     qe, ce = (model.encode(list(texts), normalize_embeddings=True) for texts in (QUERIES, CORPUS))
     metrics = {
         "dimension": int(emb.shape[1]),

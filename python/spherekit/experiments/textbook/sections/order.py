@@ -4,14 +4,20 @@ cosine (stage 1 of spherekit.retrieval.TwoStageRetriever) rank the same-meaning 
 and does a verifier re-rank (stage 2) fix it? The verifier (cfg.verifier, a small CNN over the token similarity
 map) is trained on the frozen backbone's tokens with spherekit.losses.train_verifier on structural near-misses
 (spherekit.data.nearmiss: negation, binding, spatial), and both stages are also scored on the held-out
-near-misses: the fraction of items where the positive outscores the near-miss. The near-miss set is data (built
-with cfg.data_seed, shared by every seed); the verifier's initialisation and training order follow ctx.seed."""
+near-misses: the fraction of items where the positive outscores the near-miss. Per item (the held-out
+near-misses, then the chapter's examples) whether each stage puts the right passage first is kept (per_item) for
+the claim's paired bootstrap, and the verifier's logged training losses for the claim's "learned" rule. The
+near-miss set is data (built with cfg.data_seed, shared by every seed); the verifier's initialisation and training
+order follow ctx.seed."""
 
 from __future__ import annotations
 
 import torch
 
+from ...uncertainty import per_item
 from ..chapter import ORDER_EXAMPLES
+
+RIGHT = "near-misses and examples/correct ({})"  # per_item keys, per stage
 
 
 def build_verifier(cfg, seed: int):
@@ -83,7 +89,11 @@ def run(ctx) -> dict:
         "near-misses/Acc (pooled cosine)": round(float((cos_m > 0).float().mean()), 4),
         "near-misses/Acc (verifier re-rank)": round(float((ver_m > 0).float().mean()), 4),
     }
+    items = {RIGHT.format(stage): per_item([float(x > 0) for x in margins.tolist()]
+                                           + [float(e[key] == "same_meaning") for e in examples])
+             for stage, margins, key in (("pooled cosine", cos_m, "stage1_first"),
+                                         ("verifier re-rank", ver_m, "stage2_first"))}
     details = {"examples": examples, "nearmiss": per_family, "nearmiss_info": near.info,
-               "verifier_steps": len(history),
-               "verifier_final_loss": history[-1]["loss"] if history else None}
-    return {"metrics": metrics, "details": details}
+               "verifier_steps": len(history), "verifier_final_loss": history[-1]["loss"] if history else None,
+               "verifier_losses": [round(float(h["loss"]), 5) for h in history]}
+    return {"metrics": metrics, "per_item": items, "details": details}

@@ -1,0 +1,312 @@
+"""The checks of the textbook's claims (paper.CLAIMS): each reads the units of one backbone (a claims.Scope) and
+returns what it measured, with the uncertainty of what it compares (noise.py: a bootstrap over the queries, pairs
+or items a section kept) and, for a claim that rests on trainings, the "learned" rule (learning.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import fmt
+from ..claims import NO_ITEMS, Measured, NotRun
+from ..uncertainty import bootstrap, paired_bootstrap
+from .noise import items, run_trainings, two_sample, unless_learned, within_unit
+
+# the keys of the sections' metrics that the checks read
+PARAPHRASE, UNRELATED = "listing1/cosine (paraphrase)", "listing1/cosine (closest unrelated pair)"
+MNRL_DIFF, MNRL_LOSS = "listing3/max abs diff (chapter vs spherekit MNRL)", "listing3/loss (random example)"
+POSITIVES_RETURNED = "listing4/positives returned"
+AGREES = "listing4/agrees (sentence-transformers mine_hard_negatives)"
+STD_768, RELATIVE_ERROR = "random vectors/cosine std (d=768)", "random vectors/relative error (max over d)"
+GAP_RANDOM, GAP_HARDEST = "cosine gap (random irrelevant, median)", "cosine gap (hardest irrelevant, median)"
+GAP_ITEMS = "cosine gap (random irrelevant)"
+IN_RANGE = "share in gap range (random irrelevant)"
+AT_TARGET = "(fastest setting at the target recall)"
+ANN_PARAMS = {"ivf": "nprobe", "hnsw": "efSearch"}
+POOLINGS = ("cls", "mean", "max")
+LOSSES = ("mnrl", "triplet", "cosine")
+CURVE_MEAN = "(mean over the training curve)"
+CORPORA = ("terms", "sentences")
+EVAL_COSINE, EVAL_LABEL, PAIRS_PER_QUERY = "cosine (evaluation pairs)", "label (evaluation pairs)", 3
+RIGHT = "near-misses and examples/correct ({})"
+NO_NOISE = "none: one fixed example on a frozen encoder (deterministic)"
+
+# margins of the rules
+TRANSFER_LOSS = 0.05  # F1 a threshold calibrated on the other corpus must lose
+RULE_OF_THUMB_LOSS = 0.05  # F1 the 0.7 rule must lose against the calibrated best
+ROLE_SWAP_COSINE = 0.9
+MAX_SCANNED = 0.5  # "skip large fractions of the search space": under half of the corpus scanned
+
+
+def key(s, name: str) -> str:
+    """A retrieval key at the card's eval_k ("mnrl/R@10")."""
+    return f"{name}/R@{s.config['eval_k']}"
+
+
+def each_run(s, condition: str, read) -> list:
+    """read(run) for every run (seed) of the condition; NotRun when a run lacks what read needs."""
+    try:
+        return [read(run) for run in s.runs(condition)]
+    except (KeyError, TypeError):
+        raise NotRun(f"{condition} (metrics or details of every run)") from None
+
+
+# ---------------------------------------------------------------- listings
+
+def paraphrase(s):
+    para, unrel = s.metric("listings", PARAPHRASE), s.metric("listings", UNRELATED)
+    return Measured.compare(para - unrel, ">", 0.0, f"cos(paraphrase) {fmt.num(para, 4)} vs cos(unrelated) <= "
+                            f"{fmt.num(unrel, 4)}", uncertainty=NO_NOISE)
+
+
+def mnrl_equality(s):
+    diff = s.metric("listings", MNRL_DIFF)
+    return Measured.compare(diff, "<", 1e-5, f"largest |chapter - spherekit| over the random and the real batch: "
+                            f"{diff:.2e} (random example loss {fmt.num(s.get('listings', MNRL_LOSS), 4)})")
+
+
+def mining_listing(s):
+    returned = s.metric("listings", POSITIVES_RETURNED)
+    negatives = each_run(s, "listings", lambda run: run["details"]["chapter_negatives"])
+    agree = each_run(s, "listings", lambda run: run["metrics"][AGREES])
+    at_most = all(len(v) <= s.config["num_negatives"] for negs in negatives for v in negs.values())
+    return Measured.decided(returned == 0 and at_most and all(agree),
+                            f"listing 4 negatives {'; '.join(map(str, negatives))}; positives returned: "
+                            f"{returned:g}; same as sentence-transformers' mine_hard_negatives: "
+                            f"{'; '.join(map(str, agree))}")
+
+
+# ---------------------------------------------------------------- concentration of measure
+
+def std(s):
+    err, dim = s.metric("concentration", RELATIVE_ERROR), s.metric("concentration", "dimension")
+    dims = sorted({*s.config["random_dims"], int(dim)})
+    return Measured.compare(err, "<=", s.config["std_tolerance"], (
+        f"std at d=768: {fmt.num(s.get('concentration', STD_768), 4)} (1/sqrt(768) = 0.0361); largest relative "
+        f"error over d = {dims}: {fmt.num(err, 4)}. The backbone is far from isotropic: random passage pairs have "
+        f"mean cosine {fmt.num(s.get('concentration', 'passages/anisotropy'))} and std "
+        f"{fmt.num(s.get('concentration', 'passages/cosine std'))} (isotropic: 0 and "
+        f"{fmt.num(s.get('concentration', 'isotropic/cosine std'))})"))
+
+
+def gap(s):
+    """The median gap (relevant - random irrelevant passage) within gap_range: |median - centre| within the
+    half-width, with a bootstrap over the queries of the median of every seed's gaps (pooled)."""
+    lo, hi = s.config["gap_range"]
+    centre, half = (lo + hi) / 2, (hi - lo) / 2
+    share = s.get("concentration", IN_RANGE)
+
+    def text(median, draws=""):
+        return (f"relevant - random irrelevant passage: median {fmt.num(median)}{draws} "
+                f"({fmt.num(None if share is None else 100 * share, 0)}% of queries within {lo}-{hi}); relevant - "
+                f"hardest irrelevant: {fmt.num(s.get('concentration', GAP_HARDEST))}; value = median - {centre:g}")
+
+    runs = s.runs("concentration")
+    per_seed = [r.get("per_item", {}).get(GAP_ITEMS) for r in runs]
+    if not runs or any(v is None for v in per_seed):
+        median = s.metric("concentration", GAP_RANDOM)
+        return Measured.compare(median - centre, "within", half, text(median), uncertainty=NO_ITEMS)
+    gaps = np.asarray(per_seed, dtype=np.float64)  # (seeds, queries)
+    median = float(np.median(gaps))
+    low, high, how = bootstrap(lambda idx: float(np.median(gaps[:, idx])) - centre, gaps.shape[1])
+    return Measured.compare(median - centre, "within", half, text(median, f" (every seed's draws, {gaps.size:,})"),
+                            interval=(low, high), uncertainty=how.replace("items", "queries"))
+
+
+# ---------------------------------------------------------------- pooling
+
+def _pooling_text(s):
+    frozen = {p: s.metric("pooling", key(s, f"frozen/{p}")) for p in POOLINGS}
+    trained = {p: s.get("pooling", key(s, f"trained/{p}")) for p in POOLINGS}
+    text = f"frozen R@{s.config['eval_k']}: " + ", ".join(f"{p} {fmt.num(v)}" for p, v in frozen.items())
+    ran = all(v is not None for v in trained.values())
+    if ran:
+        text += "; after fine-tuning: " + ", ".join(f"{p} {fmt.num(v)}" for p, v in trained.items())
+    return ran, text
+
+
+def mean_pooling(s):
+    ran, text = _pooling_text(s)
+    stages = ("frozen", "trained") if ran else ("frozen",)
+    pairs = [(key(s, f"{stage}/{p}"), key(s, f"{stage}/mean")) for stage in stages for p in ("cls", "max")]
+    measured = within_unit(s, "pooling", pairs, ">", 0.0, text + "; value = the smallest lead of mean")
+    return unless_learned(measured, run_trainings(s, "pooling", lambda run: {
+        f"{p} fine-tuning": run["details"]["training"][p]["curve"]["loss"]
+        for p in run.get("details", {}).get("training", {})}))
+
+
+def max_pooling(s):
+    _, text = _pooling_text(s)
+    return within_unit(s, "pooling", [(key(s, "frozen/mean"), key(s, "frozen/max"))], "<", 0.0,
+                       text + "; value = max - mean (frozen)")
+
+
+# ---------------------------------------------------------------- losses
+
+def _loss_records(run, names):
+    return {f"{x} training": run["details"]["training"][x]["curve"]["loss"] for x in names}
+
+
+def losses(s):
+    final = {x: s.metric("losses", key(s, x)) for x in LOSSES}
+    area = {x: s.metric("losses", f"{key(s, x)} {CURVE_MEAN}") for x in LOSSES}
+    start = fmt.num(s.get("losses", key(s, "start")))
+    text = (f"R@{s.config['eval_k']} after {s.config['steps']} steps (start {start}): "
+            + ", ".join(f"{x} {fmt.num(v)}" for x, v in final.items()) + "; mean over the training curve: "
+            + ", ".join(f"{x} {fmt.num(v)}" for x, v in area.items()) + "; value = the smaller lead of mnrl")
+    pairs = [(key(s, "triplet"), key(s, "mnrl")),
+             (f"{key(s, 'triplet')} {CURVE_MEAN}", f"{key(s, 'mnrl')} {CURVE_MEAN}")]
+    measured = within_unit(s, "losses", pairs, ">", 0.0, text)
+    return unless_learned(measured, run_trainings(s, "losses", lambda run: _loss_records(run, ("mnrl", "triplet"))))
+
+
+# ---------------------------------------------------------------- hard-negative mining
+
+def _chains(s):
+    rounds = range(1, s.config["rounds"] + 1)
+    hard = [s.metric("mining", key(s, f"hard/round{r}")) for r in rounds]
+    rand = [s.metric("mining", key(s, f"random/round{r}")) for r in rounds]
+    queries = s.config.get("mining_queries", "terms")
+    text = (f"{queries} queries, R@{s.config['eval_k']} from {fmt.num(s.get('mining', key(s, 'start')))}: hard "
+            "(BM25, then model-mined) " + " -> ".join(map(fmt.num, hard)) + "; random " + " -> ".join(map(fmt.num,
+                                                                                                         rand)))
+    return hard, rand, text
+
+
+def _round_records(run, chains):
+    return {f"{chain} round {rec['round']}": rec["training"]["curve"]["loss"]
+            for chain in chains for rec in run["details"]["chains"][chain]}
+
+
+def hard_vs_random(s):
+    hard, _, text = _chains(s)
+    last = len(hard)
+    measured = within_unit(s, "mining", [(key(s, f"random/round{last}"), key(s, f"hard/round{last}"))], ">", 0.0,
+                           text + f"; value = hard - random after round {last}")
+    return unless_learned(measured, run_trainings(s, "mining", lambda run: _round_records(run, ("hard", "random"))))
+
+
+def model_mined_round(s):
+    hard, _, text = _chains(s)
+    if len(hard) < 2:
+        raise NotRun("a model-mined round (rounds >= 2)")
+    measured = within_unit(s, "mining", [(key(s, "hard/round1"), key(s, f"hard/round{len(hard)}"))], ">", 0.0,
+                           text + f"; value = hard round {len(hard)} - round 1")
+    return unless_learned(measured, run_trainings(s, "mining", lambda run: _round_records(run, ("hard",))))
+
+
+# ---------------------------------------------------------------- thresholds
+
+def rule_of_thumb(s):
+    best, rule = s.metric("thresholds", "best F1/F1"), s.metric("thresholds", "rule of thumb/F1")
+    t, target = s.get("thresholds", "calibrated/threshold"), s.config["target_precision"]
+    reach = (f"no threshold reaches precision {target}" if t is None else f"threshold for precision {target}: "
+             f"{fmt.num(t)} (recall {fmt.num(s.get('thresholds', 'calibrated/recall'))})")
+    return Measured.compare(best - rule, ">", RULE_OF_THUMB_LOSS, (
+        f"{reach}; best-F1 threshold {fmt.num(s.get('thresholds', 'best F1/threshold'))} (F1 {fmt.num(best)}); at "
+        f"{s.config['rule_of_thumb']}: precision {fmt.num(s.get('thresholds', 'rule of thumb/precision'))}, recall "
+        f"{fmt.num(s.get('thresholds', 'rule of thumb/recall'))}, F1 {fmt.num(rule)}"))
+
+
+def f1_at(scores: np.ndarray, labels: np.ndarray, t: float) -> float:
+    """F1 of "a match when cos >= t" (0 when nothing is predicted or nothing is right)."""
+    pred = scores >= t
+    tp = float((pred & (labels > 0.5)).sum())
+    if tp == 0:
+        return 0.0
+    return 2 * tp / (float(pred.sum()) + float((labels > 0.5).sum()))
+
+
+def transfer(s):
+    """Each corpus's held-out pairs at its own calibrated threshold vs at the other corpus's: the smaller F1 loss
+    of the two corpora must exceed TRANSFER_LOSS (a two-sample bootstrap over the queries of both)."""
+    t = {c: s.metric("thresholds", f"{c}/threshold (best F1, calibration part)") for c in CORPORA}
+    f1 = {(c, src): s.metric("thresholds", f"{c}/F1 (evaluation part, {src} threshold)") for c in CORPORA
+          for src in CORPORA}
+    other = dict(zip(CORPORA, reversed(CORPORA)))
+    losses_ = {c: f1[c, c] - f1[c, other[c]] for c in CORPORA}
+    text = ("best-F1 thresholds (calibration parts): " + ", ".join(f"{c} {fmt.num(t[c])}" for c in CORPORA)
+            + "; F1 on each corpus's evaluation part, own vs other corpus's threshold: "
+            + ", ".join(f"{c} {fmt.num(f1[c, c])} vs {fmt.num(f1[c, other[c]])}" for c in CORPORA)
+            + "; value = the smaller F1 loss")
+    value = min(losses_.values())
+    arrays = {c: (items(s, "thresholds", f"{c}/{EVAL_COSINE}"), items(s, "thresholds", f"{c}/{EVAL_LABEL}"))
+              for c in CORPORA}
+    if any(x is None for pair in arrays.values() for x in pair):
+        return Measured.compare(value, ">", TRANSFER_LOSS, text, uncertainty=NO_ITEMS)
+    grouped = {c: (cos.reshape(-1, PAIRS_PER_QUERY), lab.reshape(-1, PAIRS_PER_QUERY))
+               for c, (cos, lab) in arrays.items()}
+
+    def loss(c, idx):
+        cos, lab = grouped[c][0][idx].ravel(), grouped[c][1][idx].ravel()
+        return f1_at(cos, lab, t[c]) - f1_at(cos, lab, t[other[c]])
+
+    a, b = CORPORA
+    lo, hi, how = two_sample(lambda ia, ib: min(loss(a, ia), loss(b, ib)), len(grouped[a][0]), len(grouped[b][0]))
+    return Measured.compare(value, ">", TRANSFER_LOSS, text, interval=(lo, hi),
+                            uncertainty=how.replace("items", "queries"))
+
+
+# ---------------------------------------------------------------- approximate search
+
+def ann(s):
+    """The highest recall@k among the settings that scan under MAX_SCANNED of the corpus must reach the target,
+    with a bootstrap over the queries of that setting's recall."""
+    corpus = int(s.metric("ann", "count (corpus)"))
+    rows = each_run(s, "ann", lambda run: run["details"]["rows"])[0]
+    k = min(s.config["ann_k"], corpus)
+    parts = []
+    for x, param in ANN_PARAMS.items():
+        best = s.metric("ann", f"{x}/R@{k} (exact neighbours, best setting)")
+        p = s.get("ann", f"{x}/{param} {AT_TARGET}")
+        parts.append(f"{x}: max recall@{k} {fmt.num(best)}" + ("" if p is None else (
+            f", {s.config['target_recall']:.0%} at {param} {p:g} (speed-up "
+            f"{fmt.num(s.get('ann', f'{x}/speed-up {AT_TARGET}'), 2)}x, "
+            f"{fmt.pct(s.get('ann', f'{x}/share scanned {AT_TARGET}'))} of the corpus scanned)")))
+    cheap = [r for r in rows if r["fraction_scanned"] < MAX_SCANNED]
+    if not cheap:
+        return Measured.decided(False, "; ".join(parts) + f" (corpus {corpus}); no setting scans under "
+                                f"{MAX_SCANNED:.0%} of the corpus")
+    best = max(cheap, key=lambda r: r["recall"])
+    param = ANN_PARAMS[best["method"]]
+    text = "; ".join(parts) + (f" (corpus {corpus}); value = recall@{k} of {best['method']} {param} {best['param']} "
+                               f"({fmt.pct(best['fraction_scanned'])} scanned), the best under "
+                               f"{MAX_SCANNED:.0%} scanned")
+    per_query = items(s, "ann", f"{best['method']}/R@{k} (exact neighbours, {param} {best['param']})")
+    if per_query is None:
+        return Measured.compare(best["recall"], ">=", s.config["target_recall"], text, uncertainty=NO_ITEMS)
+    lo, hi, how = bootstrap(lambda idx: float(per_query[idx].mean()), len(per_query))
+    return Measured.compare(best["recall"], ">=", s.config["target_recall"], text, interval=(lo, hi),
+                            uncertainty=how.replace("items", "queries"))
+
+
+# ---------------------------------------------------------------- order sensitivity
+
+def role_swap(s):
+    swap = s.metric("order", "chapter pair/cosine (role swap)")
+    same = s.get("order", "chapter pair/cosine (same meaning)")
+    return Measured.compare(swap, ">", ROLE_SWAP_COSINE, f"cos = {fmt.num(swap, 4)} for the chapter's pair "
+                            f"(same-meaning passage {fmt.num(same, 4)})", uncertainty=NO_NOISE)
+
+
+def rerank(s):
+    """The re-rank puts the right passage first more often than pooled cosine, over the held-out near-misses and
+    the chapter's role swaps together (a paired bootstrap over those items)."""
+    c1, c2 = (s.metric("order", f"examples/correct ({x})") for x in ("pooled cosine", "verifier re-rank"))
+    a1, a2 = (s.metric("order", f"near-misses/Acc ({x})") for x in ("pooled cosine", "verifier re-rank"))
+    n = s.metric("order", "examples/count")
+    text = (f"same-meaning passage first: pooled cosine {c1:g}/{n:g} examples, verifier re-rank {c2:g}/{n:g}; "
+            f"held-out near-misses ranked right: cosine {fmt.num(a1)}, verifier {fmt.num(a2)}")
+    cos_items, ver_items = (items(s, "order", RIGHT.format(x)) for x in ("pooled cosine", "verifier re-rank"))
+    if cos_items is None or ver_items is None:
+        sizes = each_run(s, "order", lambda run: sum(f["n"] for f in run["details"]["nearmiss"].values()))[0]
+        value = ((a2 - a1) * sizes + (c2 - c1)) / (sizes + n)
+        measured = Measured.compare(value, ">", 0.0, text + f"; value = re-rank - cosine over {sizes:g} + {n:g} items",
+                                    uncertainty=NO_ITEMS)
+    else:
+        lo, hi, how = paired_bootstrap(cos_items, ver_items)
+        value = float(ver_items.mean() - cos_items.mean())
+        measured = Measured.compare(value, ">", 0.0, text + f"; value = re-rank - cosine over {len(cos_items)} items",
+                                    interval=(lo, hi), uncertainty=how)
+    return unless_learned(measured, run_trainings(s, "order", lambda run: {
+        "verifier": run.get("details", {}).get("verifier_losses")}))
+
