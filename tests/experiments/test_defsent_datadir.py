@@ -62,3 +62,34 @@ def test_tsv_dictionary_replaces_the_offline_one(tmp_path, tiny_model):
     (tmp_path / "c.tsv").write_text("cup\ta container\ncup\ta mug\n")
     with pytest.raises(ValueError, match=r"c.tsv:2: entry 'cup': duplicate entry"):
         load_records(cfg, ["c"])
+
+
+def test_the_released_dictionary_layout_loads_as_downloaded(tmp_path):
+    """The authors' release (README of github.com/ryuliuxiaodong/DefSent-Plus): ./datasets/Ox+WN.csv, UTF-16 with a
+    byte-order mark, one entry per line, entry<TAB>def1<|list_more_def|>def2 (GenerateEncoderInput.py reads the
+    second tab-separated column); a, b and c as <name>.csv beside it."""
+    folder = tmp_path / "datasets"
+    folder.mkdir()
+    lines = ["revitalize\tgive new life or vigor to<|list_more_def|>imbue something with new life and vitality",
+             "cup\ta small open container\textra column", "plate\ta flat dish"]
+    (folder / "Ox+WN.csv").write_text("\r\n".join(lines) + "\r\n", encoding="utf-16")
+    assert (folder / "Ox+WN.csv").read_bytes()[:2] in (b"\xff\xfe", b"\xfe\xff")
+    (folder / "c.csv").write_text("cup\ta drinking vessel\n", encoding="utf-8")
+    cfg = with_overrides(EXPERIMENT.make_config("tiny"), {"data_dir": str(tmp_path)})
+    records = load_records(cfg, ["a", "c"])
+    assert records["a"] == [("revitalize", "give new life or vigor to"),
+                            ("revitalize", "imbue something with new life and vitality"),
+                            ("cup", "a small open container"), ("plate", "a flat dish")]
+    assert records["c"] == [("cup", "a drinking vessel")]
+    (folder / "Ox+WN.csv").write_text("cup\ta container\ncup\ta mug\n", encoding="utf-16")
+    with pytest.raises(ValueError, match=r"Ox\+WN.csv:2: entry 'cup': duplicate entry"):
+        load_records(cfg, ["a"])
+
+
+def test_senteval_root_as_the_released_teststs_reads_it(tmp_path):
+    """TestSTS.py reads <senteval_root>/data/downstream/STS/... (SentEval-main's own layout): --data-dir may be that
+    root."""
+    _senteval(tmp_path / "data")
+    sts = find_sts(tmp_path)
+    assert set(sts) == {"STS13", "STS-B", "SICK-R"}
+    assert sts["SICK-R"][0][0] == "a small cup" and sts["STS-B"][2] == [g for _, _, g in PAIRS]

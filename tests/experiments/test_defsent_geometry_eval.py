@@ -80,3 +80,40 @@ def test_ranks_break_ties_in_the_relevant_items_favour_unlike_the_shared_metrics
     query = corpus[:1]
     ranked = (query @ tied.T).argsort(dim=1, descending=True, stable=True)
     assert retrieval(query, tied, [[1]])["cross-dictionary/MRR"] == 100.0 and 100 * mrr(ranked, [{1}]) == 50.0
+
+
+def test_per_item_values_recompute_each_metric(monkeypatch):
+    """What the claims' bootstrap resamples: the per-item values give back the metric on the full sample."""
+    from types import SimpleNamespace
+
+    from spherekit.experiments.defsent import noise
+    from spherekit.experiments.defsent.evaluate import evaluate_pooling_items, reverse_dictionary_items
+
+    gen = torch.Generator().manual_seed(5)
+    emb = {t: torch.randn(6, generator=gen) for t in "abcdefghijklmnopqrst"}
+
+    import spherekit.experiments.defsent.evaluate as ev
+
+    def encode(model, texts, **_):  # a lookup of fixed vectors in place of the encoder
+        return torch.stack([emb[t] for t in texts])
+
+    held = SimpleNamespace(
+        sim={"n": {"texts": list("abcdefgh"), "dev": [(0, 1, 0.5), (2, 3, 0.2), (4, 5, 0.9)],
+                   "test": [(0, 2, 0.1), (1, 3, 0.4), (4, 6, 0.8), (5, 7, 0.3), (0, 7, 0.6)]},
+             "v": {"texts": list("ijkl"), "dev": [(0, 1, 0.2), (2, 3, 0.5), (0, 3, 0.9)],
+                   "test": [(0, 2, 0.3), (1, 3, 0.7), (1, 2, 0.1), (0, 1, 0.5)]}},
+        crossdict={"queries": list("mn"), "corpus": list("opq"), "relevant": [[0], [1, 2]]},
+        probes={"supersense": (list("abcdefghij"), ["x", "y"] * 5), "pos": (list("klmnopqrst"), ["u"] * 5 + ["w"] * 5)})
+    cfg = SimpleNamespace(encode_batch_size=4, max_seq_length=32, prompt="{sentence} {mask}", probe_folds=5)
+    monkeypatch.setattr(ev, "encode_pooled", encode)
+    metrics, values, meta = evaluate_pooling_items(None, held, "mean", cfg)
+    for key in values:
+        n = [np.arange(sum(k for _, k in meta[key]["strata"][:i]), sum(k for _, k in meta[key]["strata"][:i + 1]))[None]
+             for i in range(len(meta[key]["strata"]))]
+        assert noise.statistic(np.asarray(values[key]), meta[key], n)[0] == pytest.approx(metrics[key], abs=1e-9), key
+    assert meta["wordnet-sim/avg/Spearman"]["strata"] == [["noun", 5], ["verb", 4]]
+    assert meta["probe/avg/Acc"]["strata"] == [["supersense", 10], ["pos", 10]]
+    rd, hits, rd_meta = reverse_dictionary_items(torch.tensor([[1.0, 0.0], [1.0, 1.0]]), [2, 0],
+                                                 torch.tensor([[3.0, 0.0], [0.0, 2.0], [1.0, 1.0]]), ks=(1, 2))
+    assert hits["reverse-dictionary/Acc@1"] == [0.0, 100.0] and rd["reverse-dictionary/Acc@1"] == 50.0
+    assert rd_meta["reverse-dictionary/Acc@2"]["strata"] == [["definitions", 2]]

@@ -1,7 +1,8 @@
 """The DefSent+ claims as checks on hand-made units: Table 8's AMP-vs-AC grid on dictionary a (whichever combination
 the config trains as plain `1st-a`), the bank-geometry claims of Figures 1-3, claims checked once per condition,
-the best run's pooling, NaN and missing units; the printed numbers; the untrained pooler's reverse dictionary under
-Table 2."""
+the best run's pooling, NaN and missing units; the rules that make a verdict inconclusive (an objective that did not
+learn, a confounded comparison: the LR, the grid winner, a fixed number of pairs, DefSent's head); the printed
+numbers; the untrained pooler's reverse dictionary under Table 2; the departures."""
 
 from spherekit.experiments.claims import Scope, evaluate
 from spherekit.experiments.defsent import paper as P
@@ -21,12 +22,17 @@ def unit(sim, combination=("mean", "amp"), bank=None, probe=50.0, runs=None, **e
     """A unit whose metrics are `sim` / `probe` (the mean over its runs) and whose runs record the extras."""
     extra = {"combination": list(combination), **({"bank": dict(bank)} if bank else {}), **extra}
     runs = runs or [run(0, sim)]
-    return {"metrics": {SIM_B: sim, PROBE_B: probe}, "spread": {"std": {SIM_B: 0.1, PROBE_B: 0.1}},
+    dev = sum(r["metrics"][DEV_B] for r in runs) / len(runs)
+    return {"metrics": {SIM_B: sim, PROBE_B: probe, DEV_B: dev}, "spread": {"std": {SIM_B: 0.1, PROBE_B: 0.1}},
             "runs": [{**r, **extra} for r in runs]}
 
 
 def bank(cos, top1, skew=0.1, kurt=0.5):
     return {"mean_cosine": cos, "svd_top1_share": top1, "abs_skew": skew, "excess_kurtosis": kurt}
+
+
+HEAD = {"source": "fitted (encoder frozen, masked definitions)", "masked_tokens": 900, "heldout_acc_before": 1.0,
+        "heldout_acc_after": 20.0}
 
 
 def verdicts(units) -> dict[str, dict]:
@@ -37,11 +43,13 @@ def test_table8_grid_uses_the_recorded_combination_of_plain_1st_a():
     units = {"base": unit(60.0), "1st-a": unit(62.0, ("mean", "amp")), "1st-a-mean-ac": unit(61.0, ("mean", "ac")),
              "1st-a-cls-amp": unit(63.0, ("cls", "amp")), "1st-a-cls-ac": unit(63.5, ("cls", "ac")),
              "1st-c-cls-ac": unit(70.0, ("cls", "ac"))}  # dictionary c: not Table 8's grid
-    got = verdicts(units)["T8"]
-    assert "BERT-base: cls +2.78 / mean +2.88" in got["statement"] and got["verdict"] == "does not hold"
-    assert got["measured"] == "(cls, amp) 63.00 vs (cls, ac) 63.50, (mean, amp) 62.00 vs (mean, ac) 61.00"
+    got = verdicts(units)
+    assert "BERT-base: cls +2.78 / mean +2.88" in got["T8 (cls)"]["statement"]
+    assert got["T8 (cls)"]["verdict"] == "does not hold" and got["T8 (mean)"]["verdict"] == "holds"
+    assert got["T8 (cls)"]["measured"] == "1st-a-cls-amp 63.00 vs 1st-a-cls-ac 63.50 (-0.50)"
+    assert got["T8 (mean)"]["measured"] == "1st-a 62.00 vs 1st-a-mean-ac 61.00 (+1.00)"
     units["1st-a-cls-ac"] = unit(62.5, ("cls", "ac"))
-    assert verdicts(units)["T8"]["verdict"] == "holds"
+    assert verdicts(units)["T8 (cls)"]["verdict"] == "holds"
     del units["1st-a-mean-ac"], units["1st-a-cls-ac"]  # no AC unit on a: not run
     assert verdicts(units)["T8"]["verdict"] == "not run"
 
@@ -64,21 +72,67 @@ def test_geometry_claims_need_both_isotropy_measures_to_fall():
 
 def test_per_condition_claims_and_missing_units():
     units = {"base": unit(60.0, probe=50.0), "1st-c": unit(62.0, probe=49.0),
-             "1st-c-mean-word": unit(55.0, ("mean", "word"), probe=45.0), "2nd-c": unit(61.0, probe=53.5)}
+             "1st-c-mean-word": unit(55.0, ("mean", "word"), probe=45.0, defsent_head=HEAD),
+             "2nd-c": unit(61.0, probe=53.5)}
     got = verdicts(units)
     assert got["T3 (1st-c)"]["verdict"] == "holds" and got["T3 (1st-c)"]["value"] == 2.0
     assert got["T2-DefSent (1st-c-mean-word)"]["verdict"] == "holds"
-    assert got["T2-PST (dictionary c)"]["verdict"] == "does not hold"  # 62 -> 61
-    assert got["T4 (1st-c)"]["verdict"] == "holds" and got["T4 (1st-c)"]["measured"] == "-1.00 points"
+    assert got["T2-PST (dictionary c: 2nd vs 1st)"]["verdict"] == "does not hold"  # 62 -> 61
+    assert got["T4 (1st-c)"]["verdict"] == "holds" and got["T4 (1st-c)"]["measured"].startswith("-1.00 points")
     assert got["T4 (1st-c-mean-word)"]["verdict"] == "does not hold"  # -5: below -1.48
     assert got["T4 (2nd-c)"]["verdict"] == "does not hold"  # +3.5: above +3.01
     assert got["T2-size"]["verdict"] == "not run" and got["T2-size"]["measured"].startswith("needs at least two")
     units["1st-c"]["runs"] = [{**r, "combination": ["cls", "amp"]} for r in units["1st-c"]["runs"]]
     assert verdicts(units)["T2-DefSent"]["verdict"] == "not run"  # no word bank trained with CLS pooling
     nan = dict(units, **{"1st-b": unit(float("nan"))})
-    assert verdicts(nan)["T2-size"]["verdict"] == "inconclusive" and verdicts(nan)["T3 (1st-b)"]["verdict"] == \
-        "inconclusive"
+    assert verdicts(nan)["T2-size (b vs c)"]["verdict"] == "inconclusive"
+    assert verdicts(nan)["T3 (1st-b)"]["verdict"] == "inconclusive"
     assert all(r["verdict"] == "not run" for r in verdicts({}).values())
+
+
+def test_dictionary_sizes_are_compared_pairwise_and_a_fixed_pair_count_confounds_them():
+    units = {"1st-c": unit(60.0), "1st-b": unit(61.0), "1st-a": unit(60.5)}
+    got = verdicts(units)
+    assert got["T2-size (b vs c)"]["verdict"] == "holds" and got["T2-size (a vs b)"]["verdict"] == "does not hold"
+    assert got["T2-size (a vs b)"]["measured"] == "1st-a 60.50 vs 1st-b 61.00 (-0.50)"
+    fixed = {r["id"]: r for r in evaluate(P.CLAIMS, [Scope("m", units, {"train_definitions": 8000})])}
+    assert fixed["T2-size (b vs c)"]["verdict"] == "inconclusive"
+    assert "every dictionary trains the same 8,000 pairs" in fixed["T2-size (b vs c)"]["measured"]
+
+
+def test_an_objective_that_did_not_learn_makes_its_claims_inconclusive():
+    stuck = {"training": {"curve": {"loss": [12.3, 11.0, 10.4, 10.3]}}}  # 220,034 entries: learned needs <= 6.15
+    units = {"base": unit(60.0), "1st-a": unit(65.0, bank={**bank(0.1, 0.1), "entries": 220_034}, **stuck)}
+    got = verdicts(units)["T3 (1st-a)"]
+    assert got["verdict"] == "inconclusive" and "objective did not learn: 1st-a (loss 12.30 -> 10.30 vs ln E 12.30" in \
+        got["measured"]
+    units["1st-a"]["runs"][0]["training"]["curve"]["loss"] = [12.3, 8.0, 6.2, 6.0]
+    assert verdicts(units)["T3 (1st-a)"]["verdict"] == "holds"
+    units["1st-c-printed"] = unit(61.0, objective={"learned": False, "start_loss": 7.3, "final_loss": 7.2,
+                                                   "ln_E": 7.31})
+    assert verdicts(units)["T3 (1st-c-printed)"]["verdict"] == "inconclusive"  # the pooler as printed, on the card
+
+
+def test_pst_confounds_learning_rate_and_grid_winner():
+    def pst(lrs, grid_dev):
+        units = {"1st-a": unit(60.0, ("mean", "amp"), lr=lrs[0], runs=[run(0, 60.0, dev=grid_dev[0])]),
+                 "2nd-a": unit(61.0, ("mean", "amp"), lr=lrs[1]),
+                 "1st-a-cls-ac": unit(59.0, ("cls", "ac"), runs=[run(0, 59.0, dev=grid_dev[1])])}
+        return {r["id"]: r for r in evaluate(P.CLAIMS, [Scope("m", units, {"lrs": list(lrs)})])}
+
+    assert pst((2e-5, 2e-5, 2e-5), (60.0, 59.0))["T2-PST (dictionary a: 2nd vs 1st)"]["verdict"] == "holds"
+    lr = pst((2e-5, 1e-5, 1e-5), (60.0, 59.0))["T2-PST (dictionary a: 2nd vs 1st)"]
+    assert lr["verdict"] == "inconclusive" and "learning rate changes from 2e-05 to 1e-05" in lr["measured"]
+    table5 = pst((5e-5, 4e-5, 3e-5), (60.0, 59.0))["T2-PST (dictionary a: 2nd vs 1st)"]
+    assert table5["verdict"] == "holds"  # the paper's own schedule (Table 5) is the protocol, not a confound
+    grid = pst((2e-5, 2e-5, 2e-5), (60.0, 61.0))["T2-PST (dictionary a: 2nd vs 1st)"]
+    assert grid["verdict"] == "inconclusive" and "grid winner on the dev proxy is (cls, ac)" in grid["measured"]
+
+
+def test_defsent_baseline_through_the_pooler_is_inconclusive():
+    units = {"1st-c": unit(62.0), "1st-c-mean-word": unit(55.0, ("mean", "word"))}  # no DefSent head record
+    got = verdicts(units)["T2-DefSent (1st-c-mean-word)"]
+    assert got["verdict"] == "inconclusive" and "not DefSent's MLM head" in got["measured"]
 
 
 def test_prompt_pooling_is_read_from_each_units_best_run():
@@ -110,3 +164,22 @@ def test_untrained_pooler_reverse_dictionary_under_table2():
     assert text.endswith("against each 1st step's bank, RD Acc@1 / @10 / @100: 1st-c 0.50 / 2.00 / 9.25.")
     first_c = next(line for line in text.splitlines() if line.startswith("| 1st-c |"))
     assert first_c.endswith("| 62.00 (0) | 75.36 ± 0.22 | 75.92 ± 0.19 |")  # best run (seed), the paper's Table 2
+
+
+def test_departures_name_the_pooler_regime_the_mlm_head_and_the_training_share():
+    head = {**HEAD, "masked_tokens": 9000}
+    run_ = {"seed": 0, "metrics": {}, "start": {"h_norm": 2.3}, "mlm_head": head, "defsent_head": head}
+    results = {"config": {"backbones": ["all-MiniLM-L6-v2"], "conditions": ["base", "1st-c", "1st-a"],
+                          "seeds": [0, 1, 2], "pooler": "mlm-dense", "train_fraction": 0.05, "train_definitions": 0},
+               "units": {"m/1st-c-mean-word": {"condition": "1st-c-mean-word", "runs": [run_]}}}
+    text = " ".join(P.departures(results))
+    assert "Pooler regime: MiniLM's pooler was never trained" in text and "mean norm 2.30" in text
+    assert "the MLM head's dense layer + GELU replaces the never-trained pooler" in text
+    assert "fitted with the encoder frozen on 9,000 masked tokens" in text and "1.0% -> 20.0%" in text
+    assert "Each dictionary trains 5.0% of its pairs per epoch" in text
+    assert "7 conditions on a x 10 seeds x 48 min = 56 h" in text  # a prediction from the paper's time
+    old = dict(results, config={**results["config"], "pooler": "backbone", "train_definitions": 8000},
+               units={"m/1st-c-mean-word": {"condition": "1st-c-mean-word", "runs": [{"seed": 0, "metrics": {}}]}})
+    text = " ".join(P.departures(old))
+    assert "ran through the pooler over the dictionary's word rows" in text
+    assert "Every dictionary trains the same 8,000 pairs" in text and "dense layer + GELU replaces" not in text

@@ -57,3 +57,54 @@ def test_train_step_runs_one_epoch_and_leaves_the_bank(backbone_dir, tmp_path):
     with pytest.raises(ValueError, match="encoder's width is 32"):
         train_step(model, d, torch.randn(4, 16), lr=1e-3, batch_size=4, seed=1, n_pairs=0, max_seq_length=24,
                    adam_eps=1e-6, max_grad_norm=1.0, out_dir=tmp_path)
+
+
+def test_defsent_head_path_is_the_frozen_mlm_transform_and_the_vocabulary_softmax(backbone_dir):
+    from spherekit.experiments.defsent.mlm_head import VocabularyLoss, fit_head, pretrained_head
+
+    model = training_model(backbone_dir, "mean")
+    assert pretrained_head(model) is None  # a sentence-transformers folder: no MLM head
+    texts = [t for _, t in RECORDS] * 4
+    fitted = fit_head(model, texts, steps=40, seed=0)
+    params, record = fitted["params"], fitted["record"]
+    assert params["dense.weight"].shape == (32, 32) and params["bias"].shape[0] == len(model.tokenizer)
+    assert record["masked_tokens"] >= len(texts) and record["final_loss"] < record["initial_loss"]
+    head_model = training_model(backbone_dir, "mean", head=params)
+    assert [type(m).__name__ for m in head_model] == ["Transformer", "Pooling", "Dense", "LayerNorm"]
+    assert not any(p.requires_grad for m in list(head_model)[2:] for p in m.parameters())
+    hf, tok = head_model[0].auto_model, head_model[0].tokenizer
+    batch = tok(["a flat dish", "a small open container"], padding=True, return_tensors="pt")
+    hf.eval()
+    with torch.no_grad():
+        hidden = hf(**batch).last_hidden_state
+        m = batch["attention_mask"].unsqueeze(-1).float()
+        p = (hidden * m).sum(1) / m.sum(1)
+        expect = F.layer_norm(F.gelu(p @ params["dense.weight"].T + params["dense.bias"]), (32,),
+                              params["norm.weight"], params["norm.bias"], eps=hf.config.layer_norm_eps)
+    h = sentence_vectors(head_model, ["a flat dish", "a small open container"])
+    torch.testing.assert_close(h, expect, atol=2e-5, rtol=1e-5)
+    decoder = hf.get_input_embeddings().weight.detach()
+    labels = torch.tensor([5, 7])
+    loss = VocabularyLoss(head_model, decoder, params["bias"])
+    features = head_model.tokenize(["a flat dish", "a small open container"])
+    torch.testing.assert_close(loss([features], labels),
+                               F.cross_entropy(head_model(features)["sentence_embedding"] @ decoder.T
+                                               + params["bias"], labels), atol=1e-5, rtol=1e-5)
+
+
+def test_pretrained_mlm_head_is_read_from_a_bert_checkpoint(tmp_path):
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+
+    from spherekit.experiments.defsent.mlm_head import pretrained_head
+    from spherekit.models import load_backbone
+    from tests.losses._tiny_model import tiny_vocab
+
+    vocab = tiny_vocab()
+    mlm = BertForMaskedLM(BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1,
+                                     num_attention_heads=2, intermediate_size=37, max_position_embeddings=64))
+    mlm.save_pretrained(tmp_path)
+    BertTokenizerFast(vocab={t: i for i, t in enumerate(vocab)}, do_lower_case=True).save_pretrained(tmp_path)
+    head = pretrained_head(load_backbone(str(tmp_path)))
+    torch.testing.assert_close(head["dense.weight"], mlm.cls.predictions.transform.dense.weight.detach())
+    torch.testing.assert_close(head["bias"], mlm.cls.predictions.bias.detach())
+    torch.testing.assert_close(head["norm.bias"], mlm.cls.predictions.transform.LayerNorm.bias.detach())

@@ -125,16 +125,11 @@ def data_key(dictionary) -> str:
     return h.hexdigest()[:16]
 
 
-def word_bank(model, dictionary) -> Tensor:
-    """(E, d) DefSent's bank: row e = the backbone's input embedding of entry e's token,
-
-        bank[e] = W_emb[token(e)]
-
-    (DefSent predicts the entry through the MLM head, whose decoder is tied to these embeddings; a sentence-
-    transformers checkpoint has no MLM head, so the pooler stands in for its transform). Every entry must be one
-    token of the vocabulary (dictionary c); entries that share a token (e.g. accent variants in an uncased
-    vocabulary) share a row, as they share DefSent's output class."""
-    hf, tok = encoder_parts(model)
+def word_ids(model, dictionary) -> list[int]:
+    """The vocabulary id of each entry of `dictionary` (DefSent's classes). Every entry must be one token of the
+    vocabulary (dictionary c); entries that share a token (e.g. accent variants in an uncased vocabulary) share an
+    id, as they share DefSent's output class."""
+    _, tok = encoder_parts(model)
     special = set(tok.all_special_tokens)
     ids = []
     for entry in dictionary.entries:
@@ -144,7 +139,16 @@ def word_bank(model, dictionary) -> Tensor:
                              f"backbone's vocabulary (tokens {tokens}); the word bank needs single-token entries "
                              "(dictionary c)")
         ids.append(tok.convert_tokens_to_ids(tokens[0]))
-    return hf.get_input_embeddings().weight.detach()[torch.tensor(ids)].float().cpu().clone()
+    return ids
+
+
+def word_bank(model, dictionary) -> Tensor:
+    """(E, d) the older stand-in for DefSent's bank (defsent_head "pooler"): row e = the backbone's input embedding
+    of entry e's token, bank[e] = W_emb[token(e)], with the pooler in place of DefSent's MLM transform (mlm_head has
+    DefSent's own head)."""
+    hf, _ = encoder_parts(model)
+    ids = torch.tensor(word_ids(model, dictionary))
+    return hf.get_input_embeddings().weight.detach()[ids].float().cpu().clone()
 
 
 def bank_key(model, dictionary, kind: str, max_length: int) -> str:

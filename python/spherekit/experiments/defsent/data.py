@@ -6,7 +6,11 @@ different resources are combined, and duplicate definitions for each entry are r
 
     read_tsv(path)        the paper's layout, one entry per line: entry<TAB>def1<|list_more_def|>def2 ...
                           (a malformed line, an entry without definitions, or an entry given twice is a
-                          DictionaryFormatError naming the file, the line and the entry)
+                          DictionaryFormatError naming the file, the line and the entry). The authors' released
+                          files are this layout under a ".csv" name (their README: "Ox+WN.csv", read with
+                          --dataset_file_encoding utf-16; GenerateEncoderInput.py reads column 2 of each
+                          tab-split line): UTF-16 (by its byte-order mark) and UTF-8 are both read, and columns
+                          after the second are ignored, as the released code does
     read_kaikki(path)     a Wiktextract / kaikki.org JSONL dump (spherekit.data.wiktionary)
     offline_dictionaries  a = GCIDE and WordNet merged, b = GCIDE, c = single-token entries of b (`single_token`)
 
@@ -22,6 +26,10 @@ from pathlib import Path
 from ...data.records import definition_key, term_key
 
 SEPARATOR = "<|list_more_def|>"
+# the authors' released file names (README of github.com/ryuliuxiaodong/DefSent-Plus: "./datasets/Ox+WN.csv"); the
+# README names no file for b and c: <dir>/{b,c}.csv (or .tsv) there
+RELEASED_NAMES = {"a": ("Ox+WN.csv",)}
+FOLDERS = (".", "datasets")
 
 
 class DictionaryFormatError(ValueError):
@@ -115,12 +123,13 @@ def read_tsv(path) -> list[tuple[str, str]]:
     if not path.is_file():
         raise FileNotFoundError(f"dictionary file {path} does not exist")
     records, first_line = [], {}
-    with open(path, encoding="utf-8") as fh:
+    with open(path, encoding=text_encoding(path)) as fh:
         for lineno, text in enumerate(fh, 1):
             text = text.rstrip("\n\r")
             if not text.strip():
                 continue
             entry, tab, rest = text.partition("\t")
+            rest = rest.split("\t")[0]  # the released code reads the second column only
             if not tab:
                 raise DictionaryFormatError(path, lineno, None, "expected 'entry<TAB>definition"
                                             f"{SEPARATOR}definition...', found no tab")
@@ -140,6 +149,13 @@ def read_tsv(path) -> list[tuple[str, str]]:
     return records
 
 
+def text_encoding(path) -> str:
+    """"utf-16" when the file starts with a UTF-16 byte-order mark (the released files), else "utf-8-sig"."""
+    with open(path, "rb") as fh:
+        head = fh.read(2)
+    return "utf-16" if head in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"
+
+
 def read_kaikki(path) -> list[tuple[str, str]]:
     """(word, gloss) records of a Wiktextract / kaikki.org dump (English entries, form-of senses left out)."""
     from ...data.wiktionary import load_wiktionary, term_definition_pairs
@@ -151,17 +167,21 @@ def read_kaikki(path) -> list[tuple[str, str]]:
 
 
 def find_dictionary_file(data_dir, name: str) -> Path | None:
-    """<data_dir>/<name>.tsv, else <name>.jsonl / .jsonl.gz / .json (kaikki); None when absent."""
-    for suffix in (".tsv", ".jsonl", ".jsonl.gz", ".json"):
-        path = Path(data_dir) / f"{name}{suffix}"
-        if path.is_file():
-            return path
+    """Dictionary `name` under data_dir or data_dir/datasets (the released layout): <name>.tsv / .csv (the paper's
+    layout), the released name (a: Ox+WN.csv), else <name>.jsonl / .jsonl.gz / .json (kaikki); None when absent."""
+    names = [f"{name}{suffix}" for suffix in (".tsv", ".csv")] + list(RELEASED_NAMES.get(name, ()))
+    names += [f"{name}{suffix}" for suffix in (".jsonl", ".jsonl.gz", ".json")]
+    for folder in FOLDERS:
+        for file in names:
+            path = Path(data_dir) / folder / file
+            if path.is_file():
+                return path
     return None
 
 
 def read_dictionary_file(path) -> list[tuple[str, str]]:
     path = Path(path)
-    return read_tsv(path) if path.suffix == ".tsv" else read_kaikki(path)
+    return read_tsv(path) if path.suffix in (".tsv", ".csv") else read_kaikki(path)
 
 
 def offline_records(mask_headword: bool = False) -> dict[str, list[tuple[str, str]]]:

@@ -17,7 +17,9 @@ paper's data is there, SentEval's STS, each under the three evaluation poolings 
     reverse-dictionary/Acc@1, @10, @100
                               reverse dictionary (training path only): held-out definitions ranked over the bank (%)
 
-Keys are "<metric> (<pooling>)" plus "<metric> (best)" for the pooling with the highest dev proxy.
+Keys are "<metric> (<pooling>)" plus "<metric> (best)" for the pooling with the highest dev proxy. For the keys the
+claims compare (the "(best)" proxies, STS and the reverse dictionary) a run also keeps one value per evaluation item
+and the items' strata and gold (spherekit.experiments.defsent.noise: the claims' paired bootstrap).
 
 MRR and Acc@k are computed here, not with spherekit.evaluation.metrics: a relevant item ranks below the candidates
 that score strictly higher (ties count in its favour), so entries that share a row of the bank (the word bank's
@@ -30,6 +32,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..uncertainty import per_item
 from .bank import encode_pooled
 from .spec import CROSS_MRR, DEV_SIM, POOLINGS, PROBE, SIM, STS, pooled, reverse_dictionary_key
 
@@ -42,14 +45,21 @@ def _spearman(a, b) -> float:
     return 100.0 * float(spearmanr(a, b).statistic)
 
 
+def pair_cosines(emb: torch.Tensor, pairs) -> np.ndarray:
+    """cos(emb[i], emb[j]) of every pair (i, j, gold)."""
+    if not pairs:
+        return np.zeros(0)
+    e = F.normalize(emb, dim=1)
+    i = torch.tensor([p[0] for p in pairs])
+    j = torch.tensor([p[1] for p in pairs])
+    return (e[i] * e[j]).sum(1).numpy()
+
+
 def sim_scores(emb: torch.Tensor, pairs) -> float:
     """Spearman x 100 of the pairs' cosines against their gold (NaN with fewer than 3 pairs or a constant gold)."""
     if len(pairs) < 3 or len({p[2] for p in pairs}) < 2:
         return float("nan")
-    e = F.normalize(emb, dim=1)
-    i = torch.tensor([p[0] for p in pairs])
-    j = torch.tensor([p[1] for p in pairs])
-    return _spearman((e[i] * e[j]).sum(1).numpy(), [p[2] for p in pairs])
+    return _spearman(pair_cosines(emb, pairs), [p[2] for p in pairs])
 
 
 def _nanmean(values) -> float:
@@ -59,29 +69,51 @@ def _nanmean(values) -> float:
 
 def retrieval(queries: torch.Tensor, corpus: torch.Tensor, relevant) -> dict:
     """MRR and Acc@1/10 (x 100) of cosine retrieval; relevant[q] = corpus ids relevant to query q."""
+    return retrieval_items(queries, corpus, relevant)[0]
+
+
+def retrieval_items(queries: torch.Tensor, corpus: torch.Tensor, relevant) -> tuple[dict, np.ndarray]:
+    """(retrieval's metrics, each query's reciprocal rank x 100)."""
     scores = F.normalize(queries, dim=1) @ F.normalize(corpus, dim=1).T
     ranks = []
     for q, rel in enumerate(relevant):
         best = scores[q, rel].max()
         ranks.append(int((scores[q] > best).sum()) + 1)
     r = np.asarray(ranks, dtype=float)
-    return {CROSS_MRR: 100 * float((1 / r).mean()), "cross-dictionary/Acc@1": 100 * float((r <= 1).mean()),
-            "cross-dictionary/Acc@10": 100 * float((r <= 10).mean())}
+    return ({CROSS_MRR: 100 * float((1 / r).mean()), "cross-dictionary/Acc@1": 100 * float((r <= 1).mean()),
+             "cross-dictionary/Acc@10": 100 * float((r <= 10).mean())}, 100 / r)
 
 
 def probe_accuracy(emb: torch.Tensor, labels, folds: int, seed: int = 1111) -> float:
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    return probe_items(emb, labels, folds, seed)[0]
 
-    y = np.asarray(labels)
+
+def probe_items(emb: torch.Tensor, labels, folds: int, seed: int = 1111) -> tuple[float, np.ndarray]:
+    """(the mean over folds of the held-out fold's accuracy %, each sentence's correctness x 100 when held out):
+    k-fold cross-validation of a logistic regression (each sentence is held out once)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+
+    x, y = emb.numpy(), np.asarray(labels)
     _, counts = np.unique(y, return_counts=True)
     k = max(2, min(folds, int(counts.min())))
-    cv = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
-    return 100.0 * float(cross_val_score(LogisticRegression(max_iter=2000), emb.numpy(), y, cv=cv).mean())
+    correct, fold_acc = np.zeros(len(y)), []
+    for train, test in StratifiedKFold(n_splits=k, shuffle=True, random_state=seed).split(x, y):
+        hit = LogisticRegression(max_iter=2000).fit(x[train], y[train]).predict(x[test]) == y[test]
+        correct[test] = 100.0 * hit
+        fold_acc.append(100.0 * float(hit.mean()))
+    return float(np.mean(fold_acc)), correct
 
 
 def reverse_dictionary(vectors: torch.Tensor, targets, bank: torch.Tensor, ks=(1, 10, 100)) -> dict:
     """Acc@k (%) of ranking bank rows by raw dot product (eq. 1's score) for each vector; chunked over queries."""
+    return reverse_dictionary_items(vectors, targets, bank, ks)[0]
+
+
+def reverse_dictionary_items(vectors: torch.Tensor, targets, bank: torch.Tensor, ks=(1, 10, 100)):
+    """(reverse_dictionary's metrics, {key: each definition's hit x 100}, items metadata)."""
+    from .noise import item_meta
+
     ranks = []
     targets = torch.as_tensor(targets)
     for start in range(0, len(targets), 64):
@@ -89,39 +121,71 @@ def reverse_dictionary(vectors: torch.Tensor, targets, bank: torch.Tensor, ks=(1
         t = targets[start:start + 64]
         ranks.append((s > s.gather(1, t[:, None])).sum(1) + 1)
     r = torch.cat(ranks).float()
-    return {reverse_dictionary_key(k): 100 * float((r <= k).float().mean()) for k in ks}
+    hits = {reverse_dictionary_key(k): 100.0 * (r <= k).double().numpy() for k in ks}
+    meta = item_meta("mean", [["definitions", len(r)]])
+    return ({k: float(v.mean()) for k, v in hits.items()}, {k: per_item(v) for k, v in hits.items()},
+            {k: meta for k in hits})
 
 
 def evaluate_pooling(model, held, pooling: str, cfg, sts=None) -> dict:
+    return evaluate_pooling_items(model, held, pooling, cfg, sts)[0]
+
+
+def evaluate_pooling_items(model, held, pooling: str, cfg, sts=None) -> tuple[dict, dict, dict]:
+    """(metrics, {key: per-item values}, {key: items metadata}) of one evaluation pooling (the per-item keys: SIM,
+    CROSS_MRR, PROBE, STS)."""
+    from .noise import item_meta
+
     enc = dict(pooling=pooling, batch_size=cfg.encode_batch_size, max_length=cfg.max_seq_length, template=cfg.prompt)
-    out, dev = {}, []
+    out, dev, values, meta = {}, [], {}, {}
+    sim_cos, sim_gold, sim_strata = [], [], []
     for pos, s in held.sim.items():
         emb = encode_pooled(model, s["texts"], **enc)
         out[f"wordnet-sim/{POS[pos]}/Spearman"] = sim_scores(emb, s["test"])
         dev.append(sim_scores(emb, s["dev"]))
+        sim_cos.append(pair_cosines(emb, s["test"]))
+        sim_gold += [p[2] for p in s["test"]]
+        sim_strata.append([POS[pos], len(s["test"])])
     out[SIM] = _nanmean([out[f"wordnet-sim/{POS[p]}/Spearman"] for p in held.sim])
     out[DEV_SIM] = _nanmean(dev)
+    if sim_strata:
+        values[SIM], meta[SIM] = np.concatenate(sim_cos), item_meta("spearman", sim_strata, sim_gold)
     c = held.crossdict
-    out.update(retrieval(encode_pooled(model, c["queries"], **enc), encode_pooled(model, c["corpus"], **enc),
-                         c["relevant"]))
+    metrics, rr = retrieval_items(encode_pooled(model, c["queries"], **enc), encode_pooled(model, c["corpus"], **enc),
+                                  c["relevant"])
+    out.update(metrics)
+    values[CROSS_MRR], meta[CROSS_MRR] = rr, item_meta("mean", [["queries", len(rr)]])
+    probe_correct, probe_strata = [], []
     for task, (texts, labels) in held.probes.items():
-        out[f"probe/{task}/Acc"] = probe_accuracy(encode_pooled(model, texts, **enc), labels, cfg.probe_folds)
+        out[f"probe/{task}/Acc"], correct = probe_items(encode_pooled(model, texts, **enc), labels, cfg.probe_folds)
+        probe_correct.append(correct)
+        probe_strata.append([task, len(correct)])
     out[PROBE] = _nanmean([out[f"probe/{t}/Acc"] for t in held.probes])
+    if probe_strata:
+        values[PROBE], meta[PROBE] = np.concatenate(probe_correct), item_meta("mean", probe_strata)
     if sts:
+        sts_cos, sts_gold, sts_strata = [], [], []
         for name, (s1, s2, gold) in sts.items():
             a, b = encode_pooled(model, s1, **enc), encode_pooled(model, s2, **enc)
-            out[f"sts/{name}/Spearman"] = _spearman(F.cosine_similarity(a, b).numpy(), gold)
+            cos = F.cosine_similarity(a, b).numpy()
+            out[f"sts/{name}/Spearman"] = _spearman(cos, gold)
+            sts_cos.append(cos)
+            sts_gold += list(gold)
+            sts_strata.append([name, len(gold)])
         out[STS] = _nanmean([out[f"sts/{n}/Spearman"] for n in sts])
-    return out
+        values[STS], meta[STS] = np.concatenate(sts_cos), item_meta("spearman", sts_strata, sts_gold)
+    return out, values, meta
 
 
-def evaluate_encoder(model, held, cfg, sts=None) -> tuple[dict, str]:
-    """({"<metric> (<pooling>)": value, ..., "<metric> (best)": ...}, the pooling with the best dev proxy)."""
-    per = {p: evaluate_pooling(model, held, p, cfg, sts) for p in POOLINGS}
-    best = max(POOLINGS, key=lambda p: np.nan_to_num(per[p][DEV_SIM], nan=-np.inf))
-    flat = {pooled(k, p): v for p, m in per.items() for k, v in m.items()}
-    flat.update({pooled(k): v for k, v in per[best].items()})
-    return flat, best
+def evaluate_encoder(model, held, cfg, sts=None) -> tuple[dict, str, dict, dict]:
+    """({"<metric> (<pooling>)": value, ..., "<metric> (best)": ...}, the pooling with the best dev proxy, and the
+    best pooling's per-item values and items metadata under the "(best)" keys)."""
+    per = {p: evaluate_pooling_items(model, held, p, cfg, sts) for p in POOLINGS}
+    best = max(POOLINGS, key=lambda p: np.nan_to_num(per[p][0][DEV_SIM], nan=-np.inf))
+    flat = {pooled(k, p): v for p, (m, _, _) in per.items() for k, v in m.items()}
+    flat.update({pooled(k): v for k, v in per[best][0].items()})
+    _, values, meta = per[best]
+    return flat, best, {pooled(k): per_item(v) for k, v in values.items()}, {pooled(k): m for k, m in meta.items()}
 
 
 def find_sts(data_dir) -> dict | None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from ...evaluation.plots import save_figure
 from .. import fmt
 from ..printed import find
+from . import noise
 from .paper import PRINTED, STS_BEST, TABLE1, TABLE3, TABLE3_GAINS, TABLE7_PROMPT_STS
 from .spec import CROSS_MRR, EXPERIMENT, POOLINGS, PROBE, SIM, STEP_OF, best_run, pooled, reverse_dictionary_key
 
@@ -88,7 +89,7 @@ def table8(scope, cfg) -> str:
             "|---|---|---|---|---|---|"]
     for cond in _conditions(scope):
         s = STEP_OF[cond]
-        if s.step != 1 or s.word_bank:
+        if s.step != 1 or s.word_bank or s.printed:
             continue
         pool, bank = _first_run(scope, cond).get("combination") or (cfg["training_pooling"], cfg["bank_kind"])
         paper = [find(PRINTED, f"1st-a-{pool}-{bank}", STS_BEST, e) if s.dictionary == "a" else None
@@ -96,6 +97,30 @@ def table8(scope, cfg) -> str:
         rows.append(f"| ({pool}, {bank}) | {cond} | {_ms(scope, cond, pooled(SIM))} | {_ms(scope, cond, RD[1])} | "
                     + " | ".join(_n(p.value) if p else fmt.MISSING for p in paper) + " |")
     return "\n".join(rows)
+
+
+def objective_table(scope) -> str | None:
+    """Each trained unit's objective against the uniform softmax (noise.run_objective) and its reverse dictionary:
+    did eq. 1 (or DefSent's vocabulary softmax) learn?"""
+    rows = ["| condition | pooler | classes E | ln E | start loss | final loss | learned (seeds) | h norm at start "
+            "| logit std at start | RD Acc@1 | RD Acc@10 | RD Acc@100 |", "|---|" + "---|" * 11]
+    for cond in _conditions(scope):
+        records = [noise.run_objective(r) for r in scope.runs(cond)]
+        records = [o for o in records if o]
+        if not records:
+            continue
+        start = _first_run(scope, cond).get("start") or {}
+        learned = sum(o["learned"] for o in records)
+        rows.append(f"| {cond} | {records[0].get('pooler', 'backbone')} | {fmt.count(records[0]['classes'])} | "
+                    f"{_n(records[0]['ln_E'])} | {_n(sum(o['start_loss'] for o in records) / len(records))} | "
+                    f"{_n(sum(o['final_loss'] for o in records) / len(records))} | {learned} of {len(records)} | "
+                    f"{_n(start.get('h_norm'))} | {_n(start.get('logit_std'))} | "
+                    + " | ".join(_ms(scope, cond, k) for k in RD) + " |")
+    if len(rows) == 2:
+        return None
+    return "\n".join(rows) + (f"\n\nLearned: the final loss (mean of the last quarter of the logged curve) at most "
+                              f"{noise.LEARNED_FRACTION:g} x ln E (the uniform softmax's loss) and below the first "
+                              "logged loss; a claim on a unit that did not learn is inconclusive.")
 
 
 def table3(scope) -> str:
@@ -176,8 +201,11 @@ def report(results: dict) -> str:
         parts += ["", f"## Results on {scope.name}", "",
                   "### Table 1: dictionaries", "", table1(scope), "",
                   "### Table 2: PST steps and dictionaries (mean ± std over seeds; best pooling chosen on dev)", "",
-                  table2(scope), "",
-                  "### Table 8: (training pooling, bank) grid at the 1st step", "", table8(scope, results["config"]),
+                  table2(scope), ""]
+        objective = objective_table(scope)
+        if objective:
+            parts += ["### Objective: eq. 1 against the uniform softmax (per unit, mean over seeds)", "", objective, ""]
+        parts += ["### Table 8: (training pooling, bank) grid at the 1st step", "", table8(scope, results["config"]),
                   "", "### Tables 3 and 6: further training a sentence-trained encoder", "", table3(scope), "",
                   "### Table 7: pooling chosen at evaluation", "", table7(scope)]
         ica = ica_table(scope)

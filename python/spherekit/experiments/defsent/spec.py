@@ -10,8 +10,12 @@ A condition is one step of progressive separate training (PST) on one dictionary
     2nd-<d>, 3rd-<d>     the next steps: bank built by the best run of the previous step (dev proxy), weights restarted
     2nd-<d>-ica, 3rd-<d>-ica   the same step with the ICA-transformed bank (appendix A)
     1st-<d>-<pool>-<bank>      Table 8's grid: 1st Training with another (training pooling, bank) combination
-    1st-c-<pool>-word    DefSent's setting, the baseline of Table 2: dictionary c against the backbone's
-                         word-embedding bank instead of an entry-embedding bank (bank.word_bank)
+    1st-<d>-printed      1st Training with the training path as printed for a BERT backbone (its own pooler, dense +
+                         tanh, as it is), beside a run whose config puts the MLM head's dense layer in the pooler
+                         (the paper's rule for RoBERTa; a departure for a BERT-type backbone: DefSentConfig.pooler)
+    1st-c-<pool>-word    DefSent's setting, the baseline of Table 2: dictionary c, the sentence vector through
+                         DefSent's MLM head, a softmax over the whole vocabulary (mlm_head; bank.word_bank for the
+                         older pooler regime)
 
 A run is one seed of a condition; the runner runs a step's previous step first (Condition.requires).
 Every value the paper states is a `paper(...)` field (the doc says where); every other value is a `choice(...)`.
@@ -43,6 +47,8 @@ TRAIN_POOLINGS = ("cls", "mean")
 BANKS = ("amp", "ac")
 WORD_BANK = "word"  # DefSent's bank (dictionary c only): the backbone's input embeddings of the entries' tokens
 WHITENINGS = ("arbitrary-variance", "unit-variance")
+DEFSENT_HEADS = ("mlm", "pooler")
+POOLERS = ("backbone", "mlm-dense")
 
 # metric keys (spherekit.experiments.metrics): "<key> (<pooling>)" per evaluation pooling, and "(best)" for the
 # pooling with the highest dev proxy
@@ -82,6 +88,7 @@ class Step:
     dictionary: str | None
     ica: bool = False
     combination: tuple | None = None
+    printed: bool = False
 
     @property
     def word_bank(self) -> bool:
@@ -104,6 +111,7 @@ def _steps() -> dict[str, Step]:
             out[f"{step}-{d}"] = Step(k, d)
             if k > 1:
                 out[f"{step}-{d}-ica"] = Step(k, d, ica=True)
+        out[f"1st-{d}-printed"] = Step(1, d, printed=True)
         for pool in TRAIN_POOLINGS:
             for bank in BANKS:
                 out[f"1st-{d}-{pool}-{bank}"] = Step(1, d, combination=(pool, bank))
@@ -118,10 +126,12 @@ def _describe(s: Step) -> str:
         return "the starting encoder, untrained: the baseline of every proxy"
     if s.word_bank:
         return (f"DefSent (the baseline of Table 2): 1st Training on dictionary c with {s.combination[0]} pooling "
-                "against the backbone's word-embedding bank")
+                "through DefSent's MLM head over the whole vocabulary")
     what = f"{STEPS[s.step - 1]} Training of PST on dictionary {s.dictionary}"
     if s.combination:
         what += f" with (pooling, bank) = ({s.combination[0]}, {s.combination[1]}) (Table 8 grid)"
+    if s.printed:
+        what += ", the backbone's own pooler as printed for BERT"
     if s.previous:
         what += f", bank built by the best run of {s.previous}"
     return what + (", ICA-transformed bank" if s.ica else "")
@@ -152,6 +162,18 @@ class DefSentConfig:
     max_seq_length: int = paper(150, "released code: max_seq_length=150 (Table 1's longest definition is 141)")
     adam_eps: float = paper(1e-6, "released code: AdamW(eps=1e-6), weight decay 0, no warmup, linear decay, clip 1")
     max_grad_norm: float = paper(1.0, "released code: clip_grad_norm_(..., 1.0)")
+    pooler: str = paper("backbone", "sec. 3.2: BERT's pretrained pooler (dense + tanh) as it is ('backbone'; a "
+                                    "RoBERTa-type backbone always gets its LM head's dense layer + GELU). 'mlm-dense': "
+                                    "the MLM head's dense layer + GELU in the pooler, the paper's rule for a pooler "
+                                    "without NSP training, applied to a BERT-type backbone whose pooler was never "
+                                    "trained (a departure)")
+    defsent_head: str = paper("mlm", "DefSent's code (Tsukagoshi et al. 2021): the frozen MLM head (dense + GELU + "
+                                     "LayerNorm, decoder tied to the word embeddings, with its bias) over the whole "
+                                     "vocabulary; 'pooler': the pooler over the dictionary's word rows (the older "
+                                     "regime of this reproduction)")
+    mlm_head_texts: int = choice(4000, "definitions whose masked tokens fit the MLM head (DefSent's head; the "
+                                       "'mlm-dense' pooler) when the checkpoint has none (mlm_head.fit_head)")
+    mlm_head_steps: int = choice(200, "AdamW steps (lr 1e-3, 256 masked tokens) of that fit")
     seed_selection: str = choice("dev", "the best run of a step (whose encoder builds the next bank) is chosen on "
                                         "the dev half of the WordNet-similarity proxy; the paper chose on the STS "
                                         "test sets")
@@ -171,8 +193,11 @@ class DefSentConfig:
     # data (offline analogues of the paper's dictionaries; Table 1)
     max_entries: int = choice(0, "entries kept per dictionary (0: all, as the paper); a random subset otherwise")
     max_definitions_per_entry: int = choice(0, "definitions kept per entry (0: all)")
-    train_definitions: int = choice(0, "(entry, definition) pairs per epoch (0: all, as the paper; else a random "
-                                       "subsample per seed, every entry stays in the bank)")
+    train_definitions: int = choice(0, "(entry, definition) pairs per epoch, the same count for every dictionary "
+                                       "(0: train_fraction decides; else a random subsample per seed, every entry "
+                                       "stays in the bank)")
+    train_fraction: float = choice(1.0, "share of each dictionary's pairs per epoch, the same for every dictionary "
+                                        "(1: a full epoch, as the paper; else a random subsample per seed)")
     mask_headword: bool = choice(False, "definitions as printed (the paper masks nothing)")
     # offline evaluation proxies (none in the paper)
     n_heldout_terms: int = choice(400, "WordNet-and-GCIDE terms held out of every dictionary for cross-dictionary "
@@ -193,7 +218,8 @@ class DefSentConfig:
         if bad:
             raise ValueError(f"unknown condition(s) {bad}; valid conditions: {', '.join(STEP_OF)}")
         checks = [("training_pooling", self.training_pooling, TRAIN_POOLINGS), ("bank_kind", self.bank_kind, BANKS),
-                  ("ica_whiten", self.ica_whiten, WHITENINGS), ("seed_selection", self.seed_selection, ("dev",))]
+                  ("ica_whiten", self.ica_whiten, WHITENINGS), ("seed_selection", self.seed_selection, ("dev",)),
+                  ("defsent_head", self.defsent_head, DEFSENT_HEADS), ("pooler", self.pooler, POOLERS)]
         for field, value, valid in checks:
             if value not in valid:
                 raise ValueError(f"{field} must be one of {valid}, got {value!r}")
@@ -202,6 +228,9 @@ class DefSentConfig:
                              f"{self.lrs}")
         if any(b > a for a, b in zip(self.lrs, self.lrs[1:])):
             raise ValueError(f"lrs {self.lrs}: a step's LR may not exceed the previous step's (paper, Table 5)")
+        if not 0 < self.train_fraction <= 1 or (self.train_definitions and self.train_fraction != 1):
+            raise ValueError(f"train_fraction must be in (0, 1], and 1 when train_definitions is set; got "
+                             f"{self.train_fraction} with train_definitions {self.train_definitions}")
         if "{sentence}" not in self.prompt or "{mask}" not in self.prompt:
             raise ValueError(f"prompt must contain {{sentence}} and {{mask}}, got {self.prompt!r}")
 
@@ -211,31 +240,47 @@ class DefSentConfig:
     def combination(self, step: Step) -> tuple[str, str]:
         return step.combination or (self.training_pooling, self.bank_kind)
 
+    def pooler_of(self, step: Step) -> str:
+        """The pooler a step trains: the backbone's own for a `printed` condition, else the config's."""
+        return "backbone" if step.printed else self.pooler
+
+    def pairs_per_epoch(self, n_pairs: int) -> int:
+        """The training pairs of a dictionary that holds n_pairs (0: all of them)."""
+        if self.train_definitions:
+            return self.train_definitions
+        return 0 if self.train_fraction == 1 else max(1, round(self.train_fraction * n_pairs))
+
 
 MINILM = ("all-MiniLM-L6-v2",)
 PRESETS: dict[str, dict] = {
-    # minutes on 2 cores: the sentence-trained MiniLM (like the paper's SimCSE/SNCSE starts, Table 3, whose LRs in
-    # Table 5 are 1e-6 .. 3e-5: 1e-5 here; BERT-base's raw-model 5e-5 lowered every proxy but the reverse
-    # dictionary), dictionary c subsampled (1,500 entries), one step of 60 batches, two seeds, small proxies
-    "cpu-small": dict(backbones=MINILM, conditions=("base", "1st-c"), seeds=(0, 1), training_pooling="mean",
-                      lrs=(1e-5, 1e-5, 1e-5), max_entries=1500, max_definitions_per_entry=2, train_definitions=960,
-                      n_heldout_terms=100, n_sim_anchors=40, n_sim_pairs=400, n_reverse=200, n_probe=200),
-    # hours on 2 cores (LRs within Table 5's data-augmented range): dictionary a with every entry in the bank (at
-    # most 2 definitions each), definitions subsampled per epoch; Table 2's dictionary sizes, Table 8's grid, three
-    # PST steps with the ICA variant (FastICA fitted on 20k entries: O(n d^2) per iteration), three seeds; DefSent's
-    # word-embedding bank on dictionary c as the baseline
-    "cpu": dict(backbones=MINILM, conditions=("base", "1st-c", "1st-c-mean-word", "1st-b", "1st-a", "2nd-a", "3rd-a",
-                                              "3rd-a-ica", "1st-a-cls-amp", "1st-a-mean-ac", "1st-a-cls-ac"),
-                seeds=(0, 1, 2), training_pooling="mean", lrs=(2e-5, 2e-5, 1e-5), max_definitions_per_entry=2,
-                train_definitions=8000, ica_fit_rows=20000, n_heldout_terms=400, n_sim_anchors=150, n_sim_pairs=1500,
-                n_reverse=500, n_probe=1000),
+    # tens of minutes on 2 cores: the sentence-trained MiniLM (like the paper's SimCSE/SNCSE starts, Table 3, whose
+    # LRs in Table 5 are 1e-6 .. 3e-5: 1e-5 here), dictionary c subsampled (1,500 entries), 45% of its pairs (60
+    # batches), three seeds, small proxies. MiniLM's pooler was never trained, so the pooler is the MLM head's dense
+    # layer + GELU (the paper's rule for RoBERTa, departure 'mlm-dense'; the head is fitted: mlm_head), with the
+    # backbone's own pooler beside it (1st-c-printed) and DefSent's MLM head on the same data (1st-c-mean-word)
+    "cpu-small": dict(backbones=MINILM, conditions=("base", "1st-c", "1st-c-printed", "1st-c-mean-word"),
+                      seeds=(0, 1, 2), training_pooling="mean", pooler="mlm-dense", lrs=(1e-5, 1e-5, 1e-5),
+                      max_entries=1500, max_definitions_per_entry=2, train_fraction=0.45, n_heldout_terms=100,
+                      n_sim_anchors=40, n_sim_pairs=400, n_reverse=200, n_probe=200),
+    # hours on 2 cores (LRs within Table 5's data-augmented range, one rate for every PST step): dictionary a with
+    # every entry in the bank (at most 2 definitions each), the same 5% of every dictionary's pairs per epoch;
+    # Table 2's dictionary sizes, Table 8's grid, three PST steps with the ICA variant (FastICA fitted on 20k
+    # entries: O(n d^2) per iteration), three seeds; DefSent's MLM head on dictionary c as the baseline. The chain
+    # trains BERT-base's (CLS, AMP) (Table 8); T2-PST checks that it is the grid winner on the dev proxy here too
+    "cpu": dict(backbones=MINILM, conditions=("base", "1st-c", "1st-c-cls-word", "1st-b", "1st-a", "1st-a-printed",
+                                              "2nd-a", "3rd-a", "3rd-a-ica", "1st-a-mean-amp", "1st-a-cls-ac",
+                                              "1st-a-mean-ac"),
+                seeds=(0, 1, 2), pooler="mlm-dense", lrs=(2e-5, 2e-5, 2e-5),
+                max_definitions_per_entry=2, train_fraction=0.05, ica_fit_rows=20000, n_heldout_terms=400,
+                n_sim_anchors=150, n_sim_pairs=1500, n_reverse=500, n_probe=1000),
     # the paper's sizes (GPU, the paper's data through --data-dir): BERT-base, full dictionaries, ten seeds
     "paper": dict(),
     # seconds: the tests' preset (pass --backbone with a small local model)
-    "tiny": dict(conditions=("base", "1st-c", "2nd-c", "2nd-c-ica", "1st-c-cls-word"), seeds=(0, 1),
-                 lrs=(1e-3, 1e-3, 1e-3), max_entries=60, max_definitions_per_entry=2, train_definitions=24,
-                 batch_size_bc=8, max_seq_length=32, n_heldout_terms=10, n_sim_anchors=16, n_sim_pairs=60,
-                 n_reverse=10, n_probe=40, probe_folds=2, ica_max_iter=200, encode_batch_size=16, logging_steps=1),
+    "tiny": dict(conditions=("base", "1st-c", "1st-c-printed", "2nd-c", "2nd-c-ica", "1st-c-cls-word"), seeds=(0, 1),
+                 pooler="mlm-dense", lrs=(1e-3, 1e-3, 1e-3), max_entries=60, max_definitions_per_entry=2,
+                 train_definitions=24, batch_size_bc=8, max_seq_length=32, n_heldout_terms=10, n_sim_anchors=16,
+                 n_sim_pairs=60, n_reverse=10, n_probe=40, probe_folds=2, ica_max_iter=200, mlm_head_texts=40,
+                 mlm_head_steps=20, encode_batch_size=16, logging_steps=1),
 }
 
 
