@@ -64,11 +64,27 @@ def test_presets_and_selection():
     picked = with_overrides(cfg, select(["SINCERE-GPT", "CircularCSE-nGPT@unfrozen+4labels"]))
     assert units_of(picked) == ["SINCERE-GPT@frozen", "CircularCSE-nGPT@unfrozen+4labels"]
     assert cfg.train_config(1800, 7).steps == 5 * 29 and cfg.train_config(1800, 7).seed == 7  # epochs x ceil(n / b)
-    assert (cfg.seeds, cfg.data_seed) == ((42,), 42)
+    assert (cfg.seeds, cfg.data_seed) == ((42, 43, 44), 42)
+    assert (cfg.pooling, cfg.head_mask, cfg.pretrained_pooling) == ("auto", "auto", "head")
+    ngpt = ["Pretrained", "SINCERE-nGPT@frozen", "SoftCSE-nGPT@frozen", "CircularCSE-nGPT@frozen"]
+    mean, alpha = preset_config("cpu-small-mean-pooling"), preset_config("cpu-small-alpha0.25")
+    longer = preset_config("cpu-small-15epochs")
+    assert units_of(mean) == units_of(alpha) == units_of(longer) == ngpt and mean.seeds == cfg.seeds
+    assert (mean.pooling, mean.alpha_init, alpha.pooling, alpha.alpha_init) == ("mean", 0.05, "auto", 0.25)
+    assert longer.train_config(1800, 7).steps == 15 * 29 and longer.alpha_init == cfg.alpha_init
+    paper, tuned = preset_config("paper"), preset_config("paper-finetuned")
+    assert paper.backbones == ("Qwen/Qwen3-Embedding-4B", "nvidia/llama-embed-nemotron-8b", "meta-llama/Llama-3.2-3B",
+                               "allenai/Olmo-3-1025-7B") and paper.regimes == ("frozen",)
+    assert tuned.backbones == ("intfloat/multilingual-e5-large", "mixedbread-ai/mxbai-embed-large-v1")
+    assert all("@unfrozen" in u for u in units_of(tuned) if u != "Pretrained")  # label-count runs included
+    assert (paper.pooling, paper.epochs, paper.batch_size, paper.n_train_per_label) == ("auto", 15, 128, 500)
     with pytest.raises(ValueError, match="runs"):
         CircumplexConfig(runs=("SINCERE-XL",))
     with pytest.raises(ValueError, match="data-dir"):
         CircumplexConfig(dataset="goemotions")
+    for field, bad in (("pooling", "max"), ("head_mask", "sideways"), ("pretrained_pooling", "cls")):
+        with pytest.raises(ValueError, match=field):
+            CircumplexConfig(**{field: bad})
 
 
 def _verdicts(scope):
@@ -78,7 +94,7 @@ def _verdicts(scope):
 def test_claim_checks_on_the_papers_own_table():
     holds = P.paper_claims_hold()
     names = [backbone for backbone, _ in P.TABLE1]
-    assert list(holds) == ["C1", "C2", "C3", "C4", "C5"]
+    assert list(holds) == ["C1-GPT", "C1-nGPT", "C2-GPT", "C2-nGPT", "C3", "C4", "C5-GPT", "C5-nGPT"]
     assert all(all(v) for c, v in holds.items() if c != "C3")
     assert dict(zip(names, holds["C3"])) == {names[0]: True, names[1]: True, names[2]: False}  # Llama: a tie
     e5 = P.paper_scopes()[0]
@@ -86,8 +102,10 @@ def test_claim_checks_on_the_papers_own_table():
     flipped = GroupScope("e5", "unfrozen", {c: {"metrics": {V: u["metrics"][CD_R], CD_R: u["metrics"][V]}}
                                             for c, u in e5.units.items()})  # swap V and CD-r: the orders break
     got = _verdicts(flipped)
-    assert got["C1"]["verdict"] == got["C2"]["verdict"] == "does not hold"
-    assert got["C1"]["value"] < 0 and got["C1"]["op"] == ">" and got["C1"]["margin"] == 0.0
+    for head in ("GPT", "nGPT"):
+        assert got[f"C1-{head}"]["verdict"] == got[f"C2-{head}"]["verdict"] == "does not hold"
+        assert got[f"C1-{head}"]["value"] < 0 and got[f"C1-{head}"]["op"] == ">"
+        assert got[f"C1-{head}"]["margin"] == 0.0
     alone = _verdicts(GroupScope("b", "frozen", {"SINCERE-GPT@frozen": {"metrics": {V: 0.5, CD_R: 0.5}}}))
     assert all(r["verdict"] == "not run" and r["measured"].startswith("needs") for r in alone.values())
 
@@ -100,10 +118,15 @@ def test_claim_rules_at_their_edges():
     # runs: SINCERE-GPT, SINCERE-nGPT, SoftCSE-GPT, SoftCSE-nGPT, CircularCSE-GPT, CircularCSE-nGPT
     tie = _verdicts(scope([0.7, 0.7, 0.7, 0.7, 0.6, 0.6], [0.3, 0.3, 0.5, 0.8, 0.8, 0.7]))
     assert tie["C3"]["verdict"] == "does not hold"  # SoftCSE-nGPT ties the best CircularCSE: the paper's Llama case
-    assert tie["C1"]["verdict"] == tie["C2"]["verdict"] == tie["C4"]["verdict"] == tie["C5"]["verdict"] == "holds"
+    others = [r for cid, r in tie.items() if cid != "C3"]
+    assert len(others) == 7 and all(r["verdict"] == "holds" for r in others)
     flat = _verdicts(scope([0.5] * 6, [0.3, 0.3, 0.5, 0.5, 0.8, 0.8], pretrained=0.5))
     assert flat["C4"]["verdict"] == "does not hold" and "undefined" in flat["C4"]["measured"]  # constant V column
-    assert flat["C5"]["verdict"] == "does not hold" and flat["C1"]["verdict"] == "does not hold"
+    for head in ("GPT", "nGPT"):
+        assert flat[f"C5-{head}"]["verdict"] == flat[f"C1-{head}"]["verdict"] == "does not hold"
+    gpt_only = _verdicts(GroupScope("b", "frozen", {c: u for c, u in scope([0.7] * 4 + [0.6] * 2, [0.3] * 4 + [0.8] * 2)
+                                                    .units.items() if "nGPT" not in c}))
+    assert gpt_only["C1-GPT"]["verdict"] == "holds" and gpt_only["C1-nGPT"]["verdict"] == "not run"
 
 
 def test_scopes_group_the_main_grid_per_regime_with_pretrained():
@@ -145,6 +168,10 @@ def test_units_layout_and_metrics(card):
         (run,) = unit["runs"]
         assert unit["seeds"] == [None if uid == "st/Pretrained" else 42], uid  # Pretrained: one no-seed run
         details = run["details"]
+        per_text = run["per_text"]  # what the claims' bootstrap over the test texts reads
+        assert len(per_text["label"].split()) == len(per_text["cluster"].split()) == details["n_test"], uid
+        assert len(per_text["cosine"]) == len(run["labels"]) and per_text["pairs"] == "upper+diagonal", uid
+        assert details["pooling"]["pooling"] == "cls", uid  # the paper's rule for a BERT-like encoder
         n_labels = len(run["labels"])
         assert len(details["label_cosine"]) == n_labels and details["pca_sweep"][-1]["reduced"] is False
         assert len(details["pca_points"]) == details["n_test"] == len(details["pca_labels"])
@@ -152,6 +179,9 @@ def test_units_layout_and_metrics(card):
             assert 0 < m[ALPHA_MEAN] <= m[ALPHA_MAX] < 0.2, uid
         else:
             assert ALPHA_MEAN not in m and ALPHA_MAX not in m, uid
+    pretrained = results["units"]["st/Pretrained"]["runs"][0]  # pooled as the heads, the backbone's own beside it
+    assert "backbone pooling/V-measure" in pretrained["metrics"] and "backbone pooling/cluster" in \
+        pretrained["per_text"]
     four = results["units"]["st/CircularCSE-nGPT@frozen+4labels"]
     assert four["runs"][0]["labels"] == ["love", "surprise", "disgust", "calmness"]
     frozen = results["units"]["st/SINCERE-nGPT@frozen"]
@@ -165,7 +195,8 @@ def test_units_layout_and_metrics(card):
         assert not (d / "trainer").exists()
     assert (card / "data" / "token_states").is_dir()  # the frozen runs' shared cache
     by_id = {(r["scope"], r["id"]): r for r in results["claims"]}
-    assert set(by_id) == {(f"st, {g}", f"C{i}") for g in ("frozen", "unfrozen") for i in range(1, 6)}
+    ids = {f"C{i}-{h}" for i in (1, 2, 5) for h in ("GPT", "nGPT")} | {"C3", "C4"}
+    assert set(by_id) == {(f"st, {g}", i) for g in ("frozen", "unfrozen") for i in ids}
     assert all(r["verdict"] == "not run" for r in results["claims"])  # the tiny grid lacks runs every claim needs
 
 
@@ -182,7 +213,9 @@ def test_card_report_and_rerender(card):
     report = (card / "report.md").read_text()
     assert "The paper's Table 1" in report and "Label-count study" in report and "departs" in report
     assert "frozen backbone" in report and "unfrozen backbone" in report and "nGPT alpha mean" in report
-    assert "Claims of the paper" in report and "| C1 |" in report and "the paper's multilingual-e5-large" in report
+    assert "Claims of the paper" in report and "| C1-GPT |" in report
+    assert "the paper's multilingual-e5-large" in report
+    assert "What the frozen nGPT heads measure" in report and "| SINCERE-nGPT |" in report
     plots = sorted(p.name for p in (card / "plots").glob("*.png"))
     assert "label_count.png" in plots and any(p.endswith("_pca_dims.png") for p in plots)
     assert any("CircularCSE" not in p and p.endswith("_cosine.png") for p in plots)

@@ -5,14 +5,23 @@ forms, GCIDE definitions and quotations, the NRC lexicon), n_test per label, see
 label or, where the smallest label has fewer (relief: 259 texts in all), as many as it has. With
 --data-dir: the paper's datasets in their published formats or any labelled table
 (spherekit.data.labelled), through the same balancing; label names map to circumplex angles by name
-(or --set angles_file=FILE). Labels are ordered by angle and get ids 0..E-1 in that order (as the authors' code).
+(or --set angles_file=FILE). The authors' released split is read as downloaded: a folder holding
+emolit_12labels_train.csv / emolit_12labels_test.csv (or their repository root, with them under dataset/), and
+any table whose label column is their "sentiment" (e.g. those files renamed train.csv / test.csv). Labels are
+ordered by angle and get ids 0..E-1 in that order (as the authors' code).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ...data.emotion import EmotionItem
+
+# the authors' released data (github.com/yama11235/EmpiricalCircumplexModel, dataset/): Emolit's 12-label split,
+# 500 train and 100 test texts per label, columns text,sentiment
+RELEASED = ("emolit_12labels_train.csv", "emolit_12labels_test.csv")
+RELEASED_LABEL = "sentiment"
 
 
 @dataclass
@@ -52,6 +61,46 @@ def _cap(items: list[EmotionItem], n_per_label: int | None) -> list[EmotionItem]
     return out
 
 
+def released_split(folder) -> tuple[Path, Path] | None:
+    """(train, test) of the authors' released Emolit 12-label split as downloaded (their repository's
+    dataset/emolit_12labels_{train,test}.csv, columns text,sentiment), in `folder` or its dataset/ subfolder;
+    None when absent."""
+    for where in (Path(folder), Path(folder) / "dataset"):
+        paths = tuple(where / name for name in RELEASED)
+        if all(p.is_file() for p in paths):
+            return paths
+    return None
+
+
+def _label_column(path, given: str | None) -> str:
+    """`given`, else "label" when the table has it, else the authors' "sentiment" when it has that."""
+    from ...data.labelled import open_table
+
+    if given is not None:
+        return given
+    columns = open_table(path).columns
+    return "label" if "label" in columns or RELEASED_LABEL not in columns else RELEASED_LABEL
+
+
+def _read_dir(cfg) -> tuple[list[EmotionItem], list[EmotionItem]]:
+    """The (train, test) items of --data-dir: the authors' released split (as a plain table, or as Emolit with
+    --set dataset=emolit), a train.* / test.* table, or a published dataset's own files."""
+    from ...data import labelled
+
+    dataset = "table" if cfg.dataset == "offline" else cfg.dataset  # a plain labelled table by default
+    paths = released_split(cfg.data_dir)
+    if paths is None and dataset not in ("table", "emolit"):
+        return labelled.load_emotion_dir(cfg.data_dir, dataset)
+    if paths is None:
+        patterns = labelled.SPLIT_FILES.get(dataset, labelled.DEFAULT_SPLIT_FILES)
+        paths = tuple(labelled._find_split_file(Path(cfg.data_dir), names, split, dataset)
+                      for names, split in zip(patterns, ("train", "test")))
+    if dataset == "emolit":
+        return tuple(labelled.read_emolit(p, label_column=_label_column(p, cfg.label_column)) for p in paths)
+    return tuple(labelled.load_labelled_table(p, text_column=cfg.text_column,
+                                              label_column=_label_column(p, cfg.label_column)) for p in paths)
+
+
 def _load_items(cfg):
     from ...data import labelled
     from ...data.emotion import emotion_split
@@ -59,11 +108,7 @@ def _load_items(cfg):
     if cfg.data_dir is None:  # every label's remainder, then cut to n_train_per_label when the pool allows it
         train, test = emotion_split(n_train_per_label=None, n_test_per_label=cfg.n_test_per_label, seed=cfg.data_seed)
         return _cap(train, cfg.n_train_per_label), test
-    dataset = "table" if cfg.dataset == "offline" else cfg.dataset  # a plain labelled table by default
-    options = {}
-    if dataset == "table":
-        options = dict(text_column=cfg.text_column, label_column=cfg.label_column)
-    train, test = labelled.load_emotion_dir(cfg.data_dir, dataset, **options)
+    train, test = _read_dir(cfg)
     return labelled.balanced_split(train, cfg.n_train_per_label, cfg.n_test_per_label, cfg.data_seed, test_items=test)
 
 

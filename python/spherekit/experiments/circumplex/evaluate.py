@@ -124,13 +124,20 @@ def _cd_r(x: Tensor, labels: list[str], order: list[str], cd: np.ndarray, avg: n
 
 def _metrics(x: Tensor, labels: list[str], order: list[str], angles, polarity, n_init: int, seed: int,
              cd_pairs: str) -> dict:
-    """V-measure and CD-r of unit embeddings x, plus the label-pair cosine and CD matrices."""
-    from ...evaluation.clustering import clustering_v_measure, label_cosine_matrix
+    """V-measure and CD-r of unit embeddings x, plus the label-pair cosine and CD matrices and the k-means
+    assignment ("clusters", one cluster id per text; the V-measure is that of this assignment: it equals
+    spherekit.evaluation.clustering.clustering_v_measure, which runs the same seeded spherical k-means)."""
+    from ...evaluation.clustering import (
+        label_cosine_matrix,
+        spherical_kmeans,
+        v_measure,
+    )
 
     avg, _ = label_cosine_matrix(x, labels, order)
     avg = avg.numpy()
     cd = circumplex_cd_matrix(order, angles, polarity)
-    return {"v_measure": clustering_v_measure(x, labels, n_init=n_init, seed=seed),
+    clusters, _, _ = spherical_kmeans(x, len(order), n_init=n_init, seed=seed)
+    return {"v_measure": v_measure(labels, clusters), "clusters": clusters.numpy(),
             "cd_r": _cd_r(x, labels, order, cd, avg, cd_pairs), "label_cosine": avg, "cd": cd}
 
 
@@ -155,6 +162,11 @@ def evaluate_embeddings(emb, labels: Sequence[str], angles: Mapping[str, float],
         pca_explained_variance_ratio   the first min(10, d, n) PCA components (fitted on the unit embeddings)
         pc12_explained   PC1 + PC2 ratio (paper Fig. 1: near 1 for a 2-D ring)
         pca2d_centroids  {label: [x, y]} mean 2-D PCA coordinates per label (per-text points: projections())
+        per_text         what a bootstrap over the test texts needs (noise.record_of stores it compactly):
+                         "label" (index into label_order), "cluster" (the k-means assignment the V-measure
+                         scores) and "cosine" (n x E): e_k . m_j, the text's cosine to each label's mean unit
+                         embedding m_j, so that the mean of "cosine"[k][j] over the texts k of label i is
+                         AvgCosSim(i, j)
     """
     from ...evaluation.geometry import pca_project
 
@@ -176,7 +188,16 @@ def evaluate_embeddings(emb, labels: Sequence[str], angles: Mapping[str, float],
         "pca_explained_variance_ratio": [float(r) for r in ratios],
         "pc12_explained": float(sum(ratios[:2])),
         "pca2d_centroids": {o: coords[lab == o].mean(axis=0).tolist() for o in order},
+        "per_text": _per_text(x, labels, order, m["clusters"]),
     }
+
+
+def _per_text(x: Tensor, labels: list[str], order: list[str], clusters: np.ndarray) -> dict:
+    """{"label", "cluster", "cosine"} of evaluate_embeddings (see its docstring)."""
+    ids = np.array([order.index(lab) for lab in labels])
+    means = np.stack([x.numpy()[ids == i].mean(axis=0) for i in range(len(order))])
+    return {"label": ids.tolist(), "cluster": np.asarray(clusters, dtype=np.int64).tolist(),
+            "cosine": (x.numpy() @ means.T).tolist()}
 
 
 def _subsample(labels: list[str], order: list[str], max_points: int, seed: int) -> np.ndarray:

@@ -10,8 +10,20 @@ from ..plugin import slug
 from ..printed import find, grid
 from ..units import unit_runs
 from .paper import PRINTED, SOURCE, TABLE1
-from .spec import (ALPHA_MAX, ALPHA_MEAN, CD_R, EXPERIMENT, OFFDIAG, PC12, PRETRAINED, RING_MAE, RUNS, V, Run,
-                   parse_condition)
+from .spec import (
+    ALPHA_MAX,
+    ALPHA_MEAN,
+    CD_R,
+    EXPERIMENT,
+    OFFDIAG,
+    PC12,
+    PRETRAINED,
+    RING_MAE,
+    RUNS,
+    Run,
+    V,
+    parse_condition,
+)
 
 MAIN_COLUMNS = ((V, "V-measure"), (CD_R, "CD-r"), (RING_MAE, "ring MAE"), (OFFDIAG, "mean off-diagonal cosine"),
                 (PC12, "PC1+PC2 variance"), (ALPHA_MEAN, "nGPT alpha mean"), (ALPHA_MAX, "nGPT alpha max"))
@@ -61,6 +73,67 @@ def _label_count_table(rows) -> str:
     return "\n".join(lines)
 
 
+def _interval(scope, needs, statistic) -> str:
+    from .noise import interval
+
+    iv, _ = interval(scope, needs, statistic)
+    return fmt.MISSING if iv is None else fmt.interval(*iv)
+
+
+def _learned(scope, condition: str) -> str:
+    from .noise import learned
+
+    marks = []
+    for run in scope.runs(condition):
+        ok, why = learned(run)
+        marks.append(f"{run.get('seed')}: {why}{' did not learn' if ok is False else ''}")
+    return "; ".join(marks) or fmt.MISSING
+
+
+def _resolved_pooling(scope) -> str:
+    """The pooling the scope's trained runs used (their details), else the config's."""
+    seen = {(r.get("details") or {}).get("pooling", {}).get("pooling") for c in scope.units if c != PRETRAINED
+            for r in scope.runs(c)} - {None}
+    return ", ".join(sorted(seen)) or str(scope.config.get("pooling"))
+
+
+def _ngpt_section(scope, config: dict) -> list[str]:
+    """What the frozen nGPT heads of a scope measure: per head, its loss fall (the learned rule), its step size
+    alpha and its V-measure against Pretrained (the heads' own pooled input), with the pooling's own effect."""
+    from .noise import OWN, learned
+
+    runs = [r for r in RUNS if r.endswith("-nGPT") and scope.has(scope.condition(r))]
+    if scope.regime != "frozen" or not runs or not scope.has(PRETRAINED):
+        return []
+    v0 = scope.metric(PRETRAINED, V)
+    pooled_alike = config.get("pretrained_pooling", "backbone") == "head"
+    setting = (f"alpha_init {config.get('alpha_init')}, pooling {_resolved_pooling(scope)}, Pretrained pooled "
+               f"'{config.get('pretrained_pooling', 'backbone')}', {config.get('epochs')} epochs; intervals: 95% "
+               "bootstrap over the test texts; learned: the loss's last fifth >= 5 % and 2 standard errors below "
+               "its first fifth, in every seed.")
+    header = ("| run | training loss, first -> last fifth, per seed | nGPT alpha mean | V-measure - Pretrained's | "
+              "what decides its verdicts |")
+    lines = [f"## What the frozen nGPT heads measure ({scope.backbone})", "", setting, "", header, "|---" * 5 + "|"]
+    for run in runs:
+        cond = scope.condition(run)
+        v = scope.metric(cond, V)
+        stalled = any(learned(r)[0] is False for r in scope.runs(cond))
+        iv = _interval(scope, [(cond, ""), (PRETRAINED, "")], lambda get, c=cond: get(c, V) - get(PRETRAINED, V))
+        decides = ("alpha and steps: the head did not learn, so it measures its initialisation" if stalled else
+                   "the head: it learned") + ("" if pooled_alike else "; and the pooling: Pretrained pools otherwise")
+        lines.append(f"| {run} | {_learned(scope, cond)} | {fmt.num(scope.get(cond, ALPHA_MEAN))} | "
+                     f"{v - v0:+.3f} {iv} | {decides} |")
+    own = scope.get(PRETRAINED, f"{OWN}/{V}")
+    if own is not None:
+        iv = _interval(scope, [(PRETRAINED, ""), (PRETRAINED, f"{OWN}/")],
+                       lambda get: get(PRETRAINED, V) - get(PRETRAINED, V, f"{OWN}/"))
+        lines += ["", (f"Pooling: Pretrained pooled as the heads are has V-measure {v0:.3f}; the backbone's own "
+                       f"sentence embedding {own:.3f} ({v0 - own:+.3f} {iv}). The heads are compared with the "
+                       "former, so the pooling decides no verdict of this card; comparing them with the latter "
+                       "would add this difference to every head's.")]
+    return lines + [""]
+
+
 def report(results: dict) -> str:
     parts = []
     for scope in EXPERIMENT.scopes(results):
@@ -68,6 +141,7 @@ def report(results: dict) -> str:
         parts += [f"## {scope.backbone}, {scope.regime} backbone: ours (the paper's {paper_backbone})", "",
                   grid(scope, [scope.condition(r) for r in RUNS], MAIN_COLUMNS, PRINTED, setting=paper_backbone,
                        spread=True), ""]
+        parts += _ngpt_section(scope, results.get("config", {}))
     parts += [f"## The paper's {SOURCE}", "", _paper_table(), ""]
     rows = _label_counts(results)
     if rows:
@@ -86,8 +160,9 @@ def _curve_row(metrics: dict, **extra) -> dict:
 
 
 def _details(unit: dict) -> dict:
-    runs = unit_runs(unit)
-    return (runs[0] if runs else {}).get("details", {})
+    """The details of the unit's first run that kept the 2-D projections (runs keep them for the first seed)."""
+    runs = [r.get("details", {}) for r in unit_runs(unit)]
+    return next((d for d in runs if "pca_points" in d), runs[0] if runs else {})
 
 
 def plots(results: dict, folder: Path) -> list[str]:

@@ -4,7 +4,9 @@
               (evaluate.evaluate_embeddings, under the keys of spec.py); for nGPT heads also the mean and max of
               the trained geodesic step sizes |alpha_A|, |alpha_M|
     details   label_order, label_cosine (E x E), pca_explained_variance_ratio, the PCA-dimension sweep
-              (paper Fig. 5a), and 2-D PCA and MDS coordinates of the test texts for the card's plots
+              (paper Fig. 5a), and 2-D PCA and MDS coordinates of the test texts for the card's plots (only when
+              `projections`: the card draws its first seed's)
+    per_text  what the claims' bootstrap over the test texts needs (noise.record_of)
 """
 
 from __future__ import annotations
@@ -52,22 +54,49 @@ def _rounded(points) -> list:
     return np.round(np.asarray(points, dtype=np.float64), 4).tolist()
 
 
-def evaluate_unit(model, items, angles: dict, cfg, *, progress: bool = False) -> tuple[dict, dict]:
-    """(metrics, details) of `model` on the test `items` (EmotionItem: text, label)."""
-    from .evaluate import evaluate_embeddings, pca_dimension_sweep, projections
-
-    texts, labels = [it.text for it in items], [it.label for it in items]
+def _embed(model, items, cfg, progress: bool):
+    texts = [it.text for it in items]
     emb = model.encode(texts, batch_size=cfg.eval_batch_size, convert_to_tensor=True, show_progress_bar=progress)
-    emb = emb.float().cpu()
-    common = dict(n_init=cfg.n_init, seed=cfg.data_seed, cd_pairs=cfg.cd_pairs, polarity=polarity_of(angles))
+    return emb.float().cpu()
+
+
+def _common(angles: dict, cfg) -> dict:
+    return dict(n_init=cfg.n_init, seed=cfg.data_seed, cd_pairs=cfg.cd_pairs, polarity=polarity_of(angles))
+
+
+def evaluate_unit(model, items, angles: dict, cfg, *, progress: bool = False,
+                  projections: bool = True) -> tuple[dict, dict, dict]:
+    """(metrics, details, per_text) of `model` on the test `items` (EmotionItem: text, label)."""
+    from .evaluate import evaluate_embeddings, pca_dimension_sweep
+    from .evaluate import projections as project
+    from .noise import record_of
+
+    labels = [it.label for it in items]
+    emb = _embed(model, items, cfg, progress)
+    common = _common(angles, cfg)
     full = evaluate_embeddings(emb, labels, angles, **common)
     sweep = pca_dimension_sweep(emb, labels, angles, dims=cfg.pca_dims, **common)
     sweep.append({"dim": full["dim"], "reduced": False, "explained": 1.0, "v_measure": full["v_measure"],
                   "cd_r": full["cd_r"]})  # the unreduced embeddings: the headline metrics, not computed again
-    proj = projections(emb, labels, angles, max_points=cfg.mds_points, seed=cfg.data_seed)
     metrics = {**{key: full[name] for key, name in SCALARS.items()}, **ngpt_step_sizes(model)}
     details = {"label_order": full["label_order"], "label_cosine": full["label_cosine"],
                "pca_explained_variance_ratio": full["pca_explained_variance_ratio"], "pca_sweep": sweep,
-               "pca_points": _rounded(proj["pca"]), "pca_labels": list(proj["pca_labels"]),
-               "mds_points": _rounded(proj["mds"]), "mds_labels": list(proj["mds_labels"]), "n_test": len(texts)}
-    return metrics, details
+               "n_test": len(items)}
+    if projections:
+        proj = project(emb, labels, angles, max_points=cfg.mds_points, seed=cfg.data_seed)
+        details.update({"pca_points": _rounded(proj["pca"]), "pca_labels": list(proj["pca_labels"]),
+                        "mds_points": _rounded(proj["mds"]), "mds_labels": list(proj["mds_labels"])})
+    per_text = record_of(full["per_text"], full["circumplex_distance"], cfg.cd_pairs)
+    return metrics, details, per_text
+
+
+def evaluate_second(model, items, angles: dict, cfg, scope: str, *, progress: bool = False) -> tuple[dict, dict]:
+    """(metrics under "<scope>/V-measure" and "<scope>/CD-r", per-text record under "<scope>/...") of a second
+    embedding of the same test texts (the Pretrained run's: the backbone's own sentence embedding)."""
+    from .evaluate import evaluate_embeddings
+    from .noise import record_of
+
+    full = evaluate_embeddings(_embed(model, items, cfg, progress), [it.label for it in items], angles,
+                               **_common(angles, cfg))
+    metrics = {f"{scope}/{V}": full["v_measure"], f"{scope}/{CD_R}": full["cd_r"]}
+    return metrics, record_of(full["per_text"], None, cfg.cd_pairs, prefix=f"{scope}/")

@@ -9,6 +9,9 @@ Encoder (build_model), e = Norm(Pool(Block(Dropout(h_{1:T})))) on the unit spher
                                                  width d and head count, d_MLP = 4d; pooling cls / mean /
                                                  last; L2 normalisation
 head="none" is the pretrained baseline: Pooling + Normalize on the backbone's states, no trainable head.
+Pooling per backbone (resolve_pooling "auto"): the paper's Table 3 ([CLS] for BERT-like encoders, the last token
+for decoder-only LLMs and Qwen3-Embedding, mean for llama-embed-nemotron); the head's attention is unidirectional
+for a decoder-only backbone (resolve_causal "auto", the paper's appendix B; the authors' code: bidirectional).
 
 Frozen backbones (the paper's LLM rows): requires_grad False on every backbone parameter AND the backbone kept
 in eval mode while the trainer puts the model in train mode (FrozenBackboneModel.train), so its dropout is
@@ -44,6 +47,11 @@ from ...nn.pooling import POOLING_MODES
 from .cache import CachedTokenStates, backbone_spec
 
 HEADS = ("gpt", "ngpt", "none")
+# the paper's pooling per backbone (Table 3, section 4.1: "[CLS] for BERT-like encoders, the last token for
+# decoder-only LLMs and Qwen3-Embedding. For Llama-Embed-Nemotron, we utilize mean pooling, consistent with its
+# original training methodology"), by a lower-case fragment of the backbone's name or path
+PAPER_POOLING = (("llama-embed-nemotron", "mean"), ("qwen3-embedding", "last"), ("multilingual-e5", "cls"),
+                 ("mxbai-embed", "cls"), ("llama-3.2", "last"), ("olmo-3", "last"), ("qwen3-14b", "last"))
 LOSSES = ("sincere", "softcse", "circularcse")
 _ST_POOLING = {"cls": "cls", "mean": "mean", "last": "lasttoken"}
 
@@ -83,6 +91,51 @@ class FrozenBackboneModel(SentenceTransformer):
         return self
 
 
+def is_decoder(backbone: SentenceTransformer) -> bool:
+    """True for a decoder-only (causal) backbone: its Hugging Face config says is_decoder or names a *ForCausalLM /
+    *LMHeadModel architecture (Llama-3.2, OLMo, Qwen3, Qwen3-Embedding and GPT-2 do; BERT-like encoders and the
+    bidirectional llama-embed-nemotron do not)."""
+    config = backbone[0].auto_model.config
+    return bool(getattr(config, "is_decoder", False)) or any(
+        str(a).endswith(("ForCausalLM", "LMHeadModel")) for a in (getattr(config, "architectures", None) or ()))
+
+
+def _backbone_name(backbone: SentenceTransformer) -> str:
+    return str(getattr(backbone[0].auto_model.config, "_name_or_path", "") or "").lower()
+
+
+def resolve_pooling(setting: str, backbone: SentenceTransformer) -> str:
+    """The head's pooling: `setting` itself (cls / mean / last), or for "auto" the paper's per backbone
+    (PAPER_POOLING by name; otherwise its rule: the last token for a decoder-only backbone, [CLS] else)."""
+    if setting != "auto":
+        return setting
+    name = _backbone_name(backbone)
+    for fragment, mode in PAPER_POOLING:
+        if fragment in name:
+            return mode
+    return "last" if is_decoder(backbone) else "cls"
+
+
+def resolve_causal(setting: str, backbone: SentenceTransformer) -> bool:
+    """Whether the head's attention is unidirectional: "causal" / "bidirectional", or for "auto" the paper's rule
+    (appendix B: unidirectional for unidirectional backbones, i.e. decoder-only ones)."""
+    if setting == "auto":
+        return is_decoder(backbone)
+    return setting == "causal"
+
+
+def pooling_of(model: SentenceTransformer) -> dict:
+    """{"pooling", "causal"} a model embeds with: its HypersphereHead's, or its sentence-transformers Pooling's
+    mode (no head: causal None)."""
+    for module in model:
+        if isinstance(module, HypersphereHead):
+            return {"pooling": module.pooling, "causal": module.causal}
+        mode = getattr(module, "pooling_mode", None)
+        if mode is not None:
+            return {"pooling": mode if isinstance(mode, str) else "+".join(mode), "causal": None}
+    return {"pooling": None, "causal": None}
+
+
 def _backbone_dims(first) -> tuple[int, int, torch.dtype]:
     """(hidden size d, attention heads, dtype) of a Transformer module or a CachedTokenStates."""
     if isinstance(first, CachedTokenStates):
@@ -93,11 +146,12 @@ def _backbone_dims(first) -> tuple[int, int, torch.dtype]:
 
 
 def build_model(backbone: SentenceTransformer | CachedTokenStates, *, head: str, pooling: str, frozen: bool,
-                dropout: float = 0.1, d_mlp: int | None = None, alpha_init: float = 0.05, seed: int,
-                device: str | None = None) -> SentenceTransformer:
+                dropout: float = 0.1, d_mlp: int | None = None, alpha_init: float = 0.05, causal: bool = False,
+                seed: int, device: str | None = None) -> SentenceTransformer:
     """The condition's SentenceTransformer (see the module docstring). The backbone's first module is reused
-    (not copied): fine-tuning trains it in place. A CachedTokenStates backbone needs frozen=True. device:
-    default the backbone's (a cache: sentence-transformers' default)."""
+    (not copied): fine-tuning trains it in place. A CachedTokenStates backbone needs frozen=True. causal: the
+    head's attention is unidirectional (a decoder-only backbone, the paper's appendix B). device: default the
+    backbone's (a cache: sentence-transformers' default)."""
     from sentence_transformers.base.modules import Normalize
     from sentence_transformers.sentence_transformer.modules import Pooling
 
@@ -126,7 +180,8 @@ def build_model(backbone: SentenceTransformer | CachedTokenStates, *, head: str,
     else:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            block = HypersphereHead(d, head, pooling, n_heads=n_heads, d_mlp=d_mlp, alpha_init=alpha_init)
+            block = HypersphereHead(d, head, pooling, n_heads=n_heads, d_mlp=d_mlp, alpha_init=alpha_init,
+                                    causal=causal)
         modules = [first, *([TokenDropout(dropout)] if dropout else []), block]
     if cached:  # a real backbone's dtype is given to the later modules by SentenceTransformer itself
         for m in modules[1:]:

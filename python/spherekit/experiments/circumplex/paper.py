@@ -11,9 +11,13 @@ paper_claims_hold() checks them on the paper's own Table 1, a test that the rule
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from ..claims import Claim, Measured, evaluate
 from ..printed import Printed
-from .spec import CD_R, PRETRAINED, TRAINED_RUNS, V, GroupScope, Run
+from .spec import CD_R, PRETRAINED, TRAINED_RUNS, GroupScope, Run, V
 
 # the paper's backbone whose Table 1 row sits next to ours, per regime (its fine-tuned and its frozen example)
 NEXT_TO = {"unfrozen": "multilingual-e5-large", "frozen": "Qwen3-Embedding-4B"}
@@ -52,87 +56,130 @@ def paper_scopes() -> list[GroupScope]:
     return out
 
 
-def _values(s, key: str, runs=TRAINED_RUNS) -> dict[str, float]:
-    return {run: s.metric(s.condition(run), key) for run in runs}
+HEADS = ("GPT", "nGPT")
+LOSS_NAMES = ("SINCERE", "SoftCSE", "CircularCSE")
+NOISE = ("bootstrap over the test texts (V-measure of the fixed k-means assignment, CD-r from the resampled "
+         "label-pair cosines; a unit's seeds averaged on each resample); inconclusive when a compared run did not "
+         "learn (noise.learned)")
 
 
 def _f(x: float) -> str:
     return f"{x:.3f}"
 
 
-def _v_order(s):
-    v = _values(s, V)
-    gaps = [min(v[f"SINCERE-{h}"], v[f"SoftCSE-{h}"]) - v[f"CircularCSE-{h}"] for h in ("GPT", "nGPT")]
-    return Measured.compare(min(gaps), ">", 0.0, "; ".join(
-        f"{h}: SINCERE {_f(v[f'SINCERE-{h}'])}, SoftCSE {_f(v[f'SoftCSE-{h}'])}, CircularCSE "
-        f"{_f(v[f'CircularCSE-{h}'])}" for h in ("GPT", "nGPT")))
+def _check(s, runs, statistic, op: str, text, *, margin: float = 0.0) -> Measured:
+    """The rule `statistic op margin` on the units' means (the card's metrics), with a bootstrap over the test
+    texts as its interval; inconclusive when a compared trained run's objective did not learn. runs: the run names
+    statistic reads (Pretrained included), statistic(value) with value(run, key) a run's metric; text(value):
+    the measurement in words."""
+    from dataclasses import replace
+
+    from . import noise
+
+    conditions = {run: s.condition(run) for run in runs}
+
+    def on(get):
+        return statistic(lambda run, key: get(conditions[run], key))
+
+    point = on(s.metric)
+    interval, how = noise.interval(s, [(c, "") for c in conditions.values()],
+                                   lambda get: on(lambda c, key: get(c, key)))
+    measured = Measured.compare(point, op, margin, text(lambda run, key: s.metric(conditions[run], key)),
+                                interval=interval, uncertainty=how)
+    stalled = noise.not_learned(s, [c for run, c in conditions.items() if run != PRETRAINED])
+    if stalled:
+        measured = replace(measured, holds=None, text=f"{measured.text}; did not learn: {'; '.join(stalled)}")
+    return measured
 
 
-def _cd_order(s):
-    c = _values(s, CD_R, [f"{loss}-{h}" for loss in ("SINCERE", "CircularCSE") for h in ("GPT", "nGPT")])
-    gaps = [c[f"CircularCSE-{h}"] - c[f"SINCERE-{h}"] for h in ("GPT", "nGPT")]
-    return Measured.compare(min(gaps), ">", 0.0, "; ".join(
-        f"{h}: CircularCSE {_f(c[f'CircularCSE-{h}'])} vs SINCERE {_f(c[f'SINCERE-{h}'])}" for h in ("GPT", "nGPT")))
+def _v_order(head: str):
+    runs = [f"{loss}-{head}" for loss in LOSS_NAMES]
+
+    def stat(v):
+        return min(v(runs[0], V), v(runs[1], V)) - v(runs[2], V)
+
+    return lambda s: _check(s, runs, stat, ">", lambda v: ", ".join(f"{r.split('-')[0]} {_f(v(r, V))}"
+                                                                    for r in runs))
+
+
+def _cd_order(head: str):
+    runs = [f"SINCERE-{head}", f"CircularCSE-{head}"]
+    return lambda s: _check(s, runs, lambda v: v(runs[1], CD_R) - v(runs[0], CD_R), ">",
+                            lambda v: f"CircularCSE {_f(v(runs[1], CD_R))} vs SINCERE {_f(v(runs[0], CD_R))}")
 
 
 def _best_cd(s):
-    c = _values(s, CD_R)
-    circular = {r: x for r, x in c.items() if r.startswith("CircularCSE")}
-    others = {r: x for r, x in c.items() if r not in circular}
-    best = max(c, key=c.get)  # the first of Table 1's order on a tie
-    return Measured.compare(max(circular.values()) - max(others.values()), ">", 0.0,
-                            f"highest: {best} {_f(c[best])}; best other than CircularCSE: "
-                            f"{max(others, key=others.get)} {_f(max(others.values()))}")
+    circular = [r for r in TRAINED_RUNS if r.startswith("CircularCSE")]
+    others = [r for r in TRAINED_RUNS if r not in circular]
+
+    def stat(v):
+        return max(v(r, CD_R) for r in circular) - max(v(r, CD_R) for r in others)
+
+    def text(v):
+        best = max(TRAINED_RUNS, key=lambda r: v(r, CD_R))  # the first of Table 1's order on a tie
+        other = max(others, key=lambda r: v(r, CD_R))
+        return f"highest: {best} {_f(v(best, CD_R))}; best other than CircularCSE: {other} {_f(v(other, CD_R))}"
+
+    return _check(s, TRAINED_RUNS, stat, ">", text)
+
+
+def _pearson(v) -> float:
+    """Pearson(V-measure, CD-r) over the six trained runs; NaN where undefined (a constant column)."""
+    a = np.array([v(r, V) for r in TRAINED_RUNS]) - np.mean([v(r, V) for r in TRAINED_RUNS])
+    b = np.array([v(r, CD_R) for r in TRAINED_RUNS]) - np.mean([v(r, CD_R) for r in TRAINED_RUNS])
+    den = float(np.sqrt((a * a).sum() * (b * b).sum()))
+    return float((a * b).sum() / den) if den > 0 else math.nan
 
 
 def pearson_v_cd(s) -> float | None:
-    """Pearson(V-measure, CD-r) over the six trained runs (spherekit.evaluation.metrics.pearson); None where it
-    is undefined (a constant column)."""
-    from ...evaluation.metrics import pearson
-
-    v, c = _values(s, V), _values(s, CD_R)
-    try:
-        return pearson([v[r] for r in TRAINED_RUNS], [c[r] for r in TRAINED_RUNS])
-    except ValueError:
-        return None
+    """Pearson(V-measure, CD-r) over the six trained runs of a scope's units; None where it is undefined."""
+    r = _pearson(lambda run, key: s.metric(s.condition(run), key))
+    return None if math.isnan(r) else r
 
 
 def _tradeoff(s):
-    r = pearson_v_cd(s)
-    if r is None:
+    if pearson_v_cd(s) is None:  # no correlation to be negative
         return Measured.decided(False, "Pearson(V, CD-r) undefined (a constant column)")
-    return Measured.compare(r, "<", 0.0, f"Pearson(V, CD-r) over the six runs {r:+.2f}")
+    return _check(s, TRAINED_RUNS, _pearson, "<", lambda v: f"Pearson(V, CD-r) over the six runs {_pearson(v):+.2f}")
 
 
-def _pretrained_lowest(s):
-    v, v0 = _values(s, V), s.metric(PRETRAINED, V)
-    lowest = min(v, key=v.get)
-    return Measured.compare(v[lowest] - v0, ">", 0.0, f"Pretrained {_f(v0)}; lowest trained: {lowest} "
-                                                      f"{_f(v[lowest])}")
+def _pretrained_lowest(head: str):
+    runs = [f"{loss}-{head}" for loss in LOSS_NAMES]
+
+    def text(v):
+        lowest = min(runs, key=lambda r: v(r, V))
+        return f"Pretrained {_f(v(PRETRAINED, V))}; lowest {head}: {lowest} {_f(v(lowest, V))}"
+
+    return lambda s: _check(s, [PRETRAINED, *runs], lambda v: min(v(r, V) for r in runs) - v(PRETRAINED, V), ">",
+                            text)
 
 
 def _paper_pearsons() -> str:
     return ", ".join(f"{s.backbone} {pearson_v_cd(s):+.2f}" for s in paper_scopes())
 
 
+def _per_head(cid: str, statement: str, rule: str, check) -> list[Claim]:
+    return [Claim(f"{cid}-{head}", statement.format(head=head), "Table 1", f"{rule.format(head=head)}; {NOISE}",
+                  check(head)) for head in HEADS]
+
+
 CLAIMS = [
-    Claim("C1", "V-measure: SINCERE and SoftCSE cluster the labels better than CircularCSE, with both heads (every "
-          "backbone, e.g. multilingual-e5-large 0.760 / 0.744 / 0.755 / 0.753 vs 0.717 / 0.720)", "Table 1",
-          "per head, the lower V-measure of SINCERE and SoftCSE above CircularCSE's (both heads: the smaller gap "
-          "> 0)", _v_order),
-    Claim("C2", "CD-r: CircularCSE orders the labels around the circle better than SINCERE, with both heads (every "
-          "backbone, e.g. multilingual-e5-large 0.757 / 0.764 vs 0.317 / 0.221)", "Table 1",
-          "per head, CircularCSE's CD-r above SINCERE's (both heads: the smaller gap > 0)", _cd_order),
+    *_per_head("C1", "V-measure: SINCERE and SoftCSE cluster the labels better than CircularCSE, {head} head (every "
+               "backbone, e.g. multilingual-e5-large GPT 0.760 / 0.755 vs 0.717, nGPT 0.744 / 0.753 vs 0.720)",
+               "the lower V-measure of SINCERE-{head} and SoftCSE-{head} minus CircularCSE-{head}'s > 0", _v_order),
+    *_per_head("C2", "CD-r: CircularCSE orders the labels around the circle better than SINCERE, {head} head (every "
+               "backbone, e.g. multilingual-e5-large GPT 0.757 vs 0.317, nGPT 0.764 vs 0.221)",
+               "CircularCSE-{head}'s CD-r minus SINCERE-{head}'s > 0", _cd_order),
     Claim("C3", "The highest CD-r of the six runs is a CircularCSE run (multilingual-e5-large 0.764 and "
           "Qwen3-Embedding-4B 0.753, CircularCSE-nGPT; Llama-3.2-3B: SoftCSE-nGPT 0.728 ties CircularCSE-GPT)",
-          "Table 1", "the best CircularCSE CD-r above the best of the other four runs (> 0; a tie does not hold)",
-          _best_cd),
+          "Table 1", "the best CircularCSE CD-r minus the best of the other four runs > 0 (a tie does not hold); "
+          + NOISE, _best_cd),
     Claim("C4", "Trade-off: V-measure and CD-r are negatively correlated across the six runs (Pearson over Table "
           f"1's six runs: {_paper_pearsons()})", "Table 1",
-          "Pearson(V-measure, CD-r) over the six trained runs < 0 (undefined: does not hold)", _tradeoff),
-    Claim("C5", "Every trained head clusters better than the pretrained embedding (Pretrained V 0.342 / 0.495 / "
-          "0.094)", "Table 1", "the lowest V-measure of the six trained runs above Pretrained's (> 0)",
-          _pretrained_lowest),
+          "Pearson(V-measure, CD-r) over the six trained runs < 0 (undefined: does not hold); " + NOISE, _tradeoff),
+    *_per_head("C5", "Every trained {head} head clusters better than the pretrained embedding (Pretrained V 0.342 / "
+               "0.495 / 0.094)", "the lowest V-measure of the three {head} runs minus Pretrained's > 0 (Pretrained "
+               "pooled as the heads are: config pretrained_pooling)", _pretrained_lowest),
 ]
 
 
@@ -145,22 +192,10 @@ def paper_claims_hold() -> dict[str, list[bool]]:
 
 
 def departures(results: dict) -> list[str]:
-    """Where the run departs from the paper (beyond the configuration table's marked values)."""
-    cfg, data = results["config"], results.get("data", {})
-    out = []
-    if data.get("source") == "offline":
-        per = data.get("train_per_label", {})
-        out.append(f"data: the offline 12-label set (WordNet, GCIDE, NRC lexicon texts; "
-                   f"{min(per.values()) if per else '?'} train and {cfg['n_test_per_label']} test texts per label) "
-                   "instead of Emolit, Empathetic Dialogue, SuperEmotion and PersonaGen (500 / 100 per label); "
-                   "one dataset, so no average over four")
-    if results.get("device") != "cuda":
-        out.append("precision: fp32 on a CPU (the paper: bf16)")
-    out.append("frozen backbones stay in eval mode (no dropout inside them) so their states can be cached; the "
-               "authors' trainer leaves them in train mode")
-    out.append(f"CD-r over label pairs {cfg['cd_pairs']} and polarity classes by valence (surprise and calmness "
-               "neutral): the paper's Fig. 3 and pair set are not in its text")
-    return out
+    """Where the run departs from the paper (departures.py)."""
+    from .departures import departures as listed
+
+    return listed(results)
 
 
 __all__ = ["CLAIMS", "PRINTED", "TABLE1", "departures", "paper_claims_hold", "paper_scopes"]

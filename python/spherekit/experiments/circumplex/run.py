@@ -1,11 +1,14 @@
 """`spherekit reproduce circumplex`: the data of a preset and one run of a condition (what the runner calls).
 
-A run builds the encoder (backbone + GPT/nGPT head, or the backbone alone for Pretrained), trains it with the run's
-loss through the one training path (experiments.training.train; nGPT weights renormalised after every step) and
-embeds the test texts to measure V-measure, CD-r, the label x label cosine matrix, PCA explained variance, the
-PCA-dimension sweep and 2-D PCA / MDS projections (measure.py). Frozen runs train on cached backbone token states
-(cache.py): the backbone runs once per text for the whole grid (the caches are shared by the runs of one process
-through data.caches, and on disk under <preset>/data/token_states), not on every step of every run.
+A run builds the encoder (backbone + GPT/nGPT head pooled and masked per backbone as the paper's Table 3 and appendix
+B say, or for Pretrained the backbone's states pooled the same way without a head), trains it with the run's loss
+through the one training path (experiments.training.train; nGPT weights renormalised after every step) and embeds
+the test texts to measure V-measure, CD-r, the label x label cosine matrix, PCA explained variance, the
+PCA-dimension sweep and 2-D PCA / MDS projections (measure.py), and keeps per test text what the claims' bootstrap
+needs (noise.py). The Pretrained run also measures the backbone's own sentence embedding ("backbone pooling/...").
+Frozen runs train on cached backbone token states (cache.py): the backbone runs once per text for the whole grid
+(the caches are shared by the runs of one process through data.caches, and on disk under <preset>/data/token_states),
+not on every step of every run.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ def prepare(cfg, root, progress: bool):
 
 def run_unit(ctx) -> dict:
     from ...models import load_backbone
-    from .measure import evaluate_unit
+    from .measure import evaluate_second, evaluate_unit
+    from .models import build_model, pooling_of, resolve_causal, resolve_pooling
+    from .noise import OWN, PER_TEXT
     from .spec import PRETRAINED
 
     cfg, data, run = ctx.cfg, ctx.data, ctx.condition.params
@@ -37,13 +42,28 @@ def run_unit(ctx) -> dict:
         model.max_seq_length = min(cfg.max_seq_length, model.max_seq_length or cfg.max_seq_length)
         return model
 
+    def settings(first) -> dict:  # the head's pooling and mask on this backbone
+        return {"pooling": resolve_pooling(cfg.pooling, first), "causal": resolve_causal(cfg.head_mask, first)}
+
+    extra, own_text = {}, {}
     if run.run == PRETRAINED:
         model = backbone()
+        if cfg.pretrained_pooling == "head":  # the paper's e = Norm(Pooling(h)) with the heads' pooling
+            with ctx.timed("eval"):
+                extra, own_text = evaluate_second(model, test_items, data.angles, cfg, OWN, progress=ctx.progress)
+            model = build_model(model, head="none", pooling=settings(model)["pooling"], frozen=True, dropout=0.0,
+                                seed=0)
     else:
-        model = ctx.train_or_load(lambda out: _train(ctx, run, backbone(), train_items, order, out))
+        def build_and_train(out):
+            first = backbone()
+            return _train(ctx, run, first, train_items, order, settings(first), out)
+
+        model = ctx.train_or_load(build_and_train)
     with ctx.timed("eval"):
-        metrics, details = evaluate_unit(model, test_items, data.angles, cfg, progress=ctx.progress)
-    return {"metrics": metrics, "details": details, "labels": list(order)}
+        metrics, details, per_text = evaluate_unit(model, test_items, data.angles, cfg, progress=ctx.progress,
+                                                   projections=ctx.seed in (None, min(cfg.seeds)))
+    return {"metrics": {**metrics, **extra}, "details": {**details, "pooling": pooling_of(model)},
+            "labels": list(order), PER_TEXT: {**per_text, **own_text}}
 
 
 def _token_states(ctx, backbone):
@@ -59,7 +79,7 @@ def _token_states(ctx, backbone):
     return data.caches[key]
 
 
-def _train(ctx, run, backbone, train_items, order, out_dir):
+def _train(ctx, run, backbone, train_items, order, head, out_dir):
     """Train one run; returns (the model to save, on the real backbone, and the training.TrainResult)."""
     from datasets import Dataset
 
@@ -73,8 +93,8 @@ def _train(ctx, run, backbone, train_items, order, out_dir):
     if frozen and cfg.cache_states:
         with ctx.timed("cache"):
             first = CachedTokenStates(_token_states(ctx, backbone))
-    model = build_model(first, head=run.head, pooling=cfg.pooling, frozen=frozen, dropout=cfg.dropout,
-                        d_mlp=cfg.d_mlp, alpha_init=cfg.alpha_init, seed=ctx.seed)
+    model = build_model(first, head=run.head, pooling=head["pooling"], frozen=frozen, dropout=cfg.dropout,
+                        d_mlp=cfg.d_mlp, alpha_init=cfg.alpha_init, causal=head["causal"], seed=ctx.seed)
     ids = {label: i for i, label in enumerate(order)}
     loss = build_loss(model, run.loss, [data.angles[label] for label in order], temperature=cfg.temperature,
                       margin=cfg.margin)

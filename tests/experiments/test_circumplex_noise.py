@@ -1,0 +1,191 @@
+"""The noise of the circumplex claims: the bootstrap over the test texts (V-measure of a fixed assignment, CD-r from
+linearised resampled label-pair cosines), the "learned" rule, and the claims built on them, on synthetic units:
+each new rule can hold, fail and be inconclusive."""
+
+import functools
+import math
+
+import numpy as np
+import pytest
+import torch
+from spherekit.data.emotion import ANGLES, EMOTIONS
+from spherekit.evaluation.clustering import v_measure
+from spherekit.experiments.circumplex import evaluate as ev
+from spherekit.experiments.circumplex import noise
+from spherekit.experiments.circumplex import paper as P
+from spherekit.experiments.circumplex.spec import (
+    CD_R,
+    PRETRAINED,
+    TRAINED_RUNS,
+    GroupScope,
+    Run,
+    V,
+)
+from spherekit.experiments.claims import evaluate
+from spherekit.experiments.units import aggregate
+
+N_PER = 30
+FALLING = [5.0 - 0.1 * i + 0.01 * (i % 2) for i in range(30)]  # learns: -58 %, far beyond its noise
+FLAT = [5.0 + 0.02 * (i % 3) for i in range(30)]  # does not: 0 %
+
+
+def _points(kind: str, noise_level: float, seed: int):
+    """n_per noisy copies per label of a ring (centroid at the label's angle) or a simplex (orthogonal)."""
+    g = torch.Generator().manual_seed(seed)
+    if kind == "ring":
+        th = torch.tensor([math.radians(ANGLES[e]) for e in EMOTIONS], dtype=torch.float64)
+        c = torch.zeros(12, 16, dtype=torch.float64)
+        c[:, 0], c[:, 1] = torch.cos(th), torch.sin(th)
+    else:
+        c = torch.eye(12, 16, dtype=torch.float64)
+    x = torch.cat([row + noise_level * torch.randn(N_PER, 16, generator=g, dtype=torch.float64) for row in c])
+    return x, [e for e in EMOTIONS for _ in range(N_PER)]
+
+
+@functools.cache
+def _measured(kind: str, noise_level: float, seed: int) -> tuple[dict, dict]:
+    x, labels = _points(kind, noise_level, seed)
+    r = ev.evaluate_embeddings(x, labels, ANGLES, n_init=2)
+    return {V: r["v_measure"], CD_R: r["cd_r"]}, noise.record_of(r["per_text"], r["circumplex_distance"],
+                                                                 "upper+diagonal")
+
+
+def _run(kind: str, noise_level: float, seed: int, curve=FALLING) -> dict:
+    """A run record as run_unit writes it: metrics, per_text, training."""
+    metrics, per_text = _measured(kind, noise_level, seed)
+    run = {"seed": seed, "metrics": dict(metrics), noise.PER_TEXT: per_text}
+    if curve is not None:
+        run["training"] = {"steps": len(curve) * 5, "curve": {"step": list(range(len(curve))), "loss": curve}}
+    return run
+
+
+def _scope(kinds: dict, seeds=(0,), curves=None) -> GroupScope:
+    """A frozen group: {run name: (kind, noise[, draw])} for the six trained runs and Pretrained, as card units (a
+    run's noise is drawn with its seed + draw)."""
+    units = {}
+    for name, (kind, level, *draw) in kinds.items():
+        cond = PRETRAINED if name == PRETRAINED else Run(name, "frozen").name
+        run_seeds = (None,) if name == PRETRAINED else seeds
+        curve = None if name == PRETRAINED else (curves or {}).get(name, FALLING)
+        runs = [_run(kind, level, (s or 0) + sum(draw), curve) | {"seed": s} for s in run_seeds]
+        units[cond] = aggregate("b", cond, runs)
+    return GroupScope("b", "frozen", units)
+
+
+# V-measure / CD-r on 360 texts: simplex 0.3 about 0.86 / 0.59, ring 0.3 about 0.58 / 0.92, ring 2.0 about 0.10 / 0.76
+PAPER_LIKE = {PRETRAINED: ("ring", 2.0), **{r: ("simplex", 0.3) for r in TRAINED_RUNS[:4]},
+              "CircularCSE-GPT": ("ring", 0.3), "CircularCSE-nGPT": ("ring", 0.3, 5)}
+
+
+def _verdicts(scope):
+    return {r["id"]: r for r in evaluate(P.CLAIMS, [scope])}
+
+
+@pytest.fixture(scope="module")
+def paper_like():
+    return _verdicts(_scope(PAPER_LIKE, seeds=(0, 1)))
+
+
+# ------------------------------------------------------------------ the per-text statistics
+
+def test_per_text_statistics_reproduce_the_metrics_and_resample_exactly():
+    x, labels = _points("ring", 0.3, 0)
+    r = ev.evaluate_embeddings(x, labels, ANGLES, n_init=3)
+    texts = noise.Texts(noise.record_of(r["per_text"], r["circumplex_distance"], "upper+diagonal"))
+    ones = np.ones((1, texts.n))
+    assert texts.v_measure(ones)[0] == pytest.approx(r["v_measure"], abs=1e-12)
+    assert texts.cd_r(ones)[0] == pytest.approx(r["cd_r"], abs=1e-4)  # 4-decimal cosines
+    assert np.allclose(texts.a, r["label_cosine"], atol=1e-4)
+    draws = np.random.default_rng(3).integers(0, texts.n, (2, texts.n))
+    w = np.stack([np.bincount(d, minlength=texts.n) for d in draws]).astype(float)
+    for row, idx in enumerate(draws):  # a resample = the metric on the drawn texts, with repeats
+        assert texts.v_measure(w)[row] == pytest.approx(v_measure(texts.label[idx], texts.cluster[idx]), abs=1e-12)
+    # the linearised resample of AvgCosSim(i, j) = m_i . m_j misses exactly the second-order term dm_i . dm_j
+    idx, ids = draws[0], texts.label[draws[0]]
+    e = torch.nn.functional.normalize(x, dim=1).numpy()
+    full = np.stack([e[texts.label == i].mean(0) for i in range(12)])
+    resampled = np.stack([e[idx[ids == i]].mean(0) for i in range(12)])
+    shift = resampled - full
+    m = texts.mean_cosine(w[:1])[0]
+    assert np.allclose(resampled @ resampled.T - (m + m.T - texts.a), shift @ shift.T, atol=2e-4)
+    without_love = (texts.label != 0).astype(float)[None]  # a resample without love: CD-r undefined
+    assert math.isnan(texts.cd_r(without_love)[0]) and not math.isnan(texts.v_measure(without_love)[0])
+
+
+def test_resampler_computes_bootstraps_draws_at_once():
+    from spherekit.experiments.uncertainty import bootstrap
+
+    scope = _scope({**PAPER_LIKE})
+    r = noise.resampler(scope)
+    cond = Run("SINCERE-GPT", "frozen").name
+    seen = []
+    lo, hi, _ = bootstrap(lambda idx: seen.append(idx) or r.value(cond, V, idx), r.n_texts([(cond, "")]))
+    texts = r.texts(cond)[0]
+    one = [texts.v_measure(np.bincount(i, minlength=texts.n).astype(float)[None])[0] for i in seen[:5]]
+    assert [r.value(cond, V, i) for i in seen[:5]] == pytest.approx(one, abs=1e-12)
+    other = np.arange(texts.n)[::-1].copy()  # not one of bootstrap's draws: computed on its own
+    assert r.value(cond, V, other) == pytest.approx(scope.metric(cond, V), abs=1e-12)
+    assert lo < scope.metric(cond, V) < hi
+
+
+def test_learned_rule():
+    assert noise.learned({"training": {"curve": {"loss": FALLING}}})[0] is True
+    ok, why = noise.learned({"training": {"curve": {"loss": FLAT}}})
+    assert ok is False and "under 5%" in why
+    jumpy = [6.0, 4.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 2.5, 6.5]  # fifths 5.0 -> 4.5: -10 %, inside its noise
+    ok, why = noise.learned({"training": {"curve": {"loss": jumpy}}})
+    assert ok is False and "standard errors" in why
+    assert noise.learned({"seed": None})[0] is None
+    assert noise.learned({"training": {"curve": {"loss": [1.0]}}})[0] is None
+
+
+# ------------------------------------------------------------------ the claims on per-text units
+
+def test_claims_hold_with_intervals_on_paper_like_units(paper_like):
+    assert set(paper_like) == {"C1-GPT", "C1-nGPT", "C2-GPT", "C2-nGPT", "C3", "C4", "C5-GPT", "C5-nGPT"}
+    for cid, r in paper_like.items():
+        assert r["verdict"] == "holds", (cid, r["measured"], r["interval"])
+        assert r["interval"] is not None and "bootstrap over 360 test texts" in r["uncertainty"], cid
+        lo, hi = r["interval"]
+        assert lo <= hi and (lo > 0 if r["op"] == ">" else hi < 0), cid
+
+
+def test_reversed_units_do_not_hold():
+    swapped = {**PAPER_LIKE, **{r: ("ring", 0.3) for r in TRAINED_RUNS[:4]},
+               "CircularCSE-GPT": ("simplex", 0.3), "CircularCSE-nGPT": ("simplex", 0.3, 5)}
+    got = _verdicts(_scope(swapped))
+    for cid in ("C1-GPT", "C1-nGPT", "C2-GPT", "C2-nGPT", "C3"):
+        assert got[cid]["verdict"] == "does not hold", (cid, got[cid]["measured"], got[cid]["interval"])
+    aligned = {**PAPER_LIKE, **{r: ("ring", 0.25) for r in TRAINED_RUNS[:3]},
+               **{r: ("ring", 2.0, 3) for r in TRAINED_RUNS[3:]}}  # V and CD-r fall together
+    got = _verdicts(_scope(aligned))["C4"]
+    assert got["verdict"] == "does not hold" and got["interval"][0] > 0, got
+    stuck = _verdicts(_scope({**PAPER_LIKE, PRETRAINED: ("simplex", 0.2)}))  # Pretrained clusters best
+    assert stuck["C5-GPT"]["verdict"] == stuck["C5-nGPT"]["verdict"] == "does not hold"
+
+
+def test_a_difference_inside_the_noise_is_inconclusive():
+    # CircularCSE-nGPT = SINCERE-nGPT's geometry with other noise: C1 (nGPT)'s gap is about 0 on 360 texts
+    same = {**PAPER_LIKE, "CircularCSE-nGPT": ("simplex", 0.3, 7)}
+    r = _verdicts(_scope(same))["C1-nGPT"]
+    assert r["verdict"] == "inconclusive" and r["interval"][0] < 0 < r["interval"][1], r
+
+
+def test_a_run_that_did_not_learn_makes_its_claims_inconclusive():
+    got = _verdicts(_scope(PAPER_LIKE, seeds=(0, 1), curves={"SINCERE-nGPT": FLAT}))
+    for cid in ("C1-nGPT", "C2-nGPT", "C3", "C4", "C5-nGPT"):
+        assert got[cid]["verdict"] == "inconclusive", cid
+        assert "did not learn: SINCERE-nGPT@frozen (seeds 0, 1)" in got[cid]["measured"], cid
+        assert got[cid]["interval"] is not None and got[cid]["value"] is not None  # the measurement stays
+    for cid in ("C1-GPT", "C2-GPT", "C5-GPT"):  # the GPT half does not read SINCERE-nGPT
+        assert got[cid]["verdict"] == "holds", cid
+
+
+def test_units_without_per_text_values_keep_point_verdicts():
+    units = {Run(r, "frozen").name: {"metrics": {V: 0.7 if "Circular" not in r else 0.5,
+                                                 CD_R: 0.3 if "Circular" not in r else 0.8},
+                                     "runs": [{"seed": 42, "metrics": {}}]} for r in TRAINED_RUNS}
+    units[PRETRAINED] = {"metrics": {V: 0.1, CD_R: 0.5}, "runs": [{"seed": None, "metrics": {}}]}
+    got = _verdicts(GroupScope("b", "frozen", units))
+    assert all(r["verdict"] == "holds" and r["interval"] is None for r in got.values())
+    assert all("no per-item values" in r["uncertainty"] for r in got.values())
