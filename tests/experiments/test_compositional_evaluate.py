@@ -1,16 +1,19 @@
 """The compositional evaluation: the stage-1 cache (the untuned encoder's retrievers, index and token store of every
 set, are built once per backbone and reused by later base / frozen runs and seeds, with the same metrics as a fresh
 build; a tuned encoder (no `untuned` name) always builds its own; another backbone replaces the cache), Acc@1 from
-spherekit.evaluation.metrics equal to the count it replaced, and every metric key in the vocabulary."""
+spherekit.evaluation.metrics equal to the count it replaced, every metric key in the vocabulary, the per-query
+values whose plain mean is the mean over sets of unequal size, and a verifier's stage 1 equal to the encoder alone."""
 
 import random
 
+import numpy as np
+import pytest
 import torch
 
 from spherekit.evaluation import metrics
 from spherekit.experiments.compositional import evaluate
 from spherekit.experiments.compositional.data import RetrievalSet
-from spherekit.experiments.compositional.spec import EXPERIMENT, METRICS
+from spherekit.experiments.compositional.spec import EXPERIMENT, ITEM_METRICS, METRICS
 from spherekit.experiments.metrics import lookup
 from spherekit.nn import MaxSimVerifier
 from spherekit.retrieval.two_stage import TwoStageRetriever
@@ -59,3 +62,17 @@ def test_every_metric_key_is_in_the_vocabulary(backbone, one_thread):
         for key in values:
             lookup(key, EXPERIMENT)
     assert EXPERIMENT.main_metric in METRICS and all(lookup(m, EXPERIMENT) for m, _ in EXPERIMENT.summary_metrics)
+
+
+def test_per_query_values_average_to_the_mean_over_sets(backbone, one_thread):
+    cfg = EXPERIMENT.make_config("tiny")
+    suite = _suite()  # sets of 6 and 4 queries: weights 10 / 12 and 10 / 8
+    alone = evaluate.retrieval(backbone, suite, cfg)
+    reranked = evaluate.retrieval(backbone, suite, cfg, MaxSimVerifier())
+    for out in (alone, reranked):
+        assert set(out["per_item"]) == set(ITEM_METRICS)
+        for m in ITEM_METRICS:
+            assert len(out["per_item"][m]) == 10
+            assert np.mean(out["per_item"][m]) == pytest.approx(out["mean"][m], abs=1e-6)
+    assert "stage-1" not in alone and reranked["stage-1"]["mean"] == alone["mean"]  # stage 1 = the encoder alone
+    assert reranked["stage-1"]["per_item"] == alone["per_item"]

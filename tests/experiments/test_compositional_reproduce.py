@@ -1,7 +1,7 @@
 """`spherekit reproduce compositional` end to end on the tiny preset (a small local backbone): every run (base, Model
-A/B, F1/F4 frozen and end to end, seed 42) with its metrics and extras, the card's claims with verdicts computed
-from the runs, Figures 1-3 written; a rerun reuses the runs, and narrowing the verifiers or the seeds never
-retrains a finished run."""
+A/B, F1/F4 frozen and end to end, seed 42) with its metrics, per-query and per-pair values and extras, the card's
+claims with verdicts computed from the runs (their bootstrap intervals and the learned rule), Figures 1-3 written;
+a rerun reuses the runs, and narrowing the verifiers or the seeds never retrains a finished run."""
 
 import json
 import shutil
@@ -11,8 +11,10 @@ import pytest
 
 from spherekit.cli import main
 from spherekit.experiments import get
+from spherekit.experiments.claims import VERDICTS
 from spherekit.experiments.compositional import models
-from spherekit.experiments.compositional.spec import CONDITIONS, EXPERIMENT, METRICS, PRESETS, CompositionalConfig
+from spherekit.experiments.compositional.spec import (CONDITIONS, EXPERIMENT, ITEM_METRICS, METRICS, PRESETS,
+                                                      CompositionalConfig, verifier_of)
 from spherekit.experiments.metrics import lookup
 
 RAN = ["base", "model_a", "model_b", "frozen_F1", "frozen_F4", "e2e_F1", "e2e_F4"]
@@ -39,7 +41,7 @@ def test_presets_selection_and_validation():
         EXPERIMENT.make_config(name)
     assert EXPERIMENT.make_config("cpu").backbones == ("all-MiniLM-L6-v2", "all-mpnet-base-v2")
     small = EXPERIMENT.make_config("cpu-small")
-    assert small.verifiers == ("F1", "F4") and small.seeds == (42,)
+    assert small.verifiers == ("F1", "F4") and small.seeds == (42, 43, 44)  # the paper's seeds: minutes each
     assert EXPERIMENT.selected(small) == RAN  # the verifier conditions of F0, F2, F3 are dropped
     assert EXPERIMENT.make_config("paper").seeds == (42, 43, 44) and EXPERIMENT.make_config("paper").data_seed == 0
     assert EXPERIMENT.make_config("paper").structural_fraction == 0.192
@@ -62,13 +64,20 @@ def test_every_run_has_its_metrics_and_extras(card):
         assert unit["seeds"] == [42] and "spread" not in unit  # one seed: the run's own numbers, no spread
         (run,) = unit["runs"]
         assert (card / "compositional" / "tiny" / "st" / cond / "seed-42" / "done").is_file()
-        assert unit["metrics"] == run["metrics"] and set(run["metrics"]) == set(METRICS)
+        stage1 = {f"stage-1/{m}" for m in METRICS} if verifier_of(cond) else set()
+        assert unit["metrics"] == run["metrics"] and set(run["metrics"]) == set(METRICS) | stage1
         sets = run["retrieval"]["sets"]
         for m in METRICS:  # the run's metric is the unweighted mean over the suite's sets
             assert unit["metrics"][m] == pytest.approx(np.mean([v[m] for v in sets.values()]))
             assert 0 <= unit["metrics"][m] <= 1
             lookup(m, EXPERIMENT)
-        assert set(run["retrieval"]) == {"sets", "mean2"}
+        for m in run["metrics"]:
+            lookup(m, EXPERIMENT)
+        n_queries = sum(s["queries"] for s in results["data"]["suite"].values())
+        assert set(run["per_item"]) == set(ITEM_METRICS) | {f"stage-1/{m}" for m in ITEM_METRICS if stage1}
+        for key, values in run["per_item"].items():  # per query, weighted so that their mean is the metric
+            assert len(values) == n_queries and np.mean(values) == pytest.approx(run["metrics"][key], abs=1e-5)
+        assert set(run["retrieval"]) == {"sets", "mean2"} | ({"stage-1"} if stage1 else set())
         assert run["metrics"]["Acc@1"] <= run["metrics"]["Acc@10"]
         assert set(run["seconds"]) >= {"eval"}
     assert units["model_a"]["runs"][0]["train"]["steps"] == units["model_b"]["runs"][0]["train"]["steps"] == 2
@@ -76,8 +85,13 @@ def test_every_run_has_its_metrics_and_extras(card):
     assert units["frozen_F1"]["runs"][0]["train"]["steps"] == 0  # no parameters: evaluated untrained
     assert units["frozen_F4"]["runs"][0]["train"]["steps"] == 2 and units["e2e_F1"]["runs"][0]["train"]["steps"] == 2
     assert units["frozen_F4"]["runs"][0]["parameters"] > 0 == units["frozen_F1"]["runs"][0]["parameters"]
-    fig3 = units["frozen_F4"]["runs"][0]["figure3"]["overall"]
-    assert 0 <= fig3["auc"] <= 1 and fig3["n"] == sum(results["data"]["nearmiss_test"].values())
+    fig3 = units["frozen_F4"]["runs"][0]["figure3"]
+    assert 0 <= fig3["overall"]["auc"] <= 1 and fig3["overall"]["n"] == sum(results["data"]["nearmiss_test"].values())
+    for fam, n in results["data"]["nearmiss_test"].items():  # every pair's two scores, per family
+        if n:
+            assert len(fig3[fam]["scores"]["near_miss"]) == len(fig3[fam]["scores"]["positive"]) == n
+            assert np.mean(fig3[fam]["scores"]["near_miss"]) == pytest.approx(fig3[fam]["mean"], abs=1e-5)
+    assert units["e2e_F4"]["runs"][0]["train"]["start_loss"] is not None
     fig1 = units["model_a"]["runs"][0]["figure1"]
     assert len(fig1["positive"]) == len(fig1["negative"]) == results["data"]["reference_pairs"]
     assert not (card / "compositional" / "tiny" / "st" / "model_a" / "seed-42" / "trainer").exists()
@@ -89,11 +103,16 @@ def test_card_has_claims_tables_and_figures(card):
     claims = {r["id"]: r for r in results["claims"]}
     assert list(claims) == ["C1", "C2", "C3", "C4", "C4b", "C5", "C5b", "C6", "C7", "C8", "C9"]
     a, b = results["units"]["st/model_a"]["metrics"]["nDCG@10"], results["units"]["st/model_b"]["metrics"]["nDCG@10"]
-    assert claims["C1"]["verdict"] == ("holds" if b < a else "does not hold")
-    assert claims["C1"]["measured"].startswith(f"A {a:.3f}, B {b:.3f}")
+    c1 = claims["C1"]
+    lo, hi = c1["interval"]
+    assert c1["value"] == pytest.approx(b - a) and lo <= hi and "paired bootstrap over 12 items" in c1["uncertainty"]
+    expected = "holds" if hi < 0 else "does not hold" if lo >= 0 else "inconclusive"
+    assert c1["verdict"] == ("inconclusive" if "did not learn" in c1["measured"] else expected)
+    assert c1["measured"].startswith(f"A {a:.3f}, B {b:.3f}")
     assert claims["C5b"]["verdict"] == "not run"  # F2 did not run
+    assert claims["C3"]["sanity"] and claims["C7"]["sanity"]
     for record in claims.values():
-        assert record["statement"] in report and record["verdict"] in ("holds", "does not hold", "not run")
+        assert record["statement"] in report and record["verdict"] in VERDICTS
     assert results["comparison"] == []  # the paper prints no numbers
     assert '"Acc@1" averaged Acc@1 and Acc@10' in report and "Table 1" in report and "Figure 3" in report
     plots = sorted(p.name for p in (card / "compositional" / "tiny" / "plots").iterdir())

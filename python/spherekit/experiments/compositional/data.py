@@ -8,25 +8,39 @@ Offline (the default), from WordNet 3.0 and GCIDE (the paper uses NQ, MRPC-deriv
   negative, the choice here: the paper does not say how its NQ negatives were made), else a random entry;
 - near-misses: spherekit.data.nearmiss (negation / binding / spatial edits of WordNet sentences), split 80/20 by
   anchor; training pairs whose source synset is held out are dropped; structural triplets are (s, s, s~) as in
-  the paper; Model B's mixture adds round(f / (1 - f) x #triplets) of them (f = 0.192);
+  the paper; Model B's mixture adds round(f / (1 - f) x #triplets) of them (f = 0.192), and fewer training pairs
+  than that is an error (the share is the paper's; a smaller one would be a silent departure);
 - the NanoBEIR analogue: sets of `queries_per_set` queries over `corpus_per_set` held-out entries (relevant ones
   plus seeded distractors): wn-examples (usage question -> sense entry), wn-reverse (gloss -> lemma names),
   wn-hypernym (entry -> its hypernyms' entries), gcide-defs (GCIDE definition -> the WordNet senses of that lemma
   and part of speech);
 - Figure 1 references: held-out (usage question, entry) positives and (question, random entry) negatives.
 
-With data_dir (the released layouts, the same code path after loading):
-    nq_triplets.csv | .tsv | .jsonl     anchor, positive, negative (90/10: the 10% gives the reference pairs)
-    nearmiss.csv, or nearmiss_train.csv + nearmiss_test.csv    sentence1, sentence2, category
-                                        (category cannot_negation | binding_negation | spatial, or the family)
-    nanobeir/<Set>/{corpus.jsonl, queries.jsonl, qrels/test.tsv}   the BEIR layout
-Near-miss rows whose edit failed (a placeholder, or sentence2 shorter than 20 characters) are dropped and counted.
+With data_dir: the files of the released code's data/ folder as downloaded (radoslavralev/limitations-text-retrieval,
+Git LFS), read through the same code path (Model B: Model A's triplets plus the structural share of (s1, s1, s2)):
+    nq_triplets_100k.csv                anchor, positive, negative[, category]: the 100,000 NQ triplets (Model A);
+                                        shuffled, 10% of them (at most n_reference_pairs) give Figure 1's reference
+                                        pairs, as the released training held 10% out
+    unified_negatives_train.csv, unified_negatives_test.csv
+                                        sentence1, sentence2, category: the near-miss pairs, split 80/20 by the
+                                        authors (training pairs -> (s1, s1, s2) triplets; test -> Figures 1 and 3)
+    unified_negatives_full.csv          the same columns (extra ones ignored), all 29,820 pairs: used when the test
+                                        file is absent, split 80/20 by anchor here
+    unified_negatives_with_nq_train.csv anchor, positive, negative, category: Model B's mixture as released; its
+                                        rows with anchor == positive are the structural ones. Used for what the
+                                        files above do not give: the NQ triplets (its other rows) without
+                                        nq_triplets_100k.csv, the training pairs without unified_negatives_train.csv
+    nanobeir/<Set>/{corpus.jsonl, queries.jsonl, qrels/test.tsv}   NanoBEIR-en in the BEIR layout
+category is cannot_negation | binding_negation | spatial (the family names are accepted too). Rows with an empty
+field are dropped, as the released loader does; near-miss rows whose edit failed (a placeholder, or sentence2 of at
+most 20 characters) are dropped too, as the paper does, and counted.
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
+import math
 import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -173,63 +187,109 @@ def _build_offline(cfg) -> dict:
             "dropped": {"nearmiss_train_held_out_source": len(nm.train) - len(nm_train)}}
 
 
-def read_nearmiss_csv(path) -> tuple[list[tuple[str, str, str]], int]:
-    """(sentence1, sentence2, family) rows of a near-miss CSV and the number dropped (failed edits)."""
-    path = Path(path)
+RELEASED = {"triplets": "nq_triplets_100k.csv", "train": "unified_negatives_train.csv",
+            "test": "unified_negatives_test.csv", "full": "unified_negatives_full.csv",
+            "mixture": "unified_negatives_with_nq_train.csv"}
+PAIR_COLUMNS, TRIPLET_COLUMNS = ("sentence1", "sentence2", "category"), ("anchor", "positive", "negative")
+
+
+def _rows(path: Path, columns: tuple[str, ...]):
+    """(line number, {column: stripped text}) of a CSV with at least `columns` (others are ignored)."""
     with path.open(newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
-        missing = {"sentence1", "sentence2", "category"} - set(reader.fieldnames or ())
+        missing = [c for c in columns if c not in (reader.fieldnames or ())]
         if missing:
-            raise ValueError(f"{path}: missing column(s) {sorted(missing)} (need sentence1, sentence2, category)")
-        rows, dropped = [], 0
+            raise ValueError(f"{path}: missing column(s) {missing} (need {', '.join(columns)})")
         for line, row in enumerate(reader, start=2):
-            s1, s2, cat = (row["sentence1"] or "").strip(), (row["sentence2"] or "").strip(), row["category"]
-            if cat not in CATEGORY:
-                raise ValueError(f"{path}, line {line}: category {cat!r} is not one of {sorted(CATEGORY)}")
-            if not s1 or any(p in s2 for p in PLACEHOLDERS) or len(s2) <= MIN_CHARS:
-                dropped += 1
-                continue
-            rows.append((s1, s2, CATEGORY[cat]))
+            yield line, {c: (row.get(c) or "").strip() for c in (*columns, "category")}
+
+
+def _family(path: Path, line: int, category: str) -> str:
+    if category not in CATEGORY:
+        raise ValueError(f"{path}, line {line}: category {category!r} is not one of {sorted(CATEGORY)}")
+    return CATEGORY[category]
+
+
+def _failed_edit(s1: str, s2: str) -> bool:
+    return not s1 or any(p in s2 for p in PLACEHOLDERS) or len(s2) <= MIN_CHARS
+
+
+def read_nearmiss_csv(path) -> tuple[list[tuple[str, str, str]], int]:
+    """(sentence1, sentence2, family) rows of a released near-miss CSV and the number dropped (failed edits)."""
+    path, rows, dropped = Path(path), [], 0
+    for line, row in _rows(path, PAIR_COLUMNS):
+        family = _family(path, line, row["category"])
+        if _failed_edit(row["sentence1"], row["sentence2"]):
+            dropped += 1
+        else:
+            rows.append((row["sentence1"], row["sentence2"], family))
     return rows, dropped
 
 
-def _read_triplets(folder: Path, limit: int) -> list[list[str]]:
-    for name in ("nq_triplets.csv", "nq_triplets.tsv", "nq_triplets.jsonl"):
-        path = folder / name
-        if path.is_file():
-            break
-    else:
-        raise FileNotFoundError(f"{folder}: no nq_triplets.csv / .tsv / .jsonl (anchor, positive, negative)")
-    if path.suffix == ".csv":
-        with path.open(newline="", encoding="utf-8") as f:
-            rows = [[r["anchor"], r["positive"], r["negative"]] for r in csv.DictReader(f)]
-    else:
-        from ...data.datasets.nq import load_nq_triplets
+def read_triplets_csv(path) -> tuple[list[list[str]], list[tuple[str, str, str]], int]:
+    """A released triplet CSV: (its (anchor, positive, negative) rows with anchor != positive, its structural rows
+    (anchor == positive) as (anchor, negative, family) pairs, the number of rows dropped (an empty field or a failed
+    edit))."""
+    path, triplets, pairs, dropped = Path(path), [], [], 0
+    for line, row in _rows(path, TRIPLET_COLUMNS):
+        a, p, n = row["anchor"], row["positive"], row["negative"]
+        if not (a and p and n):
+            dropped += 1
+        elif a != p:
+            triplets.append([a, p, n])
+        elif _failed_edit(a, n):
+            _family(path, line, row["category"])
+            dropped += 1
+        else:
+            pairs.append((a, n, _family(path, line, row["category"])))
+    return triplets, pairs, dropped
 
-        rows = [[t.anchor, t.positive, t.negative] for t in load_nq_triplets(path)]
-    return rows[:limit]
+
+def _released_files(folder: Path) -> dict[str, Path]:
+    found = {k: folder / name for k, name in RELEASED.items() if (folder / name).is_file()}
+    if "triplets" not in found and "mixture" not in found:
+        raise FileNotFoundError(f"{folder}: no {RELEASED['triplets']} (or {RELEASED['mixture']}): the NQ triplets")
+    if "test" not in found and "full" not in found:
+        raise FileNotFoundError(f"{folder}: no {RELEASED['test']} (or {RELEASED['full']}): the held-out near-misses")
+    return found
+
+
+def _released_pairs(files: dict, mixture_pairs, cfg) -> tuple[list, list, int]:
+    """(training pairs, test pairs, dropped): the authors' split when their test file is there, else 80/20 by
+    anchor of the full file."""
+    from ...data.nearmiss import NearMiss, split_by_anchor
+
+    if "test" in files:
+        test, dropped = read_nearmiss_csv(files["test"])
+        if "train" in files:
+            train, more = read_nearmiss_csv(files["train"])
+            return train, test, dropped + more
+        if mixture_pairs is None:
+            raise FileNotFoundError(f"no {RELEASED['train']} (or {RELEASED['mixture']}) beside {files['test']}: the "
+                                    "training near-misses")
+        return mixture_pairs, test, dropped
+    rows, dropped = read_nearmiss_csv(files["full"])
+    items = [NearMiss(a, a, b, f, "", "identity", "csv") for a, b, f in rows]
+    tr, te = split_by_anchor(items, cfg.test_fraction, cfg.data_seed)
+    return [(i.anchor, i.near_miss, i.family) for i in tr], [(i.anchor, i.near_miss, i.family) for i in te], dropped
 
 
 def _build_from_dir(cfg) -> dict:
     from ...data.datasets.beir import load_nanobeir
-    from ...data.nearmiss import NearMiss, split_by_anchor
 
     folder, rng = Path(cfg.data_dir), random.Random(cfg.data_seed)
-    rows = _read_triplets(folder, cfg.n_train_triplets + cfg.n_reference_pairs)
+    files = _released_files(folder)
+    rows, mixture_pairs, dropped = [], None, 0
+    if "mixture" in files and not {"triplets", "train"} <= set(files):  # it gives what the other files do not
+        rows, mixture_pairs, dropped = read_triplets_csv(files["mixture"])
+    if "triplets" in files:
+        rows, _, more = read_triplets_csv(files["triplets"])
+        dropped += more
+    train, test_rows, more = _released_pairs(files, mixture_pairs, cfg)
+    rows = rows[:cfg.n_train_triplets + cfg.n_reference_pairs]
     rng.shuffle(rows)
     n_ref = min(cfg.n_reference_pairs, len(rows) // 10)
     ref_rows, triplets = rows[:n_ref], rows[n_ref:]
-    dropped = 0
-    if (folder / "nearmiss_train.csv").is_file():
-        train, d1 = read_nearmiss_csv(folder / "nearmiss_train.csv")
-        test_rows, d2 = read_nearmiss_csv(folder / "nearmiss_test.csv")
-        dropped = d1 + d2
-    else:
-        allrows, dropped = read_nearmiss_csv(folder / "nearmiss.csv")
-        items = [NearMiss(a, a, b, f, "", "identity", "csv") for a, b, f in allrows]
-        tr, te = split_by_anchor(items, cfg.test_fraction, cfg.data_seed)
-        train = [(i.anchor, i.near_miss, i.family) for i in tr]
-        test_rows = [(i.anchor, i.near_miss, i.family) for i in te]
     suite = []
     for name, beir in load_nanobeir(folder / "nanobeir").items():
         queries, corpus, relevant = beir.retrieval_inputs()
@@ -239,12 +299,25 @@ def _build_from_dir(cfg) -> dict:
     return {"triplets": triplets, "pairs": train, "test": test, "suite": suite,
             "reference_pos": [[r[0], r[1]] for r in ref_rows],
             "reference_neg": [[r[0], rng.choice(positives)] for r in ref_rows],
-            "dropped": {"nearmiss_failed_edits": dropped}}
+            "files": sorted(p.name for p in files.values()), "dropped": {"empty_or_failed_edit_rows": dropped + more}}
+
+
+def structural_count(cfg, n_triplets: int) -> int:
+    """The structural triplets Model B adds to n_triplets so that they are structural_fraction of its rows."""
+    return round(cfg.structural_fraction / (1 - cfg.structural_fraction) * n_triplets)
 
 
 def _mixture(triplets, pairs, cfg, seed) -> list[list[str]]:
+    """Model A's triplets plus structural_count (s, s, s~) rows from the training pairs, shuffled; an error when
+    there are fewer pairs than that (Model B's structural share is the paper's, never silently smaller)."""
+    want = structural_count(cfg, len(triplets))
+    if want > len(pairs):
+        raise ValueError(f"Model B needs {want:,} structural triplets ({cfg.structural_fraction:.1%} of "
+                         f"{len(triplets) + want:,} rows) but only {len(pairs):,} near-miss training pairs exist: "
+                         f"raise nearmiss_per_family (now {cfg.nearmiss_per_family}; about "
+                         f"{math.ceil(cfg.nearmiss_per_family * want / max(1, len(pairs))):,} would do) or lower "
+                         f"n_train_triplets (now {cfg.n_train_triplets:,})")
     rng = random.Random(f"{seed}:mix")
-    want = round(cfg.structural_fraction / (1 - cfg.structural_fraction) * len(triplets))
     struct = [[a, a, b] for a, b, _ in pairs]
     rng.shuffle(struct)
     rows = [list(t) for t in triplets] + struct[:want]
@@ -260,7 +333,8 @@ def load_data(cfg, root) -> CompositionalData:
     suite = [RetrievalSet(**s) for s in raw["suite"]]
     train_b = _mixture(raw["triplets"], raw["pairs"], cfg, cfg.data_seed)
     structural = len(train_b) - len(raw["triplets"])
-    stats = {"train_triplets": len(raw["triplets"]), "structural_triplets": structural,
+    stats = {**({"files": raw["files"]} if "files" in raw else {}),
+             "train_triplets": len(raw["triplets"]), "structural_triplets": structural,
              "structural_share": round(structural / max(1, len(train_b)), 4),
              "nearmiss_train_pairs": len(raw["pairs"]),
              "nearmiss_test": {f: sum(t["family"] == f for t in raw["test"]) for f in FAMILIES},

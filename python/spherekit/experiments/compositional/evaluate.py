@@ -5,9 +5,16 @@ Retrieval metrics per set, then the unweighted mean over sets (NanoBEIR's "mean"
 discounts), MRR@10, Acc@1 (top-1 relevant) and Acc@10 (a relevant document in the top 10), each a mean over the
 set's queries; nDCG@10, MRR@10 and Acc@1 are spherekit.evaluation.metrics', Acc@10 (which that module does not
 have) is counted here. The released code's verifier "Acc@1" averaged Acc@1 and Acc@10 (a substring match of metric
-names); here Acc@1 is Acc@1. Separation: ROC-AUC of the verifier's scores on (anchor, identity-or-paraphrase)
-pairs (label 1) against (anchor, near-miss) pairs (label 0); 0.5 = no separation, 1 = every near-miss below every
-positive.
+names); here Acc@1 is Acc@1. With a verifier, the metrics of its stage 1 alone (the same encoder's pooled-cosine
+ranking) are kept as "stage-1/<metric>": the verifier's gain is measured against them.
+
+Per-query values (nDCG@10, MRR@10, Acc@1, and their stage-1 values) are kept for the claims' paired bootstrap, in
+the suite's set order, each weighted by N / (S x n_s) (N queries in all, S sets, n_s in the query's set): their
+plain mean is then exactly the mean over sets (the weight is 1 when every set has the same number of queries).
+
+Separation: ROC-AUC of the verifier's scores on (anchor, identity-or-paraphrase) pairs (label 1) against (anchor,
+near-miss) pairs (label 0); 0.5 = no separation, 1 = every near-miss below every positive. Every pair's two scores
+are kept too (per family, in the test order).
 """
 
 from __future__ import annotations
@@ -15,8 +22,11 @@ from __future__ import annotations
 import torch
 
 from ...evaluation import metrics
+from ..uncertainty import per_item
 from .data import FAMILIES
-from .spec import METRICS
+from .spec import ITEM_METRICS, METRICS
+
+STAGE1 = "stage-1"
 
 _RETRIEVERS: dict = {}  # the untuned encoder's stage 1 per set (one backbone at a time), see retrieval()
 
@@ -31,6 +41,28 @@ def rank_metrics(ranked: torch.Tensor, relevant: list) -> dict[str, float]:
     rel = [set(r) for r in relevant]
     return {"nDCG@10": float(metrics.ndcg_at_k(ranked, rel, k=10)), "MRR@10": float(metrics.mrr(ranked, rel, k=10)),
             "Acc@1": float(metrics.accuracy_at_1(ranked, rel)), "Acc@10": accuracy_at(ranked, rel, 10)}
+
+
+def per_query(ranked: torch.Tensor, relevant: list) -> dict[str, torch.Tensor]:
+    """Each query's nDCG@10, MRR@10 and Acc@1 (their means are rank_metrics')."""
+    rel = [set(r) for r in relevant]
+    return {"nDCG@10": metrics.ndcg_at_k(ranked, rel, k=10, reduction="none"),
+            "MRR@10": metrics.mrr(ranked, rel, k=10, reduction="none"),
+            "Acc@1": metrics.accuracy_at_1(ranked, rel, reduction="none")}
+
+
+def _summary(rankings: dict, suite) -> dict:
+    """{"sets", "mean", "mean2", "per_item"} of one ranking per set ({set name: ranked ids})."""
+    sets = {s.name: rank_metrics(rankings[s.name], s.relevant) for s in suite}
+    n_items = sum(len(s.queries) for s in suite)
+    items = {m: [] for m in ITEM_METRICS}
+    for s in suite:
+        weight = n_items / (len(suite) * len(s.queries))
+        for m, values in per_query(rankings[s.name], s.relevant).items():
+            items[m] += per_item(values * weight)
+    first = list(sets.values())[:2]
+    return {"sets": sets, "mean": {m: sum(v[m] for v in sets.values()) / len(sets) for m in METRICS},
+            "mean2": {m: sum(v[m] for v in first) / len(first) for m in METRICS}, "per_item": items}
 
 
 def _retriever(encoder, s, cfg, untuned: str | None):
@@ -52,18 +84,20 @@ def _retriever(encoder, s, cfg, untuned: str | None):
 
 def retrieval(encoder, suite, cfg, verifier=None, untuned: str | None = None) -> dict:
     """{"sets": {name: metrics}, "mean": metrics over sets, "mean2": over the first two sets (the released code's
-    Figure 2 used two sets)}; with a verifier the top-K of stage 1 are re-ranked by its scores. untuned: the
-    backbone's name when `encoder` is its untuned checkpoint (stage 1 reused across units and seeds)."""
-    out = {}
+    Figure 2 used two sets), "per_item": {metric: weighted per-query values}}; with a verifier the top-K of stage 1
+    are re-ranked by its scores, and "stage-1" holds the same record of stage 1 alone. untuned: the backbone's name
+    when `encoder` is its untuned checkpoint (stage 1 reused across units and seeds)."""
+    reranked, first = {}, {}
     with torch.no_grad():
         for s in suite:
             retriever = _retriever(encoder, s, cfg, untuned)
             retriever.verifier = verifier
             result = retriever.search_texts(encoder, s.queries, batch_size=cfg.eval_batch_size)
-            out[s.name] = rank_metrics(result.ids, s.relevant)
-    mean = {m: sum(v[m] for v in out.values()) / len(out) for m in METRICS}
-    first = list(out.values())[:2]
-    return {"sets": out, "mean": mean, "mean2": {m: sum(v[m] for v in first) / len(first) for m in METRICS}}
+            reranked[s.name], first[s.name] = result.ids, result.stage1_ids
+    out = _summary(reranked, suite)
+    if verifier is not None:
+        out[STAGE1] = _summary(first, suite)
+    return out
 
 
 def pooled_cosines(encoder, pairs, batch_size: int) -> list[float]:
@@ -96,7 +130,8 @@ def verifier_scores(encoder, verifier, left, right, batch_size: int) -> list[flo
 
 def figure3(encoder, verifier, data, cfg) -> dict:
     """Per family and overall: mean / std of the verifier's near-miss scores (lower is better), its mean score on
-    the positives, and the ROC-AUC of positives vs near-misses."""
+    the positives, the ROC-AUC of positives vs near-misses and the number of pairs; per family also every pair's
+    two scores ("scores": {"near_miss", "positive"}, in the test order) for the claims' bootstrap."""
     test = data.nearmiss_test
     near = verifier_scores(encoder, verifier, [t["anchor"] for t in test], [t["near_miss"] for t in test],
                            cfg.eval_batch_size)
@@ -111,4 +146,6 @@ def figure3(encoder, verifier, data, cfg) -> dict:
         auc = metrics.roc_auc(torch.cat([p, n]), torch.cat([torch.ones(len(p)), torch.zeros(len(n))]))
         out[fam] = {"mean": float(n.mean()), "std": float(n.std(unbiased=False)), "positive_mean": float(p.mean()),
                     "auc": float(auc), "n": len(idx)}
+        if fam != "overall":
+            out[fam]["scores"] = {"near_miss": per_item(n), "positive": per_item(p)}
     return out

@@ -2,39 +2,32 @@
 
 Model A / B: sentence-transformers' MultipleNegativesRankingLoss (spherekit's fused form) with scale 10 over
 (anchor, positive, negative) rows through spherekit.experiments.training.train: AdamW, warmup 10% then linear
-decay, LR and weight decay by encoder size (size_rules), the same steps / batch / seed for A and B. Steps
-are fixed by the preset or, as the paper does, set from a wall-clock budget and a measured throughput (at least
-min_steps).
+decay, the same steps / batch / seed for A and B. Learning rate, weight decay and (with `steps` 0) the step count
+are the released code's table values for the encoder's size (released.py).
 
 Verifiers: spherekit.experiments.verifier_training.train_verifier, MNRL over verifier scores (in-batch plus the
 explicit negative of each row) on the Model B mixture, as the released code trains them. Frozen: the token
 embeddings of every training text are encoded once and cached (per backbone, in memory); only the verifier
-trains, and F0-F2 (no parameters) are evaluated untrained. End to end: the encoder (at the code's size-scaled
+trains, and F0-F2 (no parameters) are evaluated untrained. End to end: the encoder (at the table's size-scaled
 encoder LR) and the verifier train together; stage 1 then uses the trained encoder as well.
+
+Every training record keeps the objective's starting value ("start_loss": the loss before the first update) and
+its final value ("final_loss"), from which the claims decide whether the run learned (paper.py).
 """
 
 from __future__ import annotations
 
-import copy
 import math
+import random
 import time
 from pathlib import Path
 
 import torch
 
+from . import released
+
 _TOKEN_CACHE: dict = {}
-# the code's 4-minute step counts for a <50M encoder (run_frozen_vs_e2e_experiment.sh): frozen F0-F2 do not train
-VERIFIER_STEPS = {"frozen": {"F0": 0, "F1": 0, "F2": 0, "F3": 375, "F4": 1500},
-                  "e2e": {"F0": 825, "F1": 825, "F2": 825, "F3": 412, "F4": 1125}}
-
-
-def size_rules(n_params: int) -> dict:
-    """The released code's learning rates and weight decays by encoder size (parameters)."""
-    millions = n_params / 1e6
-    lr = 5e-5 * math.sqrt(100.0 / millions)
-    wd = 0.001 if millions < 30 else 0.005 if millions < 50 else 0.01
-    e2e_lr = 2e-5 if millions < 30 else 1.5e-5 if millions < 50 else 1e-5 if millions < 120 else 5e-6
-    return {"lr": lr, "weight_decay": wd, "e2e_encoder_lr": e2e_lr, "e2e_encoder_weight_decay": wd}
+START_BATCHES = 4  # batches over which an encoder's starting MNRL loss is measured (no update)
 
 
 def load(backbone: str, cfg):
@@ -55,34 +48,27 @@ def _loss(model, cfg):
     return MultipleNegativesRankingLoss(model, scale=cfg.scale)
 
 
-def samples_per_second(model, rows, cfg, repeats: int = 2) -> float:
-    """Training throughput (rows / s) of MNRL on a copy of the model: forward + backward of one batch, timed."""
-    probe = copy.deepcopy(model)
-    loss = _loss(probe, cfg)
-    batch = rows[:cfg.batch_size]
-    features = [probe.preprocess([r[c] for r in batch]) for c in range(3)]
-    loss(features, None).backward()  # warm-up
-    start = time.perf_counter()
-    for _ in range(repeats):
-        loss(features, None).backward()
-    return repeats * len(batch) / (time.perf_counter() - start)
+def start_loss(model, rows, cfg, seed: int) -> float:
+    """The MNRL loss of the model before training (eval mode, no update), the mean over START_BATCHES seeded
+    batches of `rows`: the starting value of the objective that the learned-rule compares the final loss with."""
+    from sentence_transformers.util import batch_to_device
+
+    loss = _loss(model, cfg)
+    order = random.Random(f"{seed}:start").sample(range(len(rows)), min(len(rows), START_BATCHES * cfg.batch_size))
+    values = []
+    model.eval()
+    with torch.no_grad():
+        for i in range(0, len(order), cfg.batch_size):
+            batch = [rows[j] for j in order[i:i + cfg.batch_size]]
+            features = [batch_to_device(model.preprocess([r[c] for r in batch]), model.device) for c in range(3)]
+            values.append(float(loss(features, None)))
+    return sum(values) / len(values)
 
 
-def encoder_steps(model, rows, cfg, record: Path) -> tuple[int, float | None]:
-    """Optimizer steps of Model A and Model B on one backbone: cfg.steps when set, else the paper's wall-clock rule
-
-        steps = max(min_steps, floor(time_budget_s * throughput / batch_size))
-
-    with the throughput (rows / s) measured once per backbone and kept in `record` (JSON, keyed by the settings that
-    change it), so that A, B and every seed train the same number of steps, also across resumed runs.
-    Returns (steps, throughput); throughput is None for fixed steps."""
-    from ..card import cached_json
-
-    if cfg.steps:
-        return cfg.steps, None
-    key = f"batch_size={cfg.batch_size} max_seq_length={cfg.max_seq_length} scale={cfg.scale}"
-    sps = cached_json(record, key, lambda: samples_per_second(model, rows, cfg))
-    return max(cfg.min_steps, int(cfg.time_budget_s * sps / cfg.batch_size)), sps
+def encoder_steps(model, cfg) -> int:
+    """Optimizer steps of Model A and Model B on one backbone (the same for both and every seed): cfg.steps when
+    set, else the released code's table for the encoder's size at cfg.batch_size (released.encoder_steps)."""
+    return cfg.steps or released.encoder_steps(n_params(model), cfg.batch_size, cfg.time_budget_s, cfg.min_steps)
 
 
 def train_encoder(model, rows, steps: int, cfg, seed: int, out_dir, progress: bool = True) -> dict:
@@ -90,15 +76,18 @@ def train_encoder(model, rows, steps: int, cfg, seed: int, out_dir, progress: bo
 
     from ..training import TrainConfig, clear_checkpoints, loss_curve, train
 
-    rules = size_rules(n_params(model))
+    rules = released.encoder_rules(n_params(model))
+    start = start_loss(model, rows, cfg, seed)
     tc = TrainConfig(steps=steps, batch_size=cfg.batch_size, lr=rules["lr"], warmup_steps=int(cfg.warmup_ratio * steps),
                      weight_decay=rules["weight_decay"], seed=seed, precision="auto", save_steps=0,
                      logging_steps=cfg.logging_steps)
     columns = {"anchor": [r[0] for r in rows], "positive": [r[1] for r in rows], "negative": [r[2] for r in rows]}
     result = train(model, Dataset.from_dict(columns), _loss(model, cfg), tc, Path(out_dir), progress=progress)
     clear_checkpoints(out_dir)
+    curve = loss_curve(result.log_history)
     return {"steps": result.steps, "lr": rules["lr"], "weight_decay": rules["weight_decay"],
-            "train_seconds": round(result.seconds, 2), "curve": loss_curve(result.log_history)}
+            "train_seconds": round(result.seconds, 2), "start_loss": start,
+            "final_loss": curve["loss"][-1] if curve["loss"] else None, "curve": curve}
 
 
 def build(name: str, cfg, width: int):
@@ -122,21 +111,26 @@ def _frozen_tokens(encoder, backbone: str, rows, cfg):
     return _TOKEN_CACHE[key]
 
 
-def verifier_steps(cfg, regime: str, name: str) -> int:
+def verifier_steps(cfg, regime: str, name: str, encoder) -> int:
+    """cfg.verifier_steps when set, else the released code's table (released.verifier_steps); frozen F0-F2 have no
+    parameters and do not train (as in the released code)."""
     if regime == "frozen" and name in ("F0", "F1", "F2"):
-        return 0  # no parameters: evaluated untrained, as in the released code
-    return cfg.verifier_steps or VERIFIER_STEPS[regime][name]
+        return 0
+    return cfg.verifier_steps or released.verifier_steps(n_params(encoder), regime, name, cfg.verifier_batch(name),
+                                                         cfg.time_budget_s)
 
 
 def train_verifier_run(encoder, backbone: str, verifier, regime: str, name: str, rows, cfg, seed: int) -> dict:
+    """Train one verifier run; its record: steps, seconds, the loss of the first step (before any update) and the
+    mean loss (and in-grid accuracy) of the last 10% of the steps."""
     from ..verifier_training import train_verifier
 
-    steps = verifier_steps(cfg, regime, name)
+    steps = verifier_steps(cfg, regime, name, encoder)
     if steps == 0:
         return {"steps": 0, "train_seconds": 0.0}
     batch = cfg.verifier_batch(name)
     epochs = max(1, math.ceil(steps * batch / len(rows)))
-    rules = size_rules(n_params(encoder))
+    rules = released.encoder_rules(n_params(encoder))
     start = time.perf_counter()
     if regime == "frozen":
         data = _frozen_tokens(encoder, backbone, rows, cfg)
@@ -149,5 +143,8 @@ def train_verifier_run(encoder, backbone: str, verifier, regime: str, name: str,
                                 encoder_weight_decay=rules["e2e_encoder_weight_decay"], scale=cfg.verifier_scale,
                                 seed=seed)
     hist = result.history
+    tail = hist[-max(1, len(hist) // 10):]
     return {"steps": result.steps, "train_seconds": round(time.perf_counter() - start, 2),
-            "final_loss": hist[-1]["loss"] if hist else None, "final_accuracy": hist[-1]["accuracy"] if hist else None}
+            "start_loss": hist[0]["loss"] if hist else None,
+            "final_loss": sum(h["loss"] for h in tail) / len(tail) if hist else None,
+            "final_accuracy": sum(h["accuracy"] for h in tail) / len(tail) if hist else None}

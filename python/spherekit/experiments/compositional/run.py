@@ -1,11 +1,12 @@
 """`spherekit reproduce compositional`: the data of a preset and one run of a condition (what the runner calls).
 
 A run is (backbone, condition, seed): base evaluates the untuned backbone; model_a / model_b train the encoder on
-their rows (the same steps: with a wall-clock budget the throughput is measured once per backbone, in
-<backbone>/encoder_throughput.json, shared by A, B and every seed); <regime>_<F> trains verifier F (frozen or end
-to end) and re-ranks with it. Its metrics are the retrieval means over the suite's sets; its extras are the per-set
-numbers, Figure 1's cosines (base, A, B) or Figure 3's verifier scores (verifiers), and the training record.
-Trained models are not kept (the card is about the measurements): a re-evaluation retrains.
+their rows (the same steps: cfg.steps, or the released code's table for the backbone's size); <regime>_<F> trains
+verifier F (frozen or end to end) and re-ranks with it. Its metrics are the retrieval means over the suite's sets
+(for a verifier also those of its stage 1 alone, "stage-1/<metric>"); its per-query values ("per_item") feed the
+claims' paired bootstrap; its extras are the per-set numbers, Figure 1's cosines (base, A, B) or Figure 3's
+verifier scores (verifiers), per pair, and the training record. Trained models are not kept (the card is about the
+measurements): a re-evaluation retrains.
 """
 
 from __future__ import annotations
@@ -30,11 +31,8 @@ def run_unit(ctx) -> dict:
     if cond in ("model_a", "model_b"):
         rows = data.train_a if cond == "model_a" else data.train_b
         with ctx.timed("train"):
-            steps, sps = models.encoder_steps(encoder, data.train_a, cfg,
-                                              ctx.backbone_dir / "encoder_throughput.json")
-            extras["train"] = {**models.train_encoder(encoder, rows, steps, cfg, seed, ctx.dir,
-                                                      progress=ctx.progress),
-                               "rows": len(rows), "probe_samples_per_s": sps}
+            extras["train"] = {**models.train_encoder(encoder, rows, models.encoder_steps(encoder, cfg), cfg, seed,
+                                                      ctx.dir, progress=ctx.progress), "rows": len(rows)}
     if cond in ("base", "model_a", "model_b"):
         with ctx.timed("eval"):
             retrieval = evaluate.retrieval(encoder, data.suite, cfg, untuned=ctx.backbone if cond == "base" else None)
@@ -51,4 +49,11 @@ def run_unit(ctx) -> dict:
                                            untuned=ctx.backbone if regime == "frozen" else None)
             extras["figure3"] = evaluate.figure3(encoder, verifier, data, cfg)
         extras["parameters"] = sum(p.numel() for p in verifier.parameters())
-    return {"metrics": retrieval.pop("mean"), "retrieval": retrieval, **extras}
+    metrics, per_item = retrieval.pop("mean"), retrieval.pop("per_item")
+    first = retrieval.pop(evaluate.STAGE1, None)
+    if first:
+        stage1 = f"{evaluate.STAGE1}/"
+        metrics.update({stage1 + m: v for m, v in first["mean"].items()})
+        per_item.update({stage1 + m: v for m, v in first["per_item"].items()})
+        retrieval[evaluate.STAGE1] = {"sets": first["sets"]}
+    return {"metrics": metrics, "per_item": per_item, "retrieval": retrieval, **extras}

@@ -4,7 +4,9 @@ Source: Ralev, Baral, Zhechev, Agarwal, Rajamohan. "Training for Compositional S
 Generalization". arXiv:2604.16351 (2026). Every value the paper (or, where the text is silent, its released code
 radoslavralev/limitations-text-retrieval) fixes is a `paper(...)` field whose doc says where; every other value is
 a `choice(...)` whose doc says why. The verifier conditions are selected by two fields: `conditions` and
-`verifiers` (a <regime>_<F> condition runs when both name it).
+`verifiers` (a <regime>_<F> condition runs when both name it). The `paper` preset is the released code's run: the
+four backbones, batch 128 and its step table (released.py), three seeds; its data are the released files
+(`--data-dir`, data.py), which this machine does not have.
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ VERIFIER_NAMES = ("F0", "F1", "F2", "F3", "F4")
 REGIMES = ("frozen", "e2e")
 REGIME_TEXT = {"frozen": "frozen encoder (only the verifier trains)", "e2e": "end to end"}
 METRICS = ("nDCG@10", "MRR@10", "Acc@1", "Acc@10")
+ITEM_METRICS = ("nDCG@10", "MRR@10", "Acc@1")  # kept per query for the claims' paired bootstrap
+PAPER_BACKBONES = ("sentence-transformers/all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L12-v2",
+                   "thenlper/gte-small", "Alibaba-NLP/gte-modernbert-base")
+MINILM = ("all-MiniLM-L6-v2",)
 CONDITIONS = conditions_of(
     Condition("base", "the untuned backbone (Table 1's base row; stage 1 of the frozen regime)"),
     Condition("model_a", "Model A: MNRL on the (query, passage, negative) retrieval triplets only (Table 1, Figure 1)"),
@@ -36,17 +42,18 @@ def check_verifiers(names) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class CompositionalConfig:
     # what runs
-    backbones: tuple = selection(("all-MiniLM-L6-v2",), "paper: MiniLM-L6/L12, gte-small, gte-modernbert-base; "
-                                 "offline only all-MiniLM-L6-v2 (exact) and all-mpnet-base-v2 (the larger substitute) "
-                                 "exist")
+    backbones: tuple = selection(PAPER_BACKBONES, "sec. 3.1: MiniLM-L6/L12, gte-small, gte-modernbert-base; offline "
+                                 "only all-MiniLM-L6-v2 (exact) and all-mpnet-base-v2 (the larger substitute) exist",
+                                 paper=PAPER_BACKBONES)
     conditions: tuple = selection(tuple(CONDITIONS), "which conditions run (base, model_a, model_b, <regime>_<F>)")
     verifiers: tuple = selection(VERIFIER_NAMES, "which verifiers' conditions run (sec. 3.2: F0-F4)",
                                  paper=VERIFIER_NAMES)
     seeds: tuple = selection((42, 43, 44), "training seeds (D.3: 'Primary seed is 42. Multi-seed results use seeds "
                              "{42,43,44}')", paper=(42, 43, 44))
     data_seed: int = choice(0, "data sampling seed (the paper's splits are fixed files)")
-    data_dir: str | None = choice(None, "None: the offline WordNet/GCIDE analogue; a folder with nq_triplets.csv, "
-                                        "near-miss CSVs and nanobeir/ (the released layouts, see data.py)")
+    data_dir: str | None = choice(None, "None: the offline WordNet/GCIDE analogue; a folder with the released files "
+                                        "(nq_triplets_100k.csv, unified_negatives_{train,test,full}.csv, "
+                                        "unified_negatives_with_nq_train.csv) and nanobeir/ (BEIR layout), see data.py")
     # data
     n_train_triplets: int = paper(100_000, "D.1: 100,000 NQ triplets")
     structural_fraction: float = paper(0.192, "D.1: 23,857 of 123,856 triplets (19.2%) are structural")
@@ -61,12 +68,14 @@ class CompositionalConfig:
     hist_bins: int = paper(40, "released code: 40-bin histograms on [0, 1]")
     # Model A / B (Table 1)
     scale: float = paper(10.0, "D.3: MNRL temperature 0.1 (code: scale=10.0)")
-    batch_size: int = paper(64, "D.3: batch size 64 (the code's runs used 128)")
-    steps: int = choice(0, "optimizer steps; 0: from the wall-clock budget as the paper does")
-    time_budget_s: float = paper(240.0, "code: TIME_MINUTES=4 per configuration, steps = budget x throughput / batch")
+    batch_size: int = paper(128, "D.3: 'batch size 64 (and 128 in selected runs)'; the released run_experiments.sh "
+                                 "ran every Model A/B at 128, the batch its step table assumes")
+    steps: int = paper(0, "optimizer steps of Model A/B; 0: the released code's table, budget x its L4 throughput for "
+                          "the encoder's size / batch, at least min_steps (3,375 MiniLM-L6, 2,250 MiniLM-L12 and "
+                          "gte-small, 500 gte-modernbert-base at batch 128; released.py)")
+    time_budget_s: float = paper(240.0, "code: TIME_MINUTES=4 per configuration (the step tables' budget)")
     min_steps: int = paper(500, "code: at least 500 iterations")
     warmup_ratio: float = paper(0.1, "D.3: warmup ratio 0.1, linear decay")
-    lr_rule: float = paper(5e-5, "code: LR = 5e-5 x sqrt(100M / parameters) (1e-4 for MiniLM-L6's 22M)")
     max_seq_length: int = paper(128, "D.2: max length 128")
     # verifiers (Figures 2-3)
     top_k: int = paper(100, "D.4: stage 1 retrieves the top-100")
@@ -74,7 +83,8 @@ class CompositionalConfig:
     verifier_weight_decay: float = paper(0.01, "code: 0.01 for F3/F4")
     verifier_batch_light: int = paper(128, "D.3: batch 128 for F0-F2")
     verifier_batch_heavy: int = paper(32, "D.3: batch 32 for F3-F4")
-    verifier_steps: int = choice(0, "verifier steps; 0: from the code's calibrated step counts (models.VERIFIER_STEPS)")
+    verifier_steps: int = paper(0, "verifier steps; 0: the released code's table, budget x its throughput for the "
+                                   "regime, verifier and encoder size / batch (released.py)")
     verifier_scale: float = paper(10.0, "code: MNRL over verifier scores with MNRL_TEMPERATURE=0.1")
     map_size: int = paper(128, "code: maps padded / cut to 128 x 128 (the max length)")
     f2_lam: float = paper(0.1, "code: lam = 0.1")
@@ -102,21 +112,22 @@ class CompositionalConfig:
 
 
 PRESETS: dict[str, dict] = {
-    # the paper's sizes (GPU; any backbone path with --backbone)
+    # the released code's run (GPU; the released data with --data-dir): every default
     "paper": dict(),
-    # hours on 2 cores: both offline backbones, 3 seeds, every verifier in both regimes, 64-token maps
-    "cpu": dict(backbones=("all-MiniLM-L6-v2", "all-mpnet-base-v2"), n_train_triplets=8000, nearmiss_per_family=600,
+    # hours on 2 cores: both offline backbones, 3 seeds, every verifier in both regimes, 64-token maps; enough
+    # near-miss pairs for the 19.2% share of 8,000 triplets (1,901 structural triplets)
+    "cpu": dict(backbones=("all-MiniLM-L6-v2", "all-mpnet-base-v2"), n_train_triplets=8000, nearmiss_per_family=1100,
                 corpus_per_set=2000, n_reference_pairs=2000, batch_size=32, steps=150, max_seq_length=64,
                 map_size=64, verifier_batch_light=64, verifier_batch_heavy=16, verifier_steps=60, f3_channels=32),
-    # minutes on 2 cores: MiniLM, one seed, small sets, F1 and F4 only
-    "cpu-small": dict(seeds=(42,), verifiers=("F1", "F4"), n_train_triplets=1200, nearmiss_per_family=150,
-                      queries_per_set=40, corpus_per_set=400, suite_sets=("wn-examples", "wn-reverse", "wn-hypernym"),
+    # minutes on 2 cores: MiniLM, the paper's 3 seeds, small sets, F1 and F4 only
+    "cpu-small": dict(backbones=MINILM, verifiers=("F1", "F4"), n_train_triplets=1200, nearmiss_per_family=150,
+                      corpus_per_set=400, suite_sets=("wn-examples", "wn-reverse", "wn-hypernym"),
                       n_reference_pairs=300, batch_size=16, steps=25, max_seq_length=32, map_size=32,
                       verifier_batch_light=16, verifier_batch_heavy=16, verifier_steps=20),
     # seconds: the tests' preset (pass --backbone with a small local model)
-    "tiny": dict(seeds=(42,), verifiers=("F1", "F4"), n_train_triplets=40, nearmiss_per_family=6, queries_per_set=6,
-                 corpus_per_set=30, suite_sets=("wn-examples", "wn-reverse"), n_reference_pairs=20, batch_size=4,
-                 steps=2, max_seq_length=16, map_size=16, verifier_batch_light=4, verifier_batch_heavy=4,
+    "tiny": dict(backbones=MINILM, seeds=(42,), verifiers=("F1", "F4"), n_train_triplets=40, nearmiss_per_family=6,
+                 queries_per_set=6, corpus_per_set=30, suite_sets=("wn-examples", "wn-reverse"), n_reference_pairs=20,
+                 batch_size=4, steps=2, max_seq_length=16, map_size=16, verifier_batch_light=4, verifier_batch_heavy=4,
                  verifier_steps=2, f4_patch=4, logging_steps=1),
 }
 
