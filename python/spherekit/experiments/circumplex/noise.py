@@ -35,12 +35,12 @@ import weakref
 import numpy as np
 
 from ..uncertainty import RESAMPLES, bootstrap
+from .evaluate import _pair_index
 from .spec import CD_R, V
 
 PER_TEXT = "per_text"
 OWN = "backbone pooling"  # the Pretrained run's second embedding: the backbone's own sentence embedding
 LEARNED_DROP = 0.05
-PAIR_SETS = ("upper+diagonal", "upper", "ordered")
 
 
 # ---------------------------------------------------------------- the run record
@@ -79,7 +79,7 @@ class Texts:
         self.onehot = np.eye(self.e)[self.label]
         self.cells = np.eye(self.e * self.k)[self.label * self.k + self.cluster]  # (n, E K): a text's (label, cluster)
         self.by_label = (self.onehot[:, :, None] * self.cosine[:, None, :]).reshape(self.n, -1)  # (n, E E)
-        self.pairs = _pairs(self.e, record["pairs"])
+        self.pairs = _pair_index(self.e, record["pairs"])
         self.a = self.mean_cosine(np.ones((1, self.n)))[0]
 
     def mean_cosine(self, w: np.ndarray) -> np.ndarray:
@@ -100,17 +100,6 @@ class Texts:
         a = m + m.transpose(0, 2, 1) - self.a
         ii, jj = self.pairs
         return _pearson(self.cd[ii, jj], 1.0 - a[:, ii, jj])
-
-
-def _pairs(e: int, pairs: str):
-    if pairs == "upper+diagonal":
-        return np.triu_indices(e, k=0)
-    if pairs == "upper":
-        return np.triu_indices(e, k=1)
-    if pairs == "ordered":
-        ii, jj = np.meshgrid(np.arange(e), np.arange(e), indexing="ij")
-        return ii.ravel(), jj.ravel()
-    raise ValueError(f"pairs must be one of {PAIR_SETS}, got {pairs!r}")
 
 
 def _entropy(p: np.ndarray, axes) -> np.ndarray:
