@@ -128,17 +128,6 @@ def test_resampler_computes_bootstraps_draws_at_once():
     assert lo < scope.metric(cond, V) < hi
 
 
-def test_learned_rule():
-    assert noise.learned({"training": {"curve": {"loss": FALLING}}})[0] is True
-    ok, why = noise.learned({"training": {"curve": {"loss": FLAT}}})
-    assert ok is False and "under 5%" in why
-    jumpy = [6.0, 4.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 2.5, 6.5]  # fifths 5.0 -> 4.5: -10 %, inside its noise
-    ok, why = noise.learned({"training": {"curve": {"loss": jumpy}}})
-    assert ok is False and "standard errors" in why
-    assert noise.learned({"seed": None})[0] is None
-    assert noise.learned({"training": {"curve": {"loss": [1.0]}}})[0] is None
-
-
 # ------------------------------------------------------------------ the claims on per-text units
 
 def test_claims_hold_with_intervals_on_paper_like_units(paper_like):

@@ -83,7 +83,7 @@ def test_learned_rule_and_gate():
     s = Scope("m", units)
     m = noise.gated(noise.compare(s, "base", "1st-c", MEAN_KEY, ">", 0.0, text="55 vs 50"), s, "1st-c")
     assert verdict(m) == "inconclusive" and "objective did not learn: 1st-c (loss 9.30 -> 6.90 vs ln E 9.30" in m.text
-    units["1st-c"]["runs"][0]["objective"] = noise.objective_record([9.3, 4.0, 3.0, 2.9], 10_884)
+    units["1st-c"]["runs"][0]["training"] = {"curve": {"loss": [9.3, 4.0, 3.0, 2.9]}}  # the rule reads the curve
     assert verdict(noise.gated(noise.compare(s, "base", "1st-c", MEAN_KEY, ">", 0.0, text=""), s, "1st-c")) == "holds"
 
 

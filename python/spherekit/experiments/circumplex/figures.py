@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import fmt
+from ..learning import curve_of, judge
 from ..plugin import slug
 from ..printed import find, grid
 from ..units import unit_runs
@@ -81,11 +82,9 @@ def _interval(scope, needs, statistic) -> str:
 
 
 def _learned(scope, condition: str) -> str:
-    from .noise import learned
-
     marks = []
     for run in scope.runs(condition):
-        ok, why = learned(run)
+        ok, why = judge(curve_of(run))
         marks.append(f"{run.get('seed')}: {why}{' did not learn' if ok is False else ''}")
     return "; ".join(marks) or fmt.MISSING
 
@@ -100,7 +99,7 @@ def _resolved_pooling(scope) -> str:
 def _ngpt_section(scope, config: dict) -> list[str]:
     """What the frozen nGPT heads of a scope measure: per head, its loss fall (the learned rule), its step size
     alpha and its V-measure against Pretrained (the heads' own pooled input), with the pooling's own effect."""
-    from .noise import OWN, learned
+    from .noise import OWN
 
     runs = [r for r in RUNS if r.endswith("-nGPT") and scope.has(scope.condition(r))]
     if scope.regime != "frozen" or not runs or not scope.has(PRETRAINED):
@@ -109,15 +108,15 @@ def _ngpt_section(scope, config: dict) -> list[str]:
     pooled_alike = config.get("pretrained_pooling", "backbone") == "head"
     setting = (f"alpha_init {config.get('alpha_init')}, pooling {_resolved_pooling(scope)}, Pretrained pooled "
                f"'{config.get('pretrained_pooling', 'backbone')}', {config.get('epochs')} epochs; intervals: 95% "
-               "bootstrap over the test texts; learned: the loss's last fifth >= 5 % and 2 standard errors below "
-               "its first fifth, in every seed.")
-    header = ("| run | training loss, first -> last fifth, per seed | nGPT alpha mean | V-measure - Pretrained's | "
+               "bootstrap over the test texts; learned: the loss's last quarter >= 5 % and 2 standard errors below "
+               "its first quarter, in every seed (spherekit.experiments.learning).")
+    header = ("| run | training loss, first -> last quarter, per seed | nGPT alpha mean | V-measure - Pretrained's | "
               "what decides its verdicts |")
     lines = [f"## What the frozen nGPT heads measure ({scope.backbone})", "", setting, "", header, "|---" * 5 + "|"]
     for run in runs:
         cond = scope.condition(run)
         v = scope.metric(cond, V)
-        stalled = any(learned(r)[0] is False for r in scope.runs(cond))
+        stalled = any(judge(curve_of(r))[0] is False for r in scope.runs(cond))
         iv = _interval(scope, [(cond, ""), (PRETRAINED, "")], lambda get, c=cond: get(c, V) - get(PRETRAINED, V))
         decides = ("alpha and steps: the head did not learn, so it measures its initialisation" if stalled else
                    "the head: it learned") + ("" if pooled_alike else "; and the pooling: Pretrained pools otherwise")

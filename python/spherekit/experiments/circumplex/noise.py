@@ -21,10 +21,10 @@ in results.json): "label" and "cluster" (one int per test text, label = index in
 texts), "circumplex distance" (the E x E CD matrix) and "pairs" (the CD-r pair set). The Pretrained run keeps the
 same for the backbone's own sentence embedding under "backbone pooling/cluster" and "backbone pooling/cosine".
 
-Learned (learned(run)): an objective learned when its logged training loss fell: the mean of the last fifth of the
-logged losses is at least LEARNED_DROP (5%) below the mean of the first fifth, and the fall exceeds two standard
-errors of the two windows' means (the batch-to-batch noise of the logged losses). A claim that compares a run whose
-objective did not learn (in any seed) is inconclusive by rule: it would measure the head's initialisation.
+Learned: an objective learned when its logged training loss fell by the experiment core's rule
+(spherekit.experiments.learning: the last quarter's mean at least 5% below the first quarter's, beyond two standard
+errors of the two means). A claim that compares a run whose objective did not learn (in any seed) is inconclusive
+by rule: it would measure the head's initialisation.
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ import weakref
 
 import numpy as np
 
+from ..learning import curve_of, learned
 from ..uncertainty import RESAMPLES, bootstrap
 from .evaluate import _pair_index
 from .spec import CD_R, V
 
 PER_TEXT = "per_text"
 OWN = "backbone pooling"  # the Pretrained run's second embedding: the backbone's own sentence embedding
-LEARNED_DROP = 0.05
 
 
 # ---------------------------------------------------------------- the run record
@@ -211,36 +211,15 @@ def interval(scope, needs, statistic) -> tuple[tuple[float, float] | None, str]:
 
 # ---------------------------------------------------------------- did the objective learn?
 
-def learned(run: dict) -> tuple[bool | None, str]:
-    """(learned, why) of one run from its training record's loss curve (see the module docstring); None: no
-    training record (an untrained run, or one saved before records were kept)."""
-    curve = ((run.get("training") or {}).get("curve") or {}).get("loss") or []
-    losses = np.array([x for x in curve if x is not None and math.isfinite(x)], dtype=np.float64)
-    if losses.size < 4:
-        return None, "no loss curve"
-    w = max(2, losses.size // 5)
-    first, last = losses[:w], losses[-w:]
-    fall = float(first.mean() - last.mean())
-    se = math.sqrt(first.var(ddof=1) / w + last.var(ddof=1) / w)
-    rel = fall / abs(float(first.mean())) if first.mean() else math.inf
-    why = f"{first.mean():.3f} -> {last.mean():.3f} ({-rel:+.1%}"
-    if rel < LEARNED_DROP:
-        return False, why + f", under {LEARNED_DROP:.0%})"
-    if fall <= 2 * se:
-        return False, why + ", within 2 standard errors)"
-    return True, why + ")"
-
-
 def not_learned(scope, conditions) -> list[str]:
     """The conditions whose objective did not learn in some seed, each with those seeds: "<condition> (seeds
     42, 43)"."""
     out = []
     for c in conditions:
-        seeds = [str(run.get("seed")) for run in scope.runs(c) if learned(run)[0] is False]
+        seeds = [str(run.get("seed")) for run in scope.runs(c) if learned(curve_of(run)) is False]
         if seeds:
             out.append(f"{c} (seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)})")
     return out
 
 
-__all__ = ["LEARNED_DROP", "OWN", "PER_TEXT", "Resampler", "Texts", "interval", "learned", "not_learned",
-           "record_of", "resampler"]
+__all__ = ["OWN", "PER_TEXT", "Resampler", "Texts", "interval", "not_learned", "record_of", "resampler"]

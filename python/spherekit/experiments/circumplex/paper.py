@@ -60,7 +60,7 @@ HEADS = ("GPT", "nGPT")
 LOSS_NAMES = ("SINCERE", "SoftCSE", "CircularCSE")
 NOISE = ("bootstrap over the test texts (V-measure of the fixed k-means assignment, CD-r from the resampled "
          "label-pair cosines; a unit's seeds averaged on each resample); inconclusive when a compared run did not "
-         "learn (noise.learned)")
+         "learn (spherekit.experiments.learning)")
 
 
 def _f(x: float) -> str:

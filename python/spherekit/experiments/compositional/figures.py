@@ -18,10 +18,11 @@ import numpy as np
 
 from ...evaluation.plots import save_figure
 from .. import fmt
+from ..learning import FALL
 from ..printed import grid
 from .data import FAMILIES
 from .paper import LOWERED_BY
-from .readings import LEARNED_DROP, fig1_means, fig3_means, losses, lowered_share, records, spread
+from .readings import fig1_means, fig3_means, losses, lowered_share, records, spread
 from .spec import CONDITIONS, EXPERIMENT, METRICS, verifier_of
 
 COLUMNS = tuple((m, m) for m in METRICS)
@@ -106,7 +107,7 @@ def report(results: dict) -> str:
              "bootstrap interval over the evaluation items (queries for retrieval, held-out pairs for Figures 1 and "
              "3; each item averaged over the seeds): a claim holds when the whole interval passes its rule, and is "
              "inconclusive when the interval straddles it or when a trained run it reads did not learn (its final "
-             f"loss not {LEARNED_DROP:.0%} below its starting loss).", ""]
+             f"loss not {FALL:.0%} below its starting loss: spherekit.experiments.learning).", ""]
     if results.get("data"):
         parts += ["Data: " + ", ".join(f"{k} {v}" for k, v in results["data"].items()), ""]
     for scope in EXPERIMENT.scopes(results):

@@ -12,7 +12,8 @@ items, each item's value averaged over the unit's seeds:
 - Figure 3 (C8, C9): over the held-out pairs, every ROC-AUC recomputed on each resample (runs measured before
   per-pair scores were kept: the point estimate alone, and the record says so).
 A claim holds when the whole interval passes its rule, does not hold when none of it does, and is inconclusive
-otherwise, or when a trained run it reads did not learn (readings.not_learned: its loss fell by less than 10%).
+otherwise, or when a trained run it reads did not learn (readings.not_learned: its loss fell by less than 5%,
+spherekit.experiments.learning).
 C3 and C7 cannot fail on one-token edits: a near-miss shares all but a word or two with its anchor, so pooled
 cosines and MaxSim score it near identity by construction. They are sanity checks.
 

@@ -7,7 +7,8 @@ measured before these were kept hold the means alone). fig1_pairs / fig3_pairs l
 pairs) over the seeds the units share, the families concatenated in FAMILIES order, for a bootstrap over pairs.
 
 Learned (the rule for every claim that rests on a trained objective): a trained run learned when its final loss is
-below (1 - LEARNED_DROP) x its starting loss. Starting loss: the objective before the first update (an encoder's
+at least 5% below its starting loss (the experiment core's learning.fell; these records keep a start and a final
+loss, not always a curve, so the core's noise test does not apply). Starting loss: the objective before the first update (an encoder's
 MNRL on a few batches, a verifier's first step), recorded by models.py; runs measured before it was recorded use
 their first logged loss (an encoder, already a few steps in) or, for a verifier, the chance level ln(B + 1) of its
 MNRL over B in-batch positives and one near-miss (every candidate scored alike). Final loss: the last logged value
@@ -22,11 +23,11 @@ import math
 import numpy as np
 
 from .. import fmt
+from ..learning import fell
 from ..units import unit_runs
 from .data import FAMILIES
 from .spec import verifier_of
 
-LEARNED_DROP = 0.1
 
 
 def records(unit: dict | None, key: str) -> list:
@@ -143,8 +144,8 @@ def losses(scope, condition: str, train: dict) -> tuple[float | None, float | No
 
 
 def not_learned(scope, conditions) -> list[str]:
-    """The trained runs among `conditions` (those in the scope) whose final loss is not below (1 - LEARNED_DROP) x
-    their starting loss, each as "condition seed s (start -> final)"."""
+    """The trained runs among `conditions` (those in the scope) whose loss did not fall (learning.fell), each as
+    "condition seed s (start -> final)"."""
     out = []
     for cond in (c for c in conditions if c in scope.units):
         for run in scope.runs(cond):
@@ -152,10 +153,10 @@ def not_learned(scope, conditions) -> list[str]:
             if not train.get("steps"):
                 continue
             start, final, where = losses(scope, cond, train)
-            if start is None or final is None or not final < (1 - LEARNED_DROP) * start:
+            if not fell(start, final):
                 out.append(f"{cond} seed {run['seed']} (loss {fmt.num(start)} ({where}) -> {fmt.num(final)})")
     return out
 
 
-__all__ = ["LEARNED_DROP", "auc_of_counts", "fig1_means", "fig1_pairs", "fig3_means", "fig3_pairs", "losses",
+__all__ = ["auc_of_counts", "fig1_means", "fig1_pairs", "fig3_means", "fig3_pairs", "losses",
            "lowered_share", "not_learned", "records", "spread"]

@@ -3,7 +3,7 @@ arXiv:2606.06994, 2026): concept-equivalence fine-tuning of a sentence encoder u
 appendix F), evaluated on decontaminated WordNet splits, plus our own conditions: M1-last (a layer mix started on
 the last layer) and the BCE ablation B1-biased / B1-negonly.
 
-    spherekit reproduce concept --preset cpu-small      # B0, B1, B3 x 3 seeds on all-MiniLM-L6-v2, ~10 min on a CPU
+    spherekit reproduce concept --preset cpu-small      # B0, B1, B3 x 3 seeds on all-MiniLM-L6-v2, minutes on a CPU
     spherekit reproduce concept --preset paper          # every condition on all-mpnet-base-v2, 8k steps (GPU)
 
 Modules: spec (conditions, settings, presets), paper (the paper's printed numbers, claims, departures), noise (the

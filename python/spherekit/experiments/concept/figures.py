@@ -7,11 +7,11 @@ from pathlib import Path
 
 from ...evaluation.plots import save_figure
 from .. import fmt
+from ..learning import FALL
 from ..printed import find, grid, notes
 from ..units import unit_runs
 from .paper import (ANISOTROPY, D2T_R10, DBPEDIA_R10, HH_T2D_R10, NEGATION, NP_R10, PAIR_HARD, PAIR_RANDOM,
                     PAPER_BACKBONE, PRINTED, RANK, T2D_MRR, T2D_R10, TYPE_SWAP)
-from .noise import LEARNED
 from .spec import BCE_ABLATION, EXPERIMENT, SETUPS, SH_SUFFIX
 
 OURS = ("M1-last", "B1-biased", "B1-negonly")  # conditions the paper does not have
@@ -128,9 +128,9 @@ def report(results: dict) -> str:
         parts += ["", f"{', '.join(extra)} are not in this preset's default selection (its plain run, `spherekit "
                   f"reproduce concept --preset {results['preset']}`, runs {', '.join(default)}): they ran with "
                   f"`--conditions {','.join(extra)}` on the same preset, and the card shows every finished unit."]
-    parts += ["", f"A claim that reads a trained condition is inconclusive when, in one of its seeds, the mean of the last "
-              f"quarter of the logged training losses is above {LEARNED:g} x the first logged loss (the objective did "
-              "not learn)."]
+    parts += ["", "A claim that reads a trained condition is inconclusive when, in one of its seeds, the mean of the last "
+              f"quarter of the logged training losses is not {FALL:.0%} below the first quarter's, or the fall is within "
+              "two standard errors of the two means (the objective did not learn: spherekit.experiments.learning)."]
     counts = _rule_counts(data)
     if counts:
         parts += ["", "Hard negatives per rule (appendix G; the same rules make the training negatives and the stress "

@@ -19,9 +19,9 @@ s_c the sample std over condition c's n_c seeds and m the smallest n_c of the co
 frozen condition (one run) adds no spread. (The 10,000 pairs' own sampling error of anisotropy, about 0.002, is
 left out.)
 
-Learned: a trained condition learned when, in every seed, the mean of the last quarter of its logged training
-losses is at most LEARNED times its first logged loss (the loss fell by 10% or more); a claim that reads a
-condition that did not learn is inconclusive.
+Learned: a trained condition learned when, in every seed, its logged training loss fell by the experiment core's
+rule (spherekit.experiments.learning: last quarter against the first, at least 5% and beyond the noise); a claim
+that reads a condition that did not learn is inconclusive.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ import math
 import numpy as np
 
 from ..claims import NO_ITEMS, Measured, NotRun
+from ..learning import curve_of, judge
 from ..uncertainty import CONFIDENCE, bootstrap
 from .spec import SETUPS
 
-LEARNED = 0.9
 AUC_RESAMPLES = 1000
 TRUE_PAIR = "cosine (true pair)"
 
@@ -139,19 +139,16 @@ def seed_compare(scope, terms: list[tuple[float, str]], metric: str, op: str, ma
 
 
 def not_learned(scope, conditions) -> list[str]:
-    """The trained conditions among `conditions` that did not learn (module docstring), with their losses."""
+    """The trained conditions among `conditions` that did not learn (learning.judge), each seed with its losses."""
     out = []
     for c in conditions:
         if not SETUPS[c.split("@")[0]].trained:
             continue
         for run in scope.runs(c):
-            curve = ((run.get("training") or {}).get("curve") or {}).get("loss") or []
-            if len(curve) < 2:
-                continue
-            tail = curve[-max(1, len(curve) // 4):]
-            if sum(tail) / len(tail) > LEARNED * curve[0]:
-                out.append(f"{c} seed {run['seed']} (loss {curve[0]:.3f} -> {sum(tail) / len(tail):.3f})")
+            ok, why = judge(curve_of(run))
+            if ok is False:
+                out.append(f"{c} seed {run['seed']} (loss {why})")
     return out
 
 
-__all__ = ["AUC_RESAMPLES", "LEARNED", "auc_compare", "not_learned", "seed_compare"]
+__all__ = ["AUC_RESAMPLES", "auc_compare", "not_learned", "seed_compare"]

@@ -11,6 +11,7 @@ our random-negative pair ROC-AUC is reported too).
 from __future__ import annotations
 
 from ..claims import Claim, Measured, NotRun, difference
+from ..learning import unless_learned
 from ..plugin import slug
 from ..printed import Printed
 from .noise import auc_compare, not_learned, seed_compare
@@ -77,13 +78,15 @@ def _needs(what: str, read):
 
 
 def _learned(conditions, label=None):
-    """A check that is inconclusive when a trained condition it reads did not learn (noise.not_learned)."""
+    """A check that is inconclusive when a trained condition it reads did not learn (noise.not_learned): the check
+    runs first (so a claim whose units did not run stays "not run") and keeps its measurement."""
     def wrap(measure):
         def check(s):
+            measured = measure(s)
             failed = not_learned(s, [c for c in conditions if s.has(c)])
-            if failed:
-                return Measured.decided(None, "did not learn: " + "; ".join(failed), label=label)
-            return measure(s)
+            if isinstance(measured, list):
+                return [unless_learned(m, failed) for m in measured]
+            return unless_learned(measured, failed)
         return check
     return wrap
 
@@ -103,8 +106,7 @@ def _per_variant(measure):
         out = []
         for v in _variants(s):
             failed = not_learned(s, [c for c in (v, "B3", "B1-unified") if s.has(c)])
-            out.append(Measured.decided(None, "did not learn: " + "; ".join(failed), label=v) if failed
-                       else measure(s, v))
+            out.append(unless_learned(measure(s, v), failed))
         return out
     return check
 
@@ -163,8 +165,7 @@ def _readouts(readouts):
         out = []
         for c in ran:
             failed = not_learned(s, ["B1", c])
-            out.append(Measured.decided(None, "did not learn: " + "; ".join(failed), label=c) if failed
-                       else difference(s, "B1", c, T2D_R10, "<=", NO_BENEFIT, label=c))
+            out.append(unless_learned(difference(s, "B1", c, T2D_R10, "<=", NO_BENEFIT, label=c), failed))
         return out
     return check
 

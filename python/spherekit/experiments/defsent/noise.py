@@ -15,10 +15,10 @@ averages it over the unit's seeds and takes the 2.5% / 97.5% quantiles of the di
 interval covers which items happened to be in the test set, with the seeds' noise averaged in. Runs measured before
 items were kept compare their means alone (claims.NO_ITEMS).
 
-Learned. Eq. 1 over E classes at the uniform softmax has the loss ln E. A run's objective learned when its final
-training loss (the mean of the last quarter of its logged loss curve) is at most half of ln E, i.e. the right
-entry's geometric-mean probability is at least 1 / sqrt(E) (E = 220,034: 1 in 469; uniform: 1 / E), and below its
-first logged loss (training moved it). A claim that compares a trained unit whose runs did not all learn is
+Learned. Eq. 1 over E classes at the uniform softmax has the loss ln E. A run's objective learned when its loss fell
+by the experiment core's rule (spherekit.experiments.learning: the last quarter of the logged curve at least 5% and
+two standard errors below the first quarter) and its final loss (the last quarter's mean) is at most half of ln E,
+i.e. the right entry's geometric-mean probability is at least 1 / sqrt(E) (E = 220,034: 1 in 469; uniform: 1 / E). A claim that compares a trained unit whose runs did not all learn is
 "inconclusive": it would compare perturbations of the starting encoder, not the method.
 """
 
@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from ..claims import NO_ITEMS, Measured, NotRun
+from ..learning import curve_of, learned, unless_learned
 from ..uncertainty import CONFIDENCE, PER_ITEM, RESAMPLES
 
 ITEMS = "items"
@@ -147,27 +148,24 @@ def compare(scope, a: str, b: str, key: str, op: str, margin: float, *, text: st
 
 def objective_record(curve: list[float], n_classes: int, pooler: str = "backbone") -> dict:
     """A run's objective against the uniform softmax: ln E, the first logged loss, the final loss (mean of the last
-    quarter of the curve), the pooler it trained and whether it learned (final <= LEARNED_FRACTION x ln E and
-    final < the first logged loss)."""
+    quarter of the curve), the pooler it trained and whether it learned (the module docstring's rule)."""
     if not curve or n_classes < 2:
         raise ValueError(f"need a loss curve and >= 2 classes, got {len(curve or [])} points and {n_classes}")
     ln_e = math.log(n_classes)
     tail = curve[-max(1, len(curve) // 4):]
-    final = float(np.mean(tail))
-    return {"classes": int(n_classes), "ln_E": ln_e, "start_loss": float(curve[0]), "final_loss": final,
-            "pooler": pooler, "learned": bool(final <= LEARNED_FRACTION * ln_e and final < curve[0])}
+    return {"classes": int(n_classes), "ln_E": ln_e, "start_loss": float(curve[0]), "final_loss": float(np.mean(tail)),
+            "pooler": pooler, "learned": learned(curve, ceiling=LEARNED_FRACTION * ln_e) is True}
 
 
 def run_objective(run: dict) -> dict | None:
-    """The run's objective record; for runs recorded before it existed, derived from its loss curve and its bank's
-    entries (None for an untrained run)."""
-    if run.get("objective"):
-        return run["objective"]
-    curve = (run.get("training") or {}).get("curve", {}).get("loss")
-    entries = (run.get("bank") or {}).get("entries")
-    if not curve or not entries:
-        return None
-    return objective_record(curve, entries)
+    """The run's objective record under the current rule: rebuilt from its loss curve and its bank's entries when the
+    run kept them, else the one it recorded (None for an untrained run)."""
+    stored = run.get("objective") or {}
+    curve = curve_of(run)
+    entries = (run.get("bank") or {}).get("entries") or stored.get("classes")
+    if curve and entries:
+        return objective_record(curve, entries, stored.get("pooler", "backbone"))
+    return stored or None
 
 
 def not_learned(scope, *conditions: str) -> list[str]:
@@ -186,11 +184,7 @@ def not_learned(scope, *conditions: str) -> list[str]:
 
 def gated(measured: Measured, scope, *conditions: str) -> Measured:
     """`measured`, or "inconclusive" (holds None) when one of the trained units' objectives did not learn."""
-    bad = not_learned(scope, *conditions)
-    if not bad:
-        return measured
-    return Measured(f"{measured.text}; objective did not learn: {', '.join(bad)}", None, measured.value, measured.op,
-                    measured.margin, measured.interval, measured.uncertainty, measured.label)
+    return unless_learned(measured, not_learned(scope, *conditions))
 
 
 __all__ = ["ITEMS", "LEARNED_FRACTION", "compare", "gated", "interval", "item_meta", "not_learned",

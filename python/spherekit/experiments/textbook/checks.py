@@ -1,6 +1,6 @@
 """The checks of the textbook's claims (paper.CLAIMS): each reads the units of one backbone (a claims.Scope) and
 returns what it measured, with the uncertainty of what it compares (noise.py: a bootstrap over the queries, pairs
-or items a section kept) and, for a claim that rests on trainings, the "learned" rule (learning.py)."""
+or items a section kept) and, for a claim that rests on trainings, the "learned" rule (spherekit.experiments.learning)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@
         the rule  min over the pairs of (metric(b) - metric(a))  op margin, with a paired bootstrap over the unit's
         items (each item averaged over the unit's seeds; the smallest difference recomputed on every resample)
     unless_learned(measured, {"mnrl (seed 0)": [losses...], ...})
-        the same measurement, made "inconclusive" when one of the trainings did not learn (learning.learned)
+        the same measurement, made "inconclusive" when one of the trainings did not learn (the core's rule,
+        spherekit.experiments.learning)
 
 Runs measured before per-item values were kept give the point estimate alone (claims.NO_ITEMS), as
 claims.difference does. The core's claims.difference compares two conditions on one key; a section of this
@@ -19,8 +20,9 @@ import dataclasses
 import numpy as np
 
 from ..claims import NO_ITEMS, Measured, NotRun
+from ..learning import learned
+from ..learning import unless_learned as core_unless_learned
 from ..uncertainty import CONFIDENCE, bootstrap, paired_bootstrap
-from .learning import learned
 
 
 def items(s, condition: str, key: str) -> np.ndarray | None:
@@ -58,7 +60,7 @@ def two_sample(statistic, n_a: int, n_b: int, *, seed: int = 0) -> tuple[float, 
 
 
 def not_learned(trainings: dict) -> list[str]:
-    """The names of the trainings ({name: logged losses}) that did not learn (learning.learned is False)."""
+    """The names of the trainings ({name: logged losses}) that did not learn (spherekit.experiments.learning)."""
     return [name for name, losses in trainings.items() if learned(losses) is False]
 
 
@@ -67,8 +69,7 @@ def unless_learned(measured: Measured, trainings: dict) -> Measured:
     the text names them, or says that none of them kept a training record."""
     failed = not_learned(trainings)
     if failed:
-        return dataclasses.replace(measured, holds=None, text=f"{measured.text}; inconclusive by rule: "
-                                   f"{', '.join(failed)} did not learn (loss not 2% lower at the end)")
+        return core_unless_learned(measured, failed)
     if trainings and all(learned(x) is None for x in trainings.values()):
         return dataclasses.replace(measured, text=f"{measured.text}; no training record to check learning")
     return measured

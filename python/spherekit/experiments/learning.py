@@ -1,0 +1,77 @@
+"""Did a training learn? One rule for every paper's claims: a claim that rests on a trained run whose objective did
+not learn measures the initialisation, not the paper's idea, so it is "inconclusive" by rule (unless_learned).
+
+With the logged training losses l_1..l_n and w = max(1, n // 4) (a quarter of the curve), start = mean(l_1..l_w),
+final = mean(l_{n-w+1}..l_n):
+
+    learned  <=>  final <= (1 - FALL) * start                    the loss fell by FALL (5%) or more
+                  and start - final > 2 * SE  (when w >= 2)       beyond the batch-to-batch noise of the logged
+                                                                  losses: SE = sqrt(var_first / w + var_last / w)
+                  and final <= ceiling  (when a paper has one)    e.g. DefSent+: half the loss of a uniform softmax
+
+A record without a curve but with a start and a final loss (e.g. the loss before the first update) is judged on the
+first and last conditions alone (fell). Fewer than two logged losses and no start: None (nothing to judge).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from .claims import Measured
+
+FALL = 0.05    # relative fall of the loss, last quarter against the first
+WINDOW = 4     # the windows are a 1/WINDOW share of the curve
+
+
+def curve_of(run: dict) -> list[float]:
+    """The finite logged training losses of a unit run's record ("training" -> "curve" -> "loss")."""
+    curve = ((run.get("training") or {}).get("curve") or {}).get("loss") or []
+    return [float(x) for x in curve if x is not None and math.isfinite(float(x))]
+
+
+def fell(start: float | None, final: float | None, *, ceiling: float | None = None) -> bool | None:
+    """final <= (1 - FALL) start (and final <= ceiling when given); None when a value is missing."""
+    if start is None or final is None:
+        return None
+    return final <= (1 - FALL) * start and (ceiling is None or final <= ceiling)
+
+
+def judge(curve, *, ceiling: float | None = None) -> tuple[bool | None, str]:
+    """(learned, "start -> final (change)" with the reason when it did not) of a loss curve (module docstring)."""
+    losses = [float(x) for x in curve or () if x is not None and math.isfinite(float(x))]
+    if len(losses) < 2:
+        return None, "no loss curve"
+    w = max(1, len(losses) // WINDOW)
+    first, last = losses[:w], losses[-w:]
+    start, final = sum(first) / w, sum(last) / w
+    why = f"{start:.3f} -> {final:.3f} ({(final - start) / abs(start) if start else math.inf:+.1%}"
+    if not final <= (1 - FALL) * start:
+        return False, why + f", a fall under {FALL:.0%})"
+    if w >= 2:
+        se = math.sqrt(_var(first) / w + _var(last) / w)
+        if start - final <= 2 * se:
+            return False, why + ", within 2 standard errors)"
+    if ceiling is not None and final > ceiling:
+        return False, why + f", above {ceiling:.3f})"
+    return True, why + ")"
+
+
+def learned(curve, *, ceiling: float | None = None) -> bool | None:
+    """judge(curve)[0]: True / False, or None when fewer than two losses were logged."""
+    return judge(curve, ceiling=ceiling)[0]
+
+
+def _var(xs: list[float]) -> float:
+    m = sum(xs) / len(xs)
+    return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+
+
+def unless_learned(measured: Measured, stalled: list[str]) -> Measured:
+    """`measured`, or the same record made inconclusive (holds None) naming the runs that did not learn."""
+    if not stalled:
+        return measured
+    return replace(measured, text=f"{measured.text}; objective did not learn: {', '.join(stalled)}", holds=None)
+
+
+__all__ = ["FALL", "WINDOW", "curve_of", "fell", "judge", "learned", "unless_learned"]
