@@ -79,8 +79,6 @@ def parse_overrides(items) -> dict:
     JSON lists become tuples)."""
     import json
 
-    from .config import bounds_of
-
     out = {}
     for item in items:
         key, sep, raw = item.partition("=")
@@ -113,8 +111,6 @@ def _restore(args) -> int:
 def _preset_times(name: str) -> dict[str, str]:
     """{preset: "6.1 min on <machine>"} of the committed cards of `name` (a source checkout; none when installed)."""
     import json
-
-    from .config import bounds_of
     from pathlib import Path
 
     from .fmt import duration

@@ -29,7 +29,6 @@ by rule: it would measure the head's initialisation.
 
 from __future__ import annotations
 
-import math
 import weakref
 
 import numpy as np
