@@ -193,7 +193,7 @@ def test_list(capsys, monkeypatch):
 
 @pytest.mark.parametrize("args, message", [
     (["reproduce", "nope"], "valid experiments:"),
-    (["reproduce", "concept", "--preset", "huge"], "valid presets: cpu-small, cpu, paper, tiny"),
+    (["reproduce", "concept", "--preset", "huge"], "valid presets: cpu-small, cpu-small-ablation, cpu, paper, tiny"),
     (["reproduce", "concept", "--preset", "tiny", "--conditions", "B1,B9"], "valid conditions: B0, B0-WM"),
     (["reproduce", "concept", "--preset", "tiny", "--backbone", "/no/such/model"], "not found"),
     (["reproduce", "concept", "--preset", "tiny", "--data-dir", "/no/such/dir"], "is not a folder"),
