@@ -38,7 +38,16 @@ from triton.runtime.jit import JITFunction, create_function_from_signature  # no
 
 H100 = dict(registers=255, block_registers=65536, shared_bytes=227 * 1024)
 # (kernel, flags) -> why a spill on sm_90 bf16 is accepted; --check fails on any other bf16 spill
-ALLOWED_SPILLS: dict[tuple[str, str], str] = {}
+_TUNED = "measured faster with this spill on an H200 by scripts/gpu_tune.py (benches/results/gpu/h200_tune.csv)"
+ALLOWED_SPILLS: dict[tuple[str, str], str] = {
+    ("_info_nce_bwd_dq_kernel", "plain"): f"128 x 128 tiles: dq 5.0 ms vs 14.2 ms for 64 x 64 without spills; {_TUNED}",
+    ("_info_nce_bwd_dc_kernel", "plain"): f"128 x 128 tiles: dc 5.1 ms vs 15.1 ms for 64 x 64 without spills; {_TUNED}",
+    ("_info_nce_bwd_dq_kernel", "HAS_HN+HAS_BCE+NEED_DH"):
+        f"128 x 128 tiles, one hard negative: dq 8.5 ms vs 28.3 ms for 64 x 64; {_TUNED}",
+    ("_info_nce_bwd_dq_kernel", "HAS_HN+HN_SOFTMAX+NEED_DH"):
+        f"128 x 128 tiles, one hard negative (the BCE variant of this launch was measured: 8.5 ms vs 28.3 ms); {_TUNED}",
+    ("_geodesic_residual_bwd_kernel", "plain"): f"d = 4096 with 4 warps: fwd + bwd 2.02 ms vs 2.97 ms with 16; {_TUNED}",
+}
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 _LAUNCHES: list[tuple[str, JITFunction, tuple, dict]] = []
 _scenario = ""
@@ -66,6 +75,7 @@ def _info_nce(dtype):
     labels, bias = torch.arange(B) % 7, torch.randn(7, 7)
     cases = {"plain": (None, None, None, False, 0.0),
              "mnrl-hn": (_unit(B, 1, D, dtype=dtype), None, None, True, 0.0),
+             "hn-bce": (_unit(B, 1, D, dtype=dtype), None, None, False, 0.5),
              "full": (_unit(B, 1, D, dtype=dtype), labels, bias, True, 0.5),
              "full k=5": (_unit(B, 5, D, dtype=dtype), labels, bias, True, 0.5)}
     for name, (h, ql, lb, softmax, bce) in cases.items():

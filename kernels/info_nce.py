@@ -266,20 +266,28 @@ def _info_nce_bwd_dc_kernel(
     tl.store(dc_ptr + o_n[:, None] * stride_dcn + o_v[None, :] * stride_dcd, acc, mask=m_n[:, None] & m_v[None, :])
 
 
-def _config(D: int, K: int) -> dict:
-    """Block sizes and launch options. The interpreter wants small tiles. The GPU choice comes from
-    compiling for sm_90 without a GPU, as the launches are specialised (benches/triton_resources.py), and is
-    still to be tuned on a GPU: 64 x 64 tiles with 8 warps; the backward recomputes each logit tile once per
-    BLOCK_DV-wide slice of d, so BLOCK_DV = 256 (d = 768: 3 slices) halves that work against 128 (bf16: dq
-    221 registers, no spill; 512 spills 176 B). With hard negatives the dq kernel also holds their slices:
-    128 there (180-255 registers for 1-8 hard negatives with labels, bias and BCE, no spill; 256 spills).
-    A width d that is not a multiple of 16 loses the vectorised loads, and the fully-featured dq kernel then
-    spills (~330 B at d = 1000)."""
+def _config(D: int, K: int, labelled: bool = False, dtype: torch.dtype = torch.bfloat16) -> dict:
+    """Block sizes and launch options; labelled: query/candidate labels or a label bias are present.
+
+    The interpreter wants small tiles. GPU, fp16/bf16 without labels and with at most one hard negative: 128 x 128 logit
+    tiles, BLOCK_D = 64, 8 warps, 3 stages, chosen by scripts/gpu_tune.py on an H200 (bf16, B = N = 16,384,
+    d = 768; every candidate checked against the previous default's output; benches/results/gpu/h200_tune.csv):
+    forward + dq + dc took 11.2 ms against 31.4 ms for the earlier 64 x 64 x 64, 2-stage guess (k = 0), and
+    17.6 ms against 46.4 ms with one hard negative and BCE; 64 x 128 matched it in the forward only, 4 warps or
+    2 stages were slower. Its backward kernels spill 16-320 B on sm_90 (benches/triton_resources.py allows
+    them, citing this measurement). With labels, a label bias or more hard negatives the larger tiles spill
+    0.8-1.8 KB and were not measured, so those launches keep the earlier 64 x 64 x 64, 2-stage tiles (no
+    spills); so does fp32 (not measured; the larger tiles spill 3-5 KB there). The backward recomputes each logit tile once per BLOCK_DV-wide slice of d, so BLOCK_DV = 256 (d = 768:
+    3 slices) halves that work against 128; with hard negatives the dq kernel also holds their slices: 128 there.
+    A width d that is not a multiple of 16 loses the vectorised loads."""
     block_k = triton.next_power_of_2(max(K, 1))
     if INTERPRET:
         return dict(BLOCK_B=16, BLOCK_N=16, BLOCK_D=32, BLOCK_K=block_k, BLOCK_DV=32, num_warps=1, num_stages=1)
-    return dict(BLOCK_B=64, BLOCK_N=64, BLOCK_D=64, BLOCK_K=block_k,
-                BLOCK_DV=min(256 if K == 0 else 128, triton.next_power_of_2(D)), num_warps=8, num_stages=2)
+    block_dv = min(256 if K == 0 else 128, triton.next_power_of_2(D))
+    if labelled or K > 1 or dtype == torch.float32:
+        return dict(BLOCK_B=64, BLOCK_N=64, BLOCK_D=64, BLOCK_K=block_k, BLOCK_DV=block_dv, num_warps=8,
+                    num_stages=2)
+    return dict(BLOCK_B=128, BLOCK_N=128, BLOCK_D=64, BLOCK_K=block_k, BLOCK_DV=block_dv, num_warps=8, num_stages=3)
 
 
 def _tensor_args(q, c, h, targets, ql, cl, label_bias, tau) -> dict:
@@ -307,7 +315,7 @@ def info_nce_fwd(q, c, targets, h, tau, ql, cl, label_bias, *, hn_softmax, bce_w
     B, D = q.shape
     N = c.shape[0]
     K = 0 if h is None else h.shape[1]
-    cfg = _config(D, K)
+    cfg = _config(D, K, ql is not None or label_bias is not None, q.dtype)
     loss = torch.empty(B, dtype=torch.float32, device=q.device)
     lse = torch.empty_like(loss)
     grid = (triton.cdiv(B, cfg["BLOCK_B"]),)
@@ -327,7 +335,7 @@ def info_nce_bwd(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, *, h
     B, D = q.shape
     N = c.shape[0]
     K = 0 if h is None else h.shape[1]
-    cfg = _config(D, K)
+    cfg = _config(D, K, ql is not None or label_bias is not None, q.dtype)
     tensors = _tensor_args(q, c, h, targets, ql, cl, label_bias, tau)
     g, lse = vectors(grad_rows.float(), lse)
     dq = torch.empty((B, D), dtype=torch.float32, device=q.device)  # also needed for beta/dtau

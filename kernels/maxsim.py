@@ -145,6 +145,17 @@ def _config(D: int, dtype: torch.dtype) -> dict:
                 num_warps=8, num_stages=2)
 
 
+def _fwd_config(D: int, dtype: torch.dtype) -> dict:
+    """The forward's launch options: _config's, except for fp16/bf16 with h <= 128 (ColBERT-size tokens), where
+    scripts/gpu_tune.py measured on an H200 (bf16 rerank of 1 query x 10,000 documents of 180 tokens, h = 128;
+    benches/results/gpu/h200_tune.csv) 0.262 ms for BLOCK_N = BLOCK_H = 64 with 2 warps and 3 stages against
+    0.369 ms for _config's 64 / 32 / 8 warps / 2 stages. Other widths and fp32 keep _config's (not measured)."""
+    cfg = _config(D, dtype)
+    if INTERPRET or dtype == torch.float32 or D > 128:
+        return cfg
+    return dict(cfg, BLOCK_N=64, BLOCK_H=64, num_warps=2, num_stages=3)
+
+
 def _block_m(cfg: dict, M: int) -> int:
     return min(cfg["BLOCK_M"], max(16, triton.next_power_of_2(max(M, 1))))
 
@@ -172,7 +183,7 @@ def _forward(q, q_mask, d4, d_mask4, shared, inv, store_max):
     if inv is None:
         inv = inv_valid_count(q_mask, Bq, M, q.device)
     q, d4 = unit_last(q), unit_last(d4)
-    cfg = _config(H, q.dtype)
+    cfg = _fwd_config(H, q.dtype)
     block_m = _block_m(cfg, M)
     mb = triton.cdiv(M, block_m)
     part = torch.empty((Bq, K, mb), dtype=torch.float32, device=q.device)

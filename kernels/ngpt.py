@@ -409,18 +409,26 @@ def _config(D: int) -> dict:
     (longer rows loop), column tiles BLOCK_N x BLOCK_I = 32 x 64.
     The interpreter gets one small configuration with several rows per program for small D (so the tests
     exercise the partial row blocks), the chunked backward past 128 columns in chunks of 64, and small
-    renormalisation tiles (so the tests exercise every loop). BLOCK_C = 0: the whole-row backward."""
+    renormalisation tiles (so the tests exercise every loop). BLOCK_C = 0: the whole-row backward.
+    RESIDUAL_WARPS: the geodesic residual's whole-row forward and backward at BLOCK_D = 4096 run 4 warps, not 16:
+    scripts/gpu_tune.py measured fwd + bwd of 65,536 rows in bf16 on an H200 at 2.02 ms with 4 warps against
+    2.97 ms (16), 2.86 ms (8) and 2.82 ms (32) (benches/results/gpu/h200_tune.csv), although 4 warps hold
+    4x the elements per thread and spill (benches/triton_resources.py allows it, citing this measurement).
+    Every other width keeps num_warps (not measured on a GPU; nor was fp32 at d = 4096)."""
     block_d = triton.next_power_of_2(max(int(D), 1))
     if INTERPRET:
         return dict(BLOCK_R=4 if block_d <= 64 else 1, BLOCK_D=block_d, BLOCK_C=64 if block_d > 128 else 0,
-                    BLOCK_U=2, BLOCK_K=min(block_d, 32), BLOCK_N=8, BLOCK_I=8, num_warps=1, num_stages=1)
+                    BLOCK_U=2, BLOCK_K=min(block_d, 32), BLOCK_N=8, BLOCK_I=8, num_warps=1, RESIDUAL_WARPS=1,
+                    num_stages=1)
     block_r = max(1, min(64, 1024 // block_d))
     tile = block_r * block_d
     num_warps = 4 if tile <= 1024 else 8 if tile <= 2048 else 16 if tile <= 4096 else 32
     block_k = min(block_d, 4096)
+    # the geodesic residual's row kernels at d = 4096: 4 warps (see the docstring's measurement)
+    residual_warps = 4 if block_d == 4096 and block_r == 1 else num_warps
     return dict(BLOCK_R=block_r, BLOCK_D=block_d, BLOCK_C=4096 if block_d > 4096 else 0,
                 BLOCK_U=max(1, min(16, 4096 // block_k)), BLOCK_K=block_k, BLOCK_N=32, BLOCK_I=64, num_warps=num_warps,
-                num_stages=1)
+                RESIDUAL_WARPS=residual_warps, num_stages=1)
 
 
 @functools.lru_cache(maxsize=None)
@@ -455,9 +463,8 @@ def _check_fp32(name: str, x: torch.Tensor, shape: tuple, device: torch.device) 
                          f"{x.dtype} shape {tuple(x.shape)} contiguous={x.is_contiguous()} on {x.device}")
 
 
-def _launch_opts(cfg: dict) -> dict:
-    return dict(BLOCK_R=cfg["BLOCK_R"], BLOCK_D=cfg["BLOCK_D"], num_warps=cfg["num_warps"],
-                num_stages=cfg["num_stages"])
+def _launch_opts(cfg: dict, warps: str = "num_warps") -> dict:
+    return dict(BLOCK_R=cfg["BLOCK_R"], BLOCK_D=cfg["BLOCK_D"], num_warps=cfg[warps], num_stages=cfg["num_stages"])
 
 
 def geodesic_residual_fwd(h: torch.Tensor, f: torch.Tensor, alpha: torch.Tensor, *, eps: float):
@@ -475,7 +482,7 @@ def geodesic_residual_fwd(h: torch.Tensor, f: torch.Tensor, alpha: torch.Tensor,
     _geodesic_residual_fwd_kernel[grid](
         out_ptr=out, stride_outr=out.stride(0), stride_outd=out.stride(1), norms_ptr=norms,
         h_ptr=h, stride_hr=h.stride(0), stride_hd=h.stride(1), f_ptr=f, stride_fr=f.stride(0), stride_fd=f.stride(1),
-        alpha_ptr=alpha, R=R, D=D, eps=float(eps), **_launch_opts(cfg),
+        alpha_ptr=alpha, R=R, D=D, eps=float(eps), **_launch_opts(cfg, "RESIDUAL_WARPS"),
     )
     return out, norms
 
@@ -506,9 +513,9 @@ def geodesic_residual_bwd(grad_out, h, f, alpha, norms, *, eps: float):
         _geodesic_residual_bwd_chunked_kernel[(G,)](part_ptr=partial, **tensors, BLOCK_C=cfg["BLOCK_C"],
                                                     num_warps=chunk["num_warps"], num_stages=1)
     else:
-        G = _num_programs_bwd(triton.cdiv(R, cfg["BLOCK_R"]), cfg["num_warps"], h.device)
+        G = _num_programs_bwd(triton.cdiv(R, cfg["BLOCK_R"]), cfg["RESIDUAL_WARPS"], h.device)
         partial = torch.empty((G, D), dtype=torch.float32, device=h.device)
-        _geodesic_residual_bwd_kernel[(G,)](part_ptr=partial, **tensors, **_launch_opts(cfg))
+        _geodesic_residual_bwd_kernel[(G,)](part_ptr=partial, **tensors, **_launch_opts(cfg, "RESIDUAL_WARPS"))
     return grad_h, grad_f, partial.sum(0)
 
 

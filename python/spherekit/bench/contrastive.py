@@ -7,7 +7,9 @@ hard negatives (B, k=1, d)):
     reference          spherekit.reference.info_nce: the materialising pure-torch oracle (fp32 math)
     reference-compile  torch.compile(reference.info_nce, dynamic=False), one compile per shape
     st-mnrl            sentence-transformers MultipleNegativesRankingLoss.compute_loss_from_embeddings
-                       (its default cos_sim, computed in the input dtype)
+                       (its default cos_sim, which upcasts fp16/bf16 embeddings to fp32: fp32 products)
+    st-mnrl-autocast   the same under torch.autocast(dtype=the input dtype), as sentence-transformers' trainer runs
+                       it with bf16=True / fp16=True: bf16 tensor-core products (CUDA only)
     st-cached-mnrl     CachedMultipleNegativesRankingLoss.calculate_loss over cached embeddings (the
                        GradCache step (2): loss and backward, chunked over mini_batch_size=32 rows,
                        ST's default); its embedding steps (1) and (3) are model work, not measured
@@ -49,9 +51,11 @@ TEMPERATURE = 0.05  # = 1 / sentence-transformers' default scale 20
 CACHED_MINI_BATCH = 32  # CachedMultipleNegativesRankingLoss's default mini_batch_size
 MODES = ("fwd", "bwd", "fwd+bwd")
 PARAMS = ("B", "N", "d", "k")  # the params cell: queries, candidates per query, width, hard negatives per query
-PROVIDERS = ("reference", "reference-compile", "st-mnrl", "st-cached-mnrl", "spherekit-cpu", "spherekit-triton")
-CPU_PROVIDERS = PROVIDERS[:-1]
-_ST = ("st-mnrl", "st-cached-mnrl")
+PROVIDERS = ("reference", "reference-compile", "st-mnrl", "st-mnrl-autocast", "st-cached-mnrl", "spherekit-cpu",
+             "spherekit-triton")
+GPU_ONLY = ("st-mnrl-autocast", "spherekit-triton")
+CPU_PROVIDERS = tuple(p for p in PROVIDERS if p not in GPU_ONLY)
+_ST = ("st-mnrl", "st-mnrl-autocast", "st-cached-mnrl")
 # dense (no sparsity) bf16 tensor-core peaks from the vendor's data sheets, TFLOP/s; first match wins
 GPU_BF16_PEAK_TFLOPS = (("H200", 989.0), ("H100 PCIe", 756.0), ("H100 NVL", 835.0), ("H100", 989.0),
                         ("GH200", 989.0), ("A100", 312.0), ("L40S", 362.0), ("L4", 121.0), ("A10", 125.0))
@@ -91,7 +95,8 @@ PRESETS = {
                   repeats=20, warmup=3, budget_s=20.0),
     "full-cpu": Preset("cpu", "float32", (Block(CPU_PROVIDERS, MODES, _BIG, (384, 768), (0, 1)),),
                        repeats=5, warmup=1, budget_s=60.0),
-    "gpu-lease": Preset("cuda", "bfloat16", (Block(("reference", "st-mnrl", "spherekit-triton"), ("fwd+bwd",),
+    "gpu-lease": Preset("cuda", "bfloat16", (Block(("reference", "st-mnrl", "st-mnrl-autocast", "spherekit-triton"),
+                                                   ("fwd+bwd",),
                                                    (4096, 16384), (768,), (0, 1)),),
                         repeats=10, warmup=2, budget_s=2.0),
 }
@@ -133,8 +138,8 @@ def build_tasks(preset: Preset, providers: list[str] | None = None) -> list[dict
 
 
 def static_skip(task: dict, settings: H.Settings) -> str | None:
-    if task["provider"] == "spherekit-triton" and not settings.device.startswith("cuda"):
-        return "spherekit-triton needs CUDA tensors"
+    if task["provider"] in GPU_ONLY and not settings.device.startswith("cuda"):
+        return f"{task['provider']} needs CUDA tensors"
     if task["provider"] == "st-cached-mnrl" and task["mode"] == "bwd":
         return "its backward runs interleaved with the forward per mini-batch: see fwd+bwd"
     return None
@@ -148,8 +153,8 @@ def predict_bytes(task: dict) -> int:
     inputs = 3 * rows * d * max(es, 4)  # inputs, their gradients, fp32 copies
     if p in ("reference", "reference-compile"):
         work = 8 * B * N * 4  # fp32 dots, logits, one-hot (int64 then bool), logsumexp, their gradients
-    elif p == "st-mnrl":
-        work = 6 * B * N * es
+    elif p in ("st-mnrl", "st-mnrl-autocast"):
+        work = 6 * B * N * 4
     elif p == "st-cached-mnrl":
         work = 6 * min(B, CACHED_MINI_BATCH) * N * 4 + 2 * rows * d * es
     elif p == "spherekit-cpu":
@@ -198,14 +203,21 @@ def _make_loss(task: dict, q, c, h):
         backend = p.split("-", 1)[1]
         return (lambda: info_nce(q, c, None, h, temperature=TEMPERATURE, backend=backend)), leaves, "", None
     note = f"hard negatives as {k}*B shared columns" if k else ""
-    if p == "st-mnrl":
+    if p in ("st-mnrl", "st-mnrl-autocast"):
         from sentence_transformers.sentence_transformer.losses.multiple_negatives_ranking import (
             MultipleNegativesRankingLoss,
         )
 
         loss = MultipleNegativesRankingLoss(torch.nn.Identity(), scale=1.0 / TEMPERATURE)
         embeddings = [q, c] + [h[:, j] for j in range(k)]
-        return (lambda: loss.compute_loss_from_embeddings(embeddings, None)), leaves, note, None
+        if p == "st-mnrl":
+            return (lambda: loss.compute_loss_from_embeddings(embeddings, None)), leaves, note, None
+
+        def autocast_loss():
+            with torch.autocast(device_type=q.device.type, dtype=q.dtype):
+                return loss.compute_loss_from_embeddings(embeddings, None)
+
+        return autocast_loss, leaves, note, None
     if p == "st-cached-mnrl":
         from sentence_transformers.sentence_transformer.losses.cached_multiple_negatives_ranking import (
             CachedMultipleNegativesRankingLoss,
@@ -346,6 +358,12 @@ def goal_checks(rows: list[dict], device: str, peak_tflops: float | None = None)
                    f"{100 * mem:.2f}% (goal < 2%)")
     else:
         out.append("N/A   GPU speed/memory vs st-mnrl: st-mnrl B=16384 d=768 not measured ok")
+    amp = _find(rows, "st-mnrl-autocast", 16384, 768, "bfloat16")
+    if amp and amp["status"] == "ok":  # no goal: what a bf16=True sentence-transformers run computes
+        out.append(f"INFO  GPU time vs st-mnrl under autocast (bf16 products, as ST's trainer runs with bf16=True): "
+                   f"spherekit-triton {number(sk, 'median_ms'):.2f} ms vs {number(amp, 'median_ms'):.2f} ms = "
+                   f"{number(amp, 'median_ms') / number(sk, 'median_ms'):.2f}x; peak extra memory "
+                   f"{number(sk, 'peak_extra_mib'):.0f} vs {number(amp, 'peak_extra_mib'):.0f} MiB")
     B, N, d = int(sk["B"]), int(sk["N"]), int(sk["d"])
     tflops = 4 * 2 * B * N * d / t / 1e12
     peak = peak_tflops or gpu_peak_tflops(sk.get("machine", ""))
