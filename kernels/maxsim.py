@@ -138,22 +138,16 @@ def _config(D: int, dtype: torch.dtype) -> dict:
     """Block sizes and launch options (D = h). The interpreter wants small tiles. GPU: a first guess (to be
     tuned on a GPU); compiled for sm_90 (benches/triton_resources.py) no kernel spills at h = 128 or 768 in
     fp16/bf16 or fp32 with 8 warps and BLOCK_H = 32 (registers: fwd 128, bwd 170); 4 warps or BLOCK_H = 64
-    spill. The launcher shrinks BLOCK_M to the query length."""
+    spill. The launcher shrinks BLOCK_M to the query length. On an H200 (bf16 rerank, 1 query x 10,000 documents of
+    180 tokens, h = 128) the forward kernel alone took 0.369 ms with these options and 0.262 ms with BLOCK_N =
+    BLOCK_H = 64, 2 warps, 3 stages, without masks (scripts/gpu_tune.py, benches/results/gpu/h200_tune.csv); but
+    the public maxsim() with masks measured 1.32 ms with those options against 1.07 ms with these (3 repeats each,
+    benches/results/gpu/h200_bench_tuned.csv vs h200_bench.csv), so the defaults stay until a sweep of the
+    masked path decides."""
     if INTERPRET:
         return dict(BLOCK_M=16, BLOCK_N=16, BLOCK_H=32, BLOCK_HV=32, num_warps=1, num_stages=1)
     return dict(BLOCK_M=64, BLOCK_N=64, BLOCK_H=32, BLOCK_HV=max(16, min(64, triton.next_power_of_2(D))),
                 num_warps=8, num_stages=2)
-
-
-def _fwd_config(D: int, dtype: torch.dtype) -> dict:
-    """The forward's launch options: _config's, except for fp16/bf16 with h <= 128 (ColBERT-size tokens), where
-    scripts/gpu_tune.py measured on an H200 (bf16 rerank of 1 query x 10,000 documents of 180 tokens, h = 128;
-    benches/results/gpu/h200_tune.csv) 0.262 ms for BLOCK_N = BLOCK_H = 64 with 2 warps and 3 stages against
-    0.369 ms for _config's 64 / 32 / 8 warps / 2 stages. Other widths and fp32 keep _config's (not measured)."""
-    cfg = _config(D, dtype)
-    if INTERPRET or dtype == torch.float32 or D > 128:
-        return cfg
-    return dict(cfg, BLOCK_N=64, BLOCK_H=64, num_warps=2, num_stages=3)
 
 
 def _block_m(cfg: dict, M: int) -> int:
@@ -183,7 +177,7 @@ def _forward(q, q_mask, d4, d_mask4, shared, inv, store_max):
     if inv is None:
         inv = inv_valid_count(q_mask, Bq, M, q.device)
     q, d4 = unit_last(q), unit_last(d4)
-    cfg = _fwd_config(H, q.dtype)
+    cfg = _config(H, q.dtype)
     block_m = _block_m(cfg, M)
     mb = triton.cdiv(M, block_m)
     part = torch.empty((Bq, K, mb), dtype=torch.float32, device=q.device)
