@@ -330,16 +330,20 @@ def info_nce_fwd(q, c, targets, h, tau, ql, cl, label_bias, *, hn_softmax, bce_w
 
 
 def info_nce_bwd(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, *, hn_softmax, bce_weight, bce_scale,
-                 bce_bias, need_dq, need_dc, need_dh, need_dtau):
-    """-> (dq fp32 or None, dc fp32 or None, dh fp32 or None, dtau 0-dim fp32 or None)."""
+                 bce_bias, need_dq, need_dc, need_dh, need_dtau, grad_dtype=None):
+    """-> (dq or None, dc or None, dh or None, dtau 0-dim fp32 or None), the gradients in grad_dtype (default:
+    the dtype of q, c and h). The kernels accumulate in fp32 and round once, at the store: no fp32 gradient
+    buffers to cast afterwards (at B = N = 16,384, d = 768 in bf16 those were 96 of the 144 MiB of peak extra
+    memory measured on an H200)."""
     B, D = q.shape
     N = c.shape[0]
     K = 0 if h is None else h.shape[1]
     cfg = _config(D, K, ql is not None or label_bias is not None, q.dtype)
     tensors = _tensor_args(q, c, h, targets, ql, cl, label_bias, tau)
     g, lse = vectors(grad_rows.float(), lse)
-    dq = torch.empty((B, D), dtype=torch.float32, device=q.device)  # also needed for beta/dtau
-    dh = torch.empty((B, K, D), dtype=torch.float32, device=q.device) if need_dh else q.new_empty((1, 1, 1))
+    out = grad_dtype or q.dtype
+    dq = torch.empty((B, D), dtype=out, device=q.device)  # written with beta/dtau even when not needed
+    dh = torch.empty((B, K, D), dtype=out, device=q.device) if need_dh else q.new_empty((1, 1, 1))
     beta = torch.empty(B, dtype=torch.float32, device=q.device)
     # |gradient tile| <= max|g| / tau * (1 + |BCE part|): dividing by scale brings it to <= 1024 before the
     # cast to the operand dtype (a device tensor: no host sync)
@@ -361,7 +365,7 @@ def info_nce_bwd(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, *, h
     )
     dc = None
     if need_dc:
-        dc = torch.empty((N, D), dtype=torch.float32, device=q.device)
+        dc = torch.empty((N, D), dtype=out, device=q.device)
         grid = (triton.cdiv(N, cfg["BLOCK_N"]), triton.cdiv(D, cfg["BLOCK_DV"]))
         no_h = {k: v for k, v in tensors.items() if not k.startswith(("h_ptr", "stride_h"))}
         _info_nce_bwd_dc_kernel[grid](

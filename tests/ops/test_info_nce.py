@@ -164,10 +164,30 @@ def test_cpu_scalar_loss_takes_the_one_pass_path_and_matches_the_two_pass_one():
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
 
 
+def test_launcher_gradients_come_in_the_input_dtype_rounded_once():
+    """The kernels store fp16 gradients straight from their fp32 accumulators (no fp32 buffer and cast): equal,
+    bit for bit, to the fp32 gradients rounded to fp16, with hard negatives and BCE as well."""
+    from spherekit.kernels import info_nce as kernels
+
+    g = torch.Generator().manual_seed(5)
+    q, c, h = (F.normalize(torch.randn(*s, generator=g), dim=-1).half() for s in ((40, 32), (56, 32), (40, 1, 32)))
+    t, tau = torch.arange(40), torch.tensor(0.05)
+    opts = dict(hn_softmax=False, bce_weight=0.5, bce_scale=20.0, bce_bias=0.0)
+    _, lse = kernels.info_nce_fwd(q, c, t, h, tau, None, None, None, **opts)
+    need = dict(need_dq=True, need_dc=True, need_dh=True, need_dtau=False)
+    half = kernels.info_nce_bwd(torch.full((40,), 1 / 40), q, c, t, h, tau, None, None, None, lse, **opts, **need)
+    full = kernels.info_nce_bwd(torch.full((40,), 1 / 40), q, c, t, h, tau, None, None, None, lse, **opts, **need,
+                                grad_dtype=torch.float32)
+    for name, a, b in zip(("dq", "dc", "dh"), half, full):
+        assert a.dtype == torch.float16 and b.dtype == torch.float32, name
+        assert torch.equal(a, b.half()), name
+
+
 def test_fp16_backward_keeps_tiny_gradients_out_of_the_subnormal_range():
     """tau = 1 spreads the softmax (p ~ 1/N) and the upstream gradient is 1e-6 per row, so the raw
     dot-gradients are ~ 1e-8: flushed to zero in fp16 unless the kernel rescales the tile first. The
-    launcher's fp32 results are checked (the op then casts to fp16, where 1e-6 is itself subnormal)."""
+    launcher's results are asked for in fp32 (grad_dtype; by default they are fp16, where 1e-6 is itself
+    subnormal)."""
     from spherekit.kernels import info_nce as kernels
 
     g = torch.Generator().manual_seed(11)
@@ -178,7 +198,7 @@ def test_fp16_backward_keeps_tiny_gradients_out_of_the_subnormal_range():
     opts = dict(hn_softmax=False, bce_weight=0.0, bce_scale=20.0, bce_bias=-10.0)
     _, lse = kernels.info_nce_fwd(q, c, t, None, tau, None, None, None, **opts)
     dq, dc, _, _ = kernels.info_nce_bwd(grad_rows, q, c, t, None, tau, None, None, None, lse, **opts, need_dq=True,
-                                        need_dc=True, need_dh=False, need_dtau=False)
+                                        need_dc=True, need_dh=False, need_dtau=False, grad_dtype=torch.float32)
     q_o, c_o = q.double().requires_grad_(), c.double().requires_grad_()
     (reference.info_nce(q_o, c_o, temperature=1.0, reduction="none", compute_dtype=torch.float64) * 1e-6).sum() \
         .backward()
