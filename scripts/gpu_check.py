@@ -11,12 +11,13 @@ Steps, in order, each a subprocess with its own time limit (STEPS; its log in <w
   contrastive, sim_map, ngpt, verifier_train
               each family's gpu-lease preset, its providers side by side in one run, the goals as ratios (bench.csv)
   papers      scripts/gpu_papers.py: predicted GPU-hours of every paper's `paper` preset (paper_hours.csv)
+  tune        scripts/gpu_tune.py: a profile and launch-option sweeps (logs/tune.csv in logs.tar.gz)
 --rehearse (CI, no GPU) runs env, build (a temporary target, sm_90), collect (the GPU test files collected with the
 interpreter off), kernels (benches/triton_resources.py --check: every Triton kernel compiled for sm_90 as launched,
 checked against the H100's limits, no bf16 spill), lease (spherekit.bench.lease: every gpu-lease grid against its
-step's limit), then the bench steps and papers with --rehearse: the same commands on CPU at tiny sizes. The steps
-after build run in an environment without the packages the GPU machine lacks (OPTIONAL), with <work>/site first on
-the path, as on the GPU.
+step's limit), then the bench steps, papers and tune with --rehearse: the same commands on CPU at tiny sizes (tune
+through the Triton interpreter). The steps after build run in an environment without the packages the GPU machine
+lacks (OPTIONAL), with <work>/site first on the path, as on the GPU.
 
 Results (--out, default $OUT; at most 8 files, as a device call returns them): summary.txt (the table printed
 last), steps.json (status, seconds and note per step), env.txt, tests.csv, ceilings.csv, bench.csv (every family's
@@ -46,13 +47,14 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-GPU_STEPS = ("env", "build", "tests", "ceilings", "contrastive", "sim_map", "ngpt", "verifier_train", "papers")
+GPU_STEPS = ("env", "build", "tests", "ceilings", "contrastive", "sim_map", "ngpt", "verifier_train", "papers",
+             "tune")
 REHEARSAL_STEPS = ("env", "build", "collect", "kernels", "lease", "ceilings", "contrastive", "sim_map", "ngpt",
-                   "verifier_train", "papers")
+                   "verifier_train", "papers", "tune")
 LIMIT_S = dict(env=30, build=180, tests=150, collect=180, kernels=420, lease=60, ceilings=40, contrastive=100,
-               sim_map=80, ngpt=150, verifier_train=100, papers=150)  # bench limits: spherekit.bench.lease
+               sim_map=80, ngpt=150, verifier_train=100, papers=150, tune=150)  # bench limits: spherekit.bench.lease
 REHEARSAL_LIMIT_S = dict(LIMIT_S, build=900, collect=300, kernels=600, contrastive=300, sim_map=300, ngpt=300,
-                         verifier_train=300, papers=300)  # 2 shared cores, cold caches
+                         verifier_train=300, papers=300, tune=300)  # 2 shared cores, cold caches
 OPTIONAL = ("datasets", "faiss", "bm25s", "spacy", "nltk")  # absent on the GPU machine
 RESULT_FILES = ("env.txt", "tests.csv", "ceilings.csv", "bench.csv", "paper_hours.csv")
 BENCH = {"contrastive": "contrastive", "sim_map": "sim_map", "ngpt": "ngpt", "verifier_train": "verifier_throughput"}
@@ -76,7 +78,8 @@ class Check:
     def env(self, **extra) -> dict:
         env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "PYTHONPATH")}
         paths = [str(self.site)] + ([str(self.work / "boot")] if self.rehearse else [])
-        env.update(PYTHONPATH=os.pathsep.join(paths), SPHEREKIT_TRITON_INTERPRET="0", PYTHONUNBUFFERED="1", **extra)
+        env.update(PYTHONPATH=os.pathsep.join(paths), SPHEREKIT_TRITON_INTERPRET="0", PYTHONUNBUFFERED="1")
+        env.update(extra)
         return env
 
     def hide_optional(self) -> None:
@@ -322,6 +325,21 @@ def step_papers(c: Check):
         shutil.copy(c.work / "paper_hours.csv", c.out / "paper_hours.csv")
     totals = [ln for ln in tail.splitlines() if "paper preset:" in ln]
     return rc == 0, f"{len(totals)} papers predicted", [f"papers: {' '.join(t.split())}" for t in totals]
+
+
+def step_tune(c: Check):
+    """scripts/gpu_tune.py: the profile and launch-option sweeps (rehearsal: the interpreter at tiny sizes); its
+    tune.csv goes into logs.tar.gz (the results folder holds 8 files at most)."""
+    limit = min((REHEARSAL_LIMIT_S if c.rehearse else LIMIT_S)["tune"], c.deadline - time.monotonic() - 15)
+    (c.work / "logs" / "tune.csv").unlink(missing_ok=True)
+    cmd = [c.python, "scripts/gpu_tune.py", "--out", str(c.work / "logs"), "--deadline-s", str(max(limit - 20, 10))]
+    extra = {"TRITON_INTERPRET": "1", "SPHEREKIT_TRITON_INTERPRET": "1"} if c.rehearse else {}
+    rc, tail = c.run("tune", cmd + (["--rehearse"] if c.rehearse else []), env=c.env(**extra))
+    table = c.work / "logs" / "tune.csv"
+    rows = table.read_text().splitlines()[1:] if table.exists() else []
+    errors = [r for r in rows if ",error: " in r or "DIFFERS" in r]
+    ok = rc == 0 and rows and not (c.rehearse and errors)
+    return ok, f"{len(rows)} rows in logs/tune.csv, {len(errors)} errors or mismatches"
 
 
 def dispatch(c: Check, name: str):
