@@ -86,9 +86,39 @@ def test_tiny_memory_limit_skips_the_contrastive_providers():
 
 def test_contrastive_tasks_and_predictions():
     tasks = C.build_tasks(C.PRESETS["cpu-goal"])
-    assert {t["provider"] for t in tasks} == {"reference", "spherekit-cpu", "st-mnrl", "st-cached-mnrl"}
+    assert {t["provider"] for t in tasks} == {"reference", "spherekit-cpu", "st-mnrl", "st-cached-mnrl", "torch-ce",
+                                              "torch-ce-compile"}
     big = {t["provider"]: C.predict_bytes(t) for t in tasks if t["B"] == 65536 and t["mode"] == "fwd+bwd"}
     limit = DEFAULT_CPU_MEM_LIMIT
     assert big["reference"] > limit and big["spherekit-cpu"] < limit // 8
     st = [t for t in C.build_tasks(C.PRESETS["tiny"]) if t["provider"] == "st-mnrl" and t["k"] == 1]
     assert all(t["N"] == 2 * t["B"] for t in st)
+
+
+def test_background_load_spins_for_its_duration_and_stops():
+    """--background-load N: N spinning processes exist inside the block (the 1-minute load is too slow to check),
+    none after it, and every emitted row's note says so."""
+    import multiprocessing
+
+    before = len(multiprocessing.active_children())
+    with H.background_load(2):
+        assert len(multiprocessing.active_children()) == before + 2
+    assert len(multiprocessing.active_children()) == before
+    rows = []
+    H.noting(lambda task, result: rows.append(result), H.load_note(2))({}, {"note": "x"})
+    assert rows == [{"note": "x; background load: 2 spinning processes"}]
+    with pytest.raises(ValueError, match="background_load"):
+        with H.background_load(-1):
+            pass
+
+
+def test_plain_cross_entropy_providers_match_the_reference_at_k0():
+    """torch-ce and torch-ce-compile compute the same loss as the reference without hard negatives, and skip k > 0."""
+    import torch
+
+    task = dict(family=C.FAMILY, provider="torch-ce", mode="fwd", B=32, N=32, d=16, k=0, dtype="float32")
+    q, c, h = C._inputs(task, "cpu")
+    plain = C._make_loss(task, q, c, h)[0]()
+    ref = C._make_loss(dict(task, provider="reference"), q, c, h)[0]()
+    assert torch.allclose(plain, ref, atol=1e-5)
+    assert C.static_skip(dict(task, k=1), H.Settings()) is not None

@@ -447,6 +447,54 @@ def start_run(family: str, preset: str, spec: PresetBase, settings: Settings, ta
     return csv_path, rows, emit
 
 
+def _spin(stop) -> None:
+    x = 0
+    while not stop.is_set():
+        for _ in range(100_000):
+            x += 1
+
+
+@contextlib.contextmanager
+def background_load(processes: int):
+    """A fixed, known load for the duration: `processes` child processes that spin on the CPU (pure Python, no
+    threads of their own), stopped on exit (also on Ctrl-C). 0: nothing."""
+    if processes < 0:
+        raise ValueError(f"background_load must be >= 0 processes, got {processes}")
+    if processes == 0:
+        yield
+        return
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    stop = ctx.Event()
+    spinners = [ctx.Process(target=_spin, args=(stop,), daemon=True) for _ in range(processes)]
+    for proc in spinners:
+        proc.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for proc in spinners:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+
+
+def load_note(processes: int) -> str:
+    return f"background load: {processes} spinning processes" if processes else ""
+
+
+def noting(emit, note: str):
+    """emit, with note appended to every result's note ('' leaves emit as it is)."""
+    if not note:
+        return emit
+
+    def wrapped(task: dict, result: dict) -> None:
+        result["note"] = "; ".join(x for x in (result.get("note", ""), note) if x)
+        emit(task, result)
+    return wrapped
+
+
 def run_and_report(module: str, tasks: list[dict], settings: Settings, emit, rows: list[dict], csv_path, *,
                    table, goals=None, progress: bool = True) -> float:
     """The common end of a family's run: run the tasks (rows arrive through emit), print table(rows), then the

@@ -6,6 +6,9 @@ hard negatives (B, k=1, d)):
 
     reference          spherekit.reference.info_nce: the materialising pure-torch oracle (fp32 math)
     reference-compile  torch.compile(reference.info_nce, dynamic=False), one compile per shape
+    torch-ce           what a user writes instead: F.cross_entropy(q @ c.T / temperature, arange(B)) on the
+                       materialised logits (k = 0 only: per-query hard negatives have no one-line form)
+    torch-ce-compile   torch.compile of torch-ce (dynamic=False)
     st-mnrl            sentence-transformers MultipleNegativesRankingLoss.compute_loss_from_embeddings
                        (its default cos_sim, which upcasts fp16/bf16 embeddings to fp32: fp32 products)
     st-mnrl-autocast   the same under torch.autocast(dtype=the input dtype), as sentence-transformers' trainer runs
@@ -51,8 +54,8 @@ TEMPERATURE = 0.05  # = 1 / sentence-transformers' default scale 20
 CACHED_MINI_BATCH = 32  # CachedMultipleNegativesRankingLoss's default mini_batch_size
 MODES = ("fwd", "bwd", "fwd+bwd")
 PARAMS = ("B", "N", "d", "k")  # the params cell: queries, candidates per query, width, hard negatives per query
-PROVIDERS = ("reference", "reference-compile", "st-mnrl", "st-mnrl-autocast", "st-cached-mnrl", "spherekit-cpu",
-             "spherekit-triton")
+PROVIDERS = ("reference", "reference-compile", "torch-ce", "torch-ce-compile", "st-mnrl", "st-mnrl-autocast",
+             "st-cached-mnrl", "spherekit-cpu", "spherekit-triton")
 GPU_ONLY = ("st-mnrl-autocast", "spherekit-triton")
 CPU_PROVIDERS = tuple(p for p in PROVIDERS if p not in GPU_ONLY)
 _ST = ("st-mnrl", "st-mnrl-autocast", "st-cached-mnrl")
@@ -89,6 +92,7 @@ PRESETS = {
     "cpu-goal": Preset("cpu", "float32", (
         Block(("reference", "spherekit-cpu", "st-mnrl"), ("fwd+bwd",), (16384, 65536), (384,), (0,)),
         Block(("st-cached-mnrl",), ("fwd+bwd",), (16384,), (384,), (0,)),
+        Block(("torch-ce", "torch-ce-compile"), ("fwd+bwd",), (16384,), (384,), (0,)),
         Block(("reference", "spherekit-cpu"), ("fwd", "bwd"), (16384,), (384,), (0,)),
     ), repeats=5, warmup=1, budget_s=40.0),
     "gpu": Preset("cuda", "bfloat16", (Block(PROVIDERS, MODES, _BIG, (384, 768), (0, 1)),),
@@ -140,6 +144,8 @@ def build_tasks(preset: Preset, providers: list[str] | None = None) -> list[dict
 def static_skip(task: dict, settings: H.Settings) -> str | None:
     if task["provider"] in GPU_ONLY and not settings.device.startswith("cuda"):
         return f"{task['provider']} needs CUDA tensors"
+    if task["provider"].startswith("torch-ce") and task["k"]:
+        return "k > 0: per-query hard negatives have no one-line cross-entropy form (compare with the reference)"
     if task["provider"] == "st-cached-mnrl" and task["mode"] == "bwd":
         return "its backward runs interleaved with the forward per mini-batch: see fwd+bwd"
     return None
@@ -152,15 +158,17 @@ def predict_bytes(task: dict) -> int:
     rows = B * (1 + k) + N  # queries, hard negatives, candidates
     inputs = 3 * rows * d * max(es, 4)  # inputs, their gradients, fp32 copies
     if p in ("reference", "reference-compile"):
-        work = 8 * B * N * 4  # fp32 dots, logits, one-hot (int64 then bool), logsumexp, their gradients
+        work = 8 * B * N * 4
+    elif p.startswith("torch-ce"):
+        work = 4 * B * N * 4  # fp32 dots, logits, one-hot (int64 then bool), logsumexp, their gradients
     elif p in ("st-mnrl", "st-mnrl-autocast"):
         work = 6 * B * N * 4
     elif p == "st-cached-mnrl":
         work = 6 * min(B, CACHED_MINI_BATCH) * N * 4 + 2 * rows * d * es
     elif p == "spherekit-cpu":
-        from ..ops import cpu_budget
+        from ..ops import _info_nce_cpu
 
-        work = 6 * min(B * N, cpu_budget.CHUNK_ELEMENTS) * 4
+        work = 6 * min(B * N, _info_nce_cpu.tile_budget()) * 4
     else:
         work = 0
     return inputs + work + (512 << 20)  # + the process (interpreter, torch, libraries)
@@ -197,6 +205,16 @@ def _make_loss(task: dict, q, c, h):
         torch._dynamo.reset()  # one compile per shape, never an automatic-dynamic or cache-limit fallback
         fn = torch.compile(reference.info_nce, dynamic=False)
         return (lambda: fn(q, c, None, h, temperature=TEMPERATURE)), leaves, "", None
+    if p in ("torch-ce", "torch-ce-compile"):
+        import torch.nn.functional as F
+
+        target = torch.arange(q.shape[0], device=q.device)
+
+        def plain(q, c):
+            return F.cross_entropy(q @ c.T / TEMPERATURE, target)
+
+        fn = plain if p == "torch-ce" else torch.compile(plain, dynamic=False)
+        return (lambda: fn(q, c)), leaves, "", None
     if p in ("spherekit-cpu", "spherekit-triton"):
         from ..ops import info_nce
 
@@ -384,8 +402,9 @@ def goal_checks(rows: list[dict], device: str, peak_tflops: float | None = None)
 def run(preset: str = "cpu-small", out: str | Path = "results/bench", repeats: int | None = None,
         providers: list[str] | None = None, isolate: str = "provider", mem_limit_gib: float | None = None,
         budget_s: float | None = None, timeout_s: float = 1800.0, peak_tflops: float | None = None,
-        plot: bool = True, progress: bool = True, rehearse: bool = False) -> int:
-    """Run a preset, append rows to <out>/contrastive.csv, print the table and goal checks, plot."""
+        plot: bool = True, progress: bool = True, rehearse: bool = False, background_load: int = 0) -> int:
+    """Run a preset, append rows to <out>/contrastive.csv, print the table and goal checks, plot.
+    background_load: that many processes spin on the CPU during the run (a fixed load; each row's note says so)."""
     planned = H.plan_run(PRESETS, preset, providers, PROVIDERS, build_tasks, repeats=repeats, budget_s=budget_s,
                          timeout_s=timeout_s, isolate=isolate, mem_limit_gib=mem_limit_gib, rehearse=rehearse,
                          shrink=rehearsal)
@@ -394,8 +413,10 @@ def run(preset: str = "cpu-small", out: str | Path = "results/bench", repeats: i
     spec, settings, tasks = planned
     csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, params=PARAMS)
     device = "cpu" if spec.device == "cpu" else "cuda"
-    H.run_and_report(MODULE, tasks, settings, emit, rows, csv_path, table=format_table,
-                     goals=lambda rows: goal_checks(rows, device, peak_tflops), progress=progress)
+    with H.background_load(background_load):
+        H.run_and_report(MODULE, tasks, settings, H.noting(emit, H.load_note(background_load)), rows, csv_path,
+                         table=format_table, goals=lambda rows: goal_checks(rows, device, peak_tflops),
+                         progress=progress)
     if plot:
         from . import plot as _plot
 
@@ -410,10 +431,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--peak-tflops", type=float,
                         help="the GPU's bf16 ceiling for the throughput goal (measured matmul rate or dense peak)")
     parser.add_argument("--no-plot", action="store_true", help="do not write the PNGs")
+    parser.add_argument("--background-load", type=int, default=0, metavar="N",
+                        help="N processes spin on the CPU during the run: the same measurements on a busy machine")
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    return run(**H.run_options(args), peak_tflops=args.peak_tflops, plot=not args.no_plot)
+    return run(**H.run_options(args), peak_tflops=args.peak_tflops, plot=not args.no_plot,
+               background_load=args.background_load)
 
 
 main = H.family_entry(__name__)

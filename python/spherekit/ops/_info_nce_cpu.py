@@ -1,13 +1,14 @@
-"""The "cpu" backend of info_nce: tiled torch, BLAS for the products, peak memory O(CHUNK_ELEMENTS), never B x N.
+"""The "cpu" backend of info_nce: tiled torch, BLAS for the products, peak memory O(tile), never B x N.
 
-The (B x N) logits exist one tile at a time (spherekit.ops.cpu_budget.CHUNK_ELEMENTS elements; fp32 math
+The (B x N) logits exist one tile at a time (tile_budget(): cpu_budget.CHUNK_ELEMENTS elements, at least
+MIN_TILE_ELEMENTS, so that each pass over a tile outlasts a scheduler time slice on a busy machine; fp32 math
 whatever the input dtype). A tile holds whole rows (all N candidates) when at least MIN_ROWS rows (or all B) fit
 the budget. Otherwise (a large bank: DefSent+'s softmax over ~150k dictionary entries) a tile is a column block
 of a row chunk and each row's logsumexp is accumulated over the blocks,
 
     lse_i <- logaddexp(lse_i, logsumexp_j in block s_ij),
 
-so the bank is read once per chunk of up to ~sqrt(CHUNK_ELEMENTS) rows instead of once per handful of rows.
+so the bank is read once per chunk of up to ~sqrt(tile_budget()) rows instead of once per handful of rows.
 
 Two ways to get gradients:
   - info_nce_fwd + info_nce_bwd: the forward keeps only per-row statistics (loss, logsumexp) and the backward
@@ -35,12 +36,25 @@ from . import cpu_budget
 from .cpu_budget import row_chunks
 
 MIN_ROWS = 64  # whole-row tiles of fewer rows make memory-bound products: block the columns instead
+# A tile holds at least this many elements, whatever CHUNK_ELEMENTS says (64 MiB of fp32 logits): each tile costs
+# about a dozen passes (products, log-softmax, exp, scaling), each a parallel region that ends in a barrier, and on
+# a machine whose cores are busy with other work a barrier waits out the scheduler's time slice of a descheduled
+# thread. With 2^21-element tiles (about 1 ms per pass on 2 cores) InfoNCE fwd+bwd at B = N = 16,384, d = 384 took
+# 12.4 s beside 2 spinning processes on 2 cores against 3.4 s quiet (eager cross-entropy: 9.5 s); with 2^24 it
+# took 6.9 s, the 2x a fair share of the cores predicts, and the same 3.4 s quiet (Intel Xeon, 2 cores,
+# docs/results.md). Tests set it to 0 to exercise small tiles.
+MIN_TILE_ELEMENTS = 1 << 24
+
+
+def tile_budget() -> int:
+    """Elements of one logits tile: max(CHUNK_ELEMENTS, MIN_TILE_ELEMENTS), at least 1."""
+    return max(1, cpu_budget.CHUNK_ELEMENTS, MIN_TILE_ELEMENTS)
 
 
 def tile_shape(B: int, N: int) -> tuple[int, int]:
-    """(rows, columns) of one logits tile: whole rows when min(B, MIN_ROWS) rows of N fit CHUNK_ELEMENTS, else
-    column blocks of up to max(MIN_ROWS, sqrt(CHUNK_ELEMENTS)) rows, about CHUNK_ELEMENTS elements each."""
-    budget = max(1, cpu_budget.CHUNK_ELEMENTS)
+    """(rows, columns) of one logits tile: whole rows when min(B, MIN_ROWS) rows of N fit tile_budget(), else
+    column blocks of up to max(MIN_ROWS, sqrt(tile_budget())) rows, about tile_budget() elements each."""
+    budget = tile_budget()
     rows = budget // max(1, N)
     if rows >= min(B, MIN_ROWS):
         return max(1, min(B, rows)), N
@@ -111,7 +125,7 @@ def _target_cells(t: Tensor, c0: int, width: int) -> tuple[Tensor, Tensor]:
 def _tile_logits(p: _Problem, r: _Rows, c0: int, cb: Tensor, clb: Tensor | None) -> Tensor:
     """s of the rows against the candidate block cb = c[c0:]: bias on negatives, false negatives at -inf, the
     target cell x_it / tau (no bias, never masked)."""
-    x = (r.q @ cb.T).mul_(p.inv_tau)
+    x = torch.addmm(r.q.new_zeros(()), r.q, cb.T, beta=0, alpha=p.inv_tau)  # the 1/tau rides on the product
     if p.label_bias is not None:
         x.add_(p.label_bias[r.ql][:, clb])
     if r.ql is not None:
@@ -173,9 +187,11 @@ def _finish_row_grads(p: _Problem, r: _Rows, dq_rows: Tensor, terms, dh_rows: Te
 
 
 def _row_grads(p: _Problem, r: _Rows, row_lse: Tensor, g: Tensor, width: int, dc: Tensor | None,
-               dh_rows: Tensor | None, want_dtau: bool, s: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
-    """dq of the row chunk (and its dtau part); accumulates dc, fills dh_rows. s: the logits of a whole-row tile
-    already computed (overwritten), else every tile is recomputed. With gs_i = g_i / tau:
+               dh_rows: Tensor | None, want_dtau: bool, log_p: Tensor | None = None,
+               cand_lse: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+    """dq of the row chunk (and its dtau part); accumulates dc, fills dh_rows. log_p: the log-softmax over the
+    candidates of a whole-row tile already computed (overwritten), with cand_lse its rows' logsumexp, so that
+    p_ij = exp(log_p_ij + cand_lse_i - lse_i); else every tile's logits are recomputed. With gs_i = g_i / tau:
 
         G_ij  = gs_i (p_ij - [j = t_i]) + [j = t_i] beta_i,    p_ij = exp(s_ij - lse_i)
         dq_i  = sum_j G_ij c_j + sum_k Gh_ik h_ik,   dc_j = sum_i G_ij q_i,   dh_ik = Gh_ik q_i
@@ -186,8 +202,10 @@ def _row_grads(p: _Problem, r: _Rows, row_lse: Tensor, g: Tensor, width: int, dc
     gs, beta = terms[0], terms[1]
     dq_rows = torch.zeros_like(r.q)
     for c0, cb, clb in p.blocks(width):
-        G = (s if s is not None else _tile_logits(p, r, c0, cb, clb)).sub_(row_lse[:, None]).exp_()
-        G.mul_(gs[:, None])
+        if log_p is not None:  # 2 passes over the tile (exp, scale): each pass is a parallel region
+            G = log_p.exp_().mul_((gs * torch.exp(cand_lse - row_lse))[:, None])
+        else:
+            G = _tile_logits(p, r, c0, cb, clb).sub_(row_lse[:, None]).exp_().mul_(gs[:, None])
         rows, cols = _target_cells(r.t, c0, G.shape[1])
         G[rows, cols] -= gs[rows]
         dq_rows.addmm_(G, cb)
@@ -286,11 +304,18 @@ def info_nce_fwd_bwd(q, c, targets, h, tau, ql, cl, label_bias, *, hn_softmax, b
             gs = terms[0]
             dq_rows = (mean_c * (gs * torch.exp(cand_lse - row_lse))[:, None]).sub_(gs[:, None] * p.c[r.t])
             dq_rows, dtau_part = _finish_row_grads(p, r, dq_rows, terms, dh_rows, need_dtau)
+        elif width == p.c.shape[0]:  # one whole-row tile, reused: log-softmax is one pass (logsumexp is several)
+            s = _tile_logits(p, r, 0, p.c, p.cl)
+            log_p = torch.log_softmax(s, dim=1)
+            del s
+            at_target = log_p.gather(1, r.t[:, None]).squeeze(1)  # s_it - lse_i, and s_it = x_it / tau
+            cand_lse = r.target_dot * p.inv_tau - at_target
+            row_lse, row_loss = _row_lse_and_loss(p, r, cand_lse)
+            dq_rows, dtau_part = _row_grads(p, r, row_lse, weights[r.sl], width, dc, dh_rows, need_dtau, log_p,
+                                            cand_lse)
         else:
-            s = _tile_logits(p, r, 0, p.c, p.cl) if width == p.c.shape[0] else None  # one tile: reused below
-            row_lse, row_loss = _row_lse_and_loss(p, r, torch.logsumexp(s, dim=1) if s is not None
-                                                  else _candidate_lse(p, r, width))
-            dq_rows, dtau_part = _row_grads(p, r, row_lse, weights[r.sl], width, dc, dh_rows, need_dtau, s)
+            row_lse, row_loss = _row_lse_and_loss(p, r, _candidate_lse(p, r, width))
+            dq_rows, dtau_part = _row_grads(p, r, row_lse, weights[r.sl], width, dc, dh_rows, need_dtau)
         loss += (weights[r.sl] * torch.where(p.valid[r.sl], row_loss, torch.zeros_like(row_loss))).sum()
         if dq is not None:
             dq[r.sl] = dq_rows

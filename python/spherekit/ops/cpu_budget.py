@@ -11,6 +11,9 @@ peak at 2^22 vs 9.9 MiB at 2^21, at the same speed; benches/results/sim_map.csv)
 SPHEREKIT_CPU_CHUNK_ELEMENTS (read at import) trades memory for fewer, larger matrix products. The paths read
 the value at call time, so tests can lower it with monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", n).
 
+One exception: info_nce's tiles hold at least _info_nce_cpu.MIN_TILE_ELEMENTS (2^24) logits, since each of
+its dozen passes over a tile must outlast a scheduler time slice when other work shares the cores.
+
 Every path cuts its work with the two helpers below: a chunk size (rows_per_chunk for a cost per row, or the
 path's own rule where it tiles in two dimensions: info_nce's tile_shape, maxsim's plan) and row_chunks, the
 slices of rows that size gives.
