@@ -274,7 +274,7 @@ def _config(D: int, K: int, labelled: bool = False, dtype: torch.dtype = torch.b
     d = 768; every candidate checked against the previous default's output; benches/results/gpu/h200_tune.csv):
     forward + dq + dc took 11.2 ms against 31.4 ms for the earlier 64 x 64 x 64, 2-stage guess (k = 0), and
     17.6 ms against 46.4 ms with one hard negative and BCE; 64 x 128 matched it in the forward only, 4 warps or
-    2 stages were slower. Its backward kernels spill 16-320 B on sm_90 (benches/triton_resources.py allows
+    2 stages were slower. Its backward kernels spill 16-216 B on sm_90 (benches/triton_resources.py allows
     them, citing this measurement). With labels, a label bias or more hard negatives the larger tiles spill
     0.8-1.8 KB and were not measured, so those launches keep the earlier 64 x 64 x 64, 2-stage tiles (no
     spills); so does fp32 (not measured; the larger tiles spill 3-5 KB there). The backward recomputes each logit tile once per BLOCK_DV-wide slice of d, so BLOCK_DV = 256 (d = 768:

@@ -30,7 +30,7 @@ def test_blocks_match_full_softmax(monkeypatch, n_entries, tile_elements, temper
     whole = _value_and_grad(lambda x: frozen_bank_cross_entropy(x, bank, labels, temperature), h)
     torch32 = _value_and_grad(lambda x: F.cross_entropy(x @ bank.T / temperature, labels), h)
     monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", tile_elements)
-    monkeypatch.setattr(_info_nce_cpu, "MIN_TILE_ELEMENTS", 0)
+    monkeypatch.setattr(cpu_budget, "MIN_TILE_ELEMENTS", 0)
     rows, cols = _info_nce_cpu.tile_shape(7, n_entries)
     assert rows == 7 and (cols == n_entries) == (tile_elements == 1 << 21)  # blocks of every row, or one tile
     ours = _value_and_grad(lambda x: frozen_bank_cross_entropy(x, bank, labels, temperature), h)

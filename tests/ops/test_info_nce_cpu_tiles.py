@@ -25,7 +25,7 @@ TILINGS = {"whole-rows": ((1 << 21, 8), (23, 45)), "row-chunks": ((400, 8), (8, 
 def tiling(request, monkeypatch):
     (elements, min_rows), _ = TILINGS[request.param]
     monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", elements)
-    monkeypatch.setattr(_info_nce_cpu, "MIN_TILE_ELEMENTS", 0)
+    monkeypatch.setattr(cpu_budget, "MIN_TILE_ELEMENTS", 0)
     monkeypatch.setattr(_info_nce_cpu, "MIN_ROWS", min_rows)
     return request.param
 
@@ -46,7 +46,7 @@ def test_every_tiling_matches_the_oracle(tiling, mode, reduction):
 def test_a_wide_frozen_bank_is_read_in_column_blocks(monkeypatch, reduction):
     """A bank too wide for MIN_ROWS whole rows is cut into column blocks that hold every row (B <= MIN_ROWS)."""
     monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", 4096)
-    monkeypatch.setattr(_info_nce_cpu, "MIN_TILE_ELEMENTS", 0)
+    monkeypatch.setattr(cpu_budget, "MIN_TILE_ELEMENTS", 0)
     assert _info_nce_cpu.tile_shape(16, 5000) == (16, 256)
     widths = []
     real = _info_nce_cpu._tile_logits
@@ -63,7 +63,7 @@ def test_a_wide_frozen_bank_is_read_in_column_blocks(monkeypatch, reduction):
 
 def test_fused_and_two_pass_paths_agree_on_column_blocks(monkeypatch):
     monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", 29 * 5)
-    monkeypatch.setattr(_info_nce_cpu, "MIN_TILE_ELEMENTS", 0)
+    monkeypatch.setattr(cpu_budget, "MIN_TILE_ELEMENTS", 0)
     monkeypatch.setattr(_info_nce_cpu, "MIN_ROWS", 8)
     case = _case(29, 31, 24, 2, seed=9, ignore=True, labels=True, bias=True)
     q, c, h = (case[k].float().requires_grad_() for k in ("queries", "candidates", "hard_negatives"))
@@ -98,6 +98,6 @@ def test_a_frozen_bank_over_column_blocks_takes_one_streamed_pass(tiling, mode, 
 
 def test_default_tiles_are_large_enough_to_outlast_a_busy_machines_barriers():
     """At the default budgets a B = N = 16,384 problem runs in 16 tiles of 1,024 whole rows (2^24 logits each), not
-    128 tiles of 128 rows: each pass over a tile must outlast a scheduler time slice (see MIN_TILE_ELEMENTS)."""
+    128 tiles of 128 rows: each pass over a tile must outlast a scheduler time slice (see cpu_budget.MIN_TILE_ELEMENTS)."""
     assert _info_nce_cpu.tile_shape(16384, 16384) == (1024, 16384)
     assert _info_nce_cpu.tile_shape(64, 220_000) == (64, 220_000)  # a DefSent+-size bank: one whole-row tile

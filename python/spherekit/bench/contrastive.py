@@ -166,9 +166,9 @@ def predict_bytes(task: dict) -> int:
     elif p == "st-cached-mnrl":
         work = 6 * min(B, CACHED_MINI_BATCH) * N * 4 + 2 * rows * d * es
     elif p == "spherekit-cpu":
-        from ..ops import _info_nce_cpu
+        from ..ops import cpu_budget
 
-        work = 6 * min(B * N, _info_nce_cpu.tile_budget()) * 4
+        work = 6 * min(B * N, max(cpu_budget.CHUNK_ELEMENTS, cpu_budget.MIN_TILE_ELEMENTS)) * 4
     else:
         work = 0
     return inputs + work + (512 << 20)  # + the process (interpreter, torch, libraries)

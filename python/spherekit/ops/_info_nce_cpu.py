@@ -1,7 +1,7 @@
 """The "cpu" backend of info_nce: tiled torch, BLAS for the products, peak memory O(tile), never B x N.
 
 The (B x N) logits exist one tile at a time (tile_budget(): cpu_budget.CHUNK_ELEMENTS elements, at least
-MIN_TILE_ELEMENTS, so that each pass over a tile outlasts a scheduler time slice on a busy machine; fp32 math
+cpu_budget.MIN_TILE_ELEMENTS, so that each pass over a tile outlasts a scheduler time slice on a busy machine; fp32 math
 whatever the input dtype). A tile holds whole rows (all N candidates) when at least MIN_ROWS rows (or all B) fit
 the budget. Otherwise (a large bank: DefSent+'s softmax over ~150k dictionary entries) a tile is a column block
 of a row chunk and each row's logsumexp is accumulated over the blocks,
@@ -36,19 +36,9 @@ from . import cpu_budget
 from .cpu_budget import row_chunks
 
 MIN_ROWS = 64  # whole-row tiles of fewer rows make memory-bound products: block the columns instead
-# A tile holds at least this many elements, whatever CHUNK_ELEMENTS says (64 MiB of fp32 logits): each tile costs
-# about a dozen passes (products, log-softmax, exp, scaling), each a parallel region that ends in a barrier, and on
-# a machine whose cores are busy with other work a barrier waits out the scheduler's time slice of a descheduled
-# thread. With 2^21-element tiles (about 1 ms per pass on 2 cores) InfoNCE fwd+bwd at B = N = 16,384, d = 384 took
-# 12.4 s beside 2 spinning processes on 2 cores against 3.4 s quiet (eager cross-entropy: 9.5 s); with 2^24 it
-# took 6.9 s, the 2x a fair share of the cores predicts, and the same 3.4 s quiet (Intel Xeon, 2 cores,
-# docs/results.md). Tests set it to 0 to exercise small tiles.
-MIN_TILE_ELEMENTS = 1 << 24
-
-
 def tile_budget() -> int:
-    """Elements of one logits tile: max(CHUNK_ELEMENTS, MIN_TILE_ELEMENTS), at least 1."""
-    return max(1, cpu_budget.CHUNK_ELEMENTS, MIN_TILE_ELEMENTS)
+    """Elements of one logits tile: max(cpu_budget.CHUNK_ELEMENTS, cpu_budget.MIN_TILE_ELEMENTS), at least 1."""
+    return max(1, cpu_budget.CHUNK_ELEMENTS, cpu_budget.MIN_TILE_ELEMENTS)
 
 
 def tile_shape(B: int, N: int) -> tuple[int, int]:
@@ -262,8 +252,9 @@ def info_nce_fwd(q, c, targets, h, tau, ql, cl, label_bias, *, hn_softmax, bce_w
 
 
 def info_nce_bwd(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, *, hn_softmax, bce_weight, bce_scale,
-                 bce_bias, need_dq, need_dc, need_dh, need_dtau):
-    """-> (dq, dc, dh, dtau) in fp32, recomputing each tile's logits; entries not needed are None."""
+                 bce_bias, need_dq, need_dc, need_dh, need_dtau, grad_dtype=None):
+    """-> (dq, dc, dh, dtau) in fp32 (dq, dc, dh in grad_dtype when given), recomputing each tile's logits; entries
+    not needed are None."""
     p = _Problem.of(q, c, targets, h, tau, ql, cl, label_bias, hn_softmax=hn_softmax, bce_weight=bce_weight,
                     bce_scale=bce_scale, bce_bias=bce_bias)
     g_all = torch.where(p.valid, grad_rows.float(), torch.zeros_like(lse))
@@ -276,6 +267,8 @@ def info_nce_bwd(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, *, h
             dq[r.sl] = dq_rows
         if need_dtau:
             dtau += dtau_part
+    if grad_dtype is not None:
+        dq, dc, dh = (None if x is None else x.to(grad_dtype) for x in (dq, dc, dh))
     return dq, dc, dh, dtau if need_dtau else None
 
 

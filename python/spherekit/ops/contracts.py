@@ -49,8 +49,11 @@ class InfoNCEBackend(Protocol):
     def info_nce_bwd(self, grad_rows: Tensor, q: Tensor, c: Tensor, targets: Tensor, h: Optional[Tensor], tau: Tensor,
                      ql: Optional[Tensor], cl: Optional[Tensor], label_bias: Optional[Tensor], lse: Tensor, *,
                      hn_softmax: bool, bce_weight: float, bce_scale: float, bce_bias: float, need_dq: bool,
-                     need_dc: bool, need_dh: bool, need_dtau: bool) -> tuple[Grad, Grad, Grad, Grad]:
-        """-> (dq, dc, dh, dtau) for the upstream gradient grad_rows (B,) of the per-row losses."""
+                     need_dc: bool, need_dh: bool, need_dtau: bool,
+                     grad_dtype: Optional[torch.dtype] = None) -> tuple[Grad, Grad, Grad, Grad]:
+        """-> (dq, dc, dh, dtau) for the upstream gradient grad_rows (B,) of the per-row losses; dq, dc, dh in
+        grad_dtype (None: the backend's own, the inputs' dtype for Triton and fp32 for the CPU tiles; the op casts
+        them to the inputs' dtype)."""
 
 
 class InfoNCEFusedBackend(InfoNCEBackend, Protocol):

@@ -11,8 +11,8 @@ peak at 2^22 vs 9.9 MiB at 2^21, at the same speed; benches/results/sim_map.csv)
 SPHEREKIT_CPU_CHUNK_ELEMENTS (read at import) trades memory for fewer, larger matrix products. The paths read
 the value at call time, so tests can lower it with monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", n).
 
-One exception: info_nce's tiles hold at least _info_nce_cpu.MIN_TILE_ELEMENTS (2^24) logits, since each of
-its dozen passes over a tile must outlast a scheduler time slice when other work shares the cores.
+One exception: info_nce's tiles hold at least MIN_TILE_ELEMENTS (2^24) logits, since each of its dozen passes
+over a tile must outlast a scheduler time slice when other work shares the cores (see below).
 
 Every path cuts its work with the two helpers below: a chunk size (rows_per_chunk for a cost per row, or the
 path's own rule where it tiles in two dimensions: info_nce's tile_shape, maxsim's plan) and row_chunks, the
@@ -25,6 +25,14 @@ import os
 from collections.abc import Iterator
 
 CHUNK_ELEMENTS = int(os.environ.get("SPHEREKIT_CPU_CHUNK_ELEMENTS", 1 << 21))
+# info_nce's logit tiles hold at least this many elements (64 MiB of fp32), whatever CHUNK_ELEMENTS says: each
+# tile costs about a dozen passes (products, log-softmax, exp, scaling), each a parallel region that ends in a
+# barrier, and on a machine whose cores are busy with other work a barrier waits out the scheduler's time slice
+# of a descheduled thread. With 2^21-element tiles (about 1 ms per pass on 2 cores) InfoNCE fwd+bwd at
+# B = N = 16,384, d = 384 took 12.4 s beside 2 spinning processes on 2 cores against 3.4 s quiet (eager
+# cross-entropy: 9.5 s); with 2^24 it took 6.9 s, the 2x a fair share of the cores predicts, and the same 3.4 s
+# quiet (Intel Xeon, 2 cores; docs/results.md). Tests set it to 0 to exercise small tiles.
+MIN_TILE_ELEMENTS = 1 << 24
 
 
 def rows_per_chunk(row_elements: int) -> int:
