@@ -277,8 +277,9 @@ def _config(D: int, K: int, labelled: bool = False, dtype: torch.dtype = torch.b
     2 stages were slower. Its backward kernels spill 16-216 B on sm_90 (benches/triton_resources.py allows
     them, citing this measurement). With labels, a label bias or more hard negatives the larger tiles spill
     0.8-1.8 KB and were not measured, so those launches keep the earlier 64 x 64 x 64, 2-stage tiles (no
-    spills); so does fp32 (not measured; the larger tiles spill 3-5 KB there). The backward recomputes each logit tile once per BLOCK_DV-wide slice of d, so BLOCK_DV = 256 (d = 768:
-    3 slices) halves that work against 128; with hard negatives the dq kernel also holds their slices: 128 there.
+    spills); so does fp32 (not measured; the larger tiles spill 3-5 KB there). The backward recomputes each
+    logit tile once per BLOCK_DV-wide slice of d, so BLOCK_DV = 256 (d = 768: 3 slices) halves that work against
+    128; with hard negatives the dq kernel also holds their slices: 128 there.
     A width d that is not a multiple of 16 loses the vectorised loads."""
     block_k = triton.next_power_of_2(max(K, 1))
     if INTERPRET:

@@ -314,18 +314,19 @@ def section_chunked(t: Tune, end: float) -> None:
     for chunk in ((1 << 22, 1 << 24, 1 << 26) if not t.rehearse else (1 << 10,)):
         if not t.left(end):
             break
-        old, cpu_budget.CHUNK_ELEMENTS = cpu_budget.CHUNK_ELEMENTS, chunk
+        old = cpu_budget.CHUNK_ELEMENTS, cpu_budget.MIN_TILE_ELEMENTS
+        cpu_budget.CHUNK_ELEMENTS, cpu_budget.MIN_TILE_ELEMENTS = chunk, 0
         try:
             fn = lambda: P.info_nce_fwd_bwd(q, c, tgt, None, tau, None, None, None, hn_softmax=False,  # noqa: E731
                                             bce_weight=0.0, bce_scale=20.0, bce_bias=0.0, reduction="mean",
                                             need_dq=True, need_dc=True, need_dh=False, need_dtau=False)
             ref = fn() if ref is None else ref
             r = t.time(fn)
-            t.row(section="chunked", name=f"tiled torch fp32 B={B} d={d}", config=json.dumps(dict(CHUNK_ELEMENTS=chunk)),
+            t.row(section="chunked", name=f"tiled torch fp32 B={B} d={d}", config=json.dumps({"CHUNK_ELEMENTS": chunk}),
                   part="fwd+bwd (one pass)", median_ms=r[0], p20_ms=r[1], p80_ms=r[2], repeats=r[3],
                   note=f"{4 * 2 * B * B * d / (r[0] * 1e-3) / 1e12:.0f} TFLOP/s at 4 x 2BNd (3 products done)")
         finally:
-            cpu_budget.CHUNK_ELEMENTS = old
+            cpu_budget.CHUNK_ELEMENTS, cpu_budget.MIN_TILE_ELEMENTS = old
     for rows in ((512, 1024, 2048, 4096) if not t.rehearse else (32,)):
         if not t.left(end):
             break

@@ -98,6 +98,6 @@ def test_a_frozen_bank_over_column_blocks_takes_one_streamed_pass(tiling, mode, 
 
 def test_default_tiles_are_large_enough_to_outlast_a_busy_machines_barriers():
     """At the default budgets a B = N = 16,384 problem runs in 16 tiles of 1,024 whole rows (2^24 logits each), not
-    128 tiles of 128 rows: each pass over a tile must outlast a scheduler time slice (see cpu_budget.MIN_TILE_ELEMENTS)."""
+    128 tiles of 128 rows: each pass over a tile must outlast a scheduler time slice (cpu_budget.MIN_TILE_ELEMENTS)."""
     assert _info_nce_cpu.tile_shape(16384, 16384) == (1024, 16384)
     assert _info_nce_cpu.tile_shape(64, 220_000) == (64, 220_000)  # a DefSent+-size bank: one whole-row tile

@@ -158,9 +158,9 @@ def predict_bytes(task: dict) -> int:
     rows = B * (1 + k) + N  # queries, hard negatives, candidates
     inputs = 3 * rows * d * max(es, 4)  # inputs, their gradients, fp32 copies
     if p in ("reference", "reference-compile"):
-        work = 8 * B * N * 4
+        work = 8 * B * N * 4  # fp32 dots, logits, one-hot (int64 then bool), logsumexp, their gradients
     elif p.startswith("torch-ce"):
-        work = 4 * B * N * 4  # fp32 dots, logits, one-hot (int64 then bool), logsumexp, their gradients
+        work = 4 * B * N * 4  # logits, log-softmax, their gradients
     elif p in ("st-mnrl", "st-mnrl-autocast"):
         work = 6 * B * N * 4
     elif p == "st-cached-mnrl":

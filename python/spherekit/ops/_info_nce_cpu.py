@@ -1,10 +1,10 @@
 """The "cpu" backend of info_nce: tiled torch, BLAS for the products, peak memory O(tile), never B x N.
 
 The (B x N) logits exist one tile at a time (tile_budget(): cpu_budget.CHUNK_ELEMENTS elements, at least
-cpu_budget.MIN_TILE_ELEMENTS, so that each pass over a tile outlasts a scheduler time slice on a busy machine; fp32 math
-whatever the input dtype). A tile holds whole rows (all N candidates) when at least MIN_ROWS rows (or all B) fit
-the budget. Otherwise (a large bank: DefSent+'s softmax over ~150k dictionary entries) a tile is a column block
-of a row chunk and each row's logsumexp is accumulated over the blocks,
+cpu_budget.MIN_TILE_ELEMENTS, so that each pass over a tile outlasts a scheduler time slice on a busy machine;
+fp32 math whatever the input dtype). A tile holds whole rows (all N candidates) when at least MIN_ROWS rows (or
+all B) fit the budget. Otherwise (a large bank: DefSent+'s softmax over ~150k dictionary entries) a tile is a
+column block of a row chunk and each row's logsumexp is accumulated over the blocks,
 
     lse_i <- logaddexp(lse_i, logsumexp_j in block s_ij),
 
@@ -36,6 +36,8 @@ from . import cpu_budget
 from .cpu_budget import row_chunks
 
 MIN_ROWS = 64  # whole-row tiles of fewer rows make memory-bound products: block the columns instead
+
+
 def tile_budget() -> int:
     """Elements of one logits tile: max(cpu_budget.CHUNK_ELEMENTS, cpu_budget.MIN_TILE_ELEMENTS), at least 1."""
     return max(1, cpu_budget.CHUNK_ELEMENTS, cpu_budget.MIN_TILE_ELEMENTS)
