@@ -184,3 +184,15 @@ def test_difference_uses_the_items_of_every_seed():
     m = difference(old, "A", "B", "MRR", ">", 0.0)  # runs without per-item values: the point estimate, said so
     assert m.interval is None and m.uncertainty.startswith("none: these runs kept no per-item values")
     assert "uncertainty: none" in render(evaluate([Claim("X", "s", "t", "r", lambda s: m)], [old]))
+
+
+def test_card_time_counts_units_reused_from_earlier_runs():
+    """A resumed card's last run may take minutes while its units took half an hour in earlier runs: the index
+    reports the larger of the last run's wall time and the data + every unit stage's recorded time."""
+    from spherekit.experiments.index import card_seconds
+
+    resumed = {"wall_seconds": {"data": 10.0, "m/base/eval": 600.0, "m/1st-c/train": 700.0, "total": 290.0}}
+    assert card_seconds(resumed) == 1310.0
+    single = {"wall_seconds": {"data": 10.0, "m/base/eval": 60.0, "total": 75.0}}
+    assert card_seconds(single) == 75.0
+    assert card_seconds({"wall_seconds": {"total": 12.0}}) == 12.0

@@ -50,15 +50,27 @@ def _link(experiment: str, folder: str, prefix: str) -> str:
     return f"[{folder}]({prefix}benches/results/reproduce/{experiment}/{folder}/report.md)"
 
 
+def card_seconds(results: dict) -> float | None:
+    """How long a card's runs took: the wall time of its last run, or, when that run reused units finished in
+    earlier runs (a resumed or restored card), the data preparation plus every unit's recorded stages, whichever
+    is larger."""
+    wall = results.get("wall_seconds", {})
+    stages = [v for k, v in wall.items() if "/" in k and isinstance(v, (int, float))]
+    total = wall.get("total")
+    if not stages:
+        return total
+    return max(total or 0.0, wall.get("data", 0.0) + sum(stages))
+
+
 def readme_table(cards: dict) -> str:
     from . import get
 
-    lines = ["| experiment | paper | `cpu-small` wall time (machine) | claims on each committed card |",
+    lines = ["| experiment | paper | `cpu-small` time (machine) | claims on each committed card |",
              "|---|---|---|---|"]
     for name in sorted({e for e, _ in cards}):
         own = {folder: r for (e, folder), r in cards.items() if e == name}
         small = own.get("cpu-small")
-        time = f"{fmt.duration(small['wall_seconds'].get('total'))} ({_machine(small)})" if small else fmt.MISSING
+        time = f"{fmt.duration(card_seconds(small))} ({_machine(small)})" if small else fmt.MISSING
         claims = "; ".join(f"{_link(name, folder, '')}: {_claim_counts(r)}" for folder, r in own.items())
         lines.append(f"| `{name}` | \"{get(name).title}\" | {time} | {claims} |")
     return "\n".join(lines)
@@ -69,7 +81,7 @@ def main_job(cards: dict) -> str:
     if results is None:
         return "(no committed card of the main job)"
     return (f"`make run` reproduces \"{results['title']}\" on its `{MAIN_JOB[1]}` preset; the committed card took "
-            f"{fmt.duration(results['wall_seconds'].get('total'))} on {_machine(results)} "
+            f"{fmt.duration(card_seconds(results))} on {_machine(results)} "
             f"({_link(*MAIN_JOB, '')}).")
 
 
@@ -80,9 +92,11 @@ def card_block(experiment_name: str, folder: str, results: dict) -> str:
     from .printed import grid
 
     experiment = get(experiment_name)
+    last, spent = results["wall_seconds"].get("total"), card_seconds(results)
+    took = f"{fmt.duration(last)} of wall time in its last run" + (
+        f", {fmt.duration(spent)} across the runs its units come from" if spent and last and spent > last else "")
     parts = [f"Card {_link(experiment_name, folder, '../')}: {len(results['units'])} units on {_machine(results)}, "
-             f"{fmt.duration(results['wall_seconds'].get('total'))} of wall time in its last run; claims: "
-             f"{_claim_counts(results)}.", ""]
+             f"{took}; claims: {_claim_counts(results)}.", ""]
     for scope in experiment.scopes(results):
         assert isinstance(scope, Scope)
         parts += [f"{scope.name}: ours (the paper's)", "",
