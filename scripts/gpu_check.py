@@ -104,9 +104,13 @@ class Check:
             "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in type(f).__module__]\n")
 
     # ---------------------------------------------------------------- running a step
+    def limit(self, name: str) -> float:
+        """Seconds step `name` may run: its limit, cut to the deadline."""
+        return min((REHEARSAL_LIMIT_S if self.rehearse else LIMIT_S)[name], self.deadline - time.monotonic() - 15)
+
     def run(self, name: str, cmd: list[str], env: dict | None = None, cwd: Path = ROOT) -> tuple[int, str]:
         """Run cmd with the step's limit (cut to the deadline); (exit code or -9 on timeout, log tail)."""
-        limit = min((REHEARSAL_LIMIT_S if self.rehearse else LIMIT_S)[name], self.deadline - time.monotonic() - 15)
+        limit = self.limit(name)
         log = self.work / "logs" / f"{name}.log"
         with open(log, "a") as f:
             f.write(f"$ {' '.join(cmd)}\n")
@@ -330,15 +334,15 @@ def step_papers(c: Check):
 def step_tune(c: Check):
     """scripts/gpu_tune.py: the profile and launch-option sweeps (rehearsal: the interpreter at tiny sizes); its
     tune.csv goes into logs.tar.gz (the results folder holds 8 files at most)."""
-    limit = min((REHEARSAL_LIMIT_S if c.rehearse else LIMIT_S)["tune"], c.deadline - time.monotonic() - 15)
     (c.work / "logs" / "tune.csv").unlink(missing_ok=True)
-    cmd = [c.python, "scripts/gpu_tune.py", "--out", str(c.work / "logs"), "--deadline-s", str(max(limit - 20, 10))]
+    cmd = [c.python, "scripts/gpu_tune.py", "--out", str(c.work / "logs"),
+           "--deadline-s", str(max(c.limit("tune") - 20, 10))]  # the script ends its sections before the step's kill
     extra = {"TRITON_INTERPRET": "1", "SPHEREKIT_TRITON_INTERPRET": "1"} if c.rehearse else {}
     rc, tail = c.run("tune", cmd + (["--rehearse"] if c.rehearse else []), env=c.env(**extra))
     table = c.work / "logs" / "tune.csv"
     rows = table.read_text().splitlines()[1:] if table.exists() else []
     errors = [r for r in rows if ",error: " in r or "DIFFERS" in r]
-    ok = rc == 0 and rows and not (c.rehearse and errors)
+    ok = rc == 0 and bool(rows) and not (c.rehearse and errors)
     return ok, f"{len(rows)} rows in logs/tune.csv, {len(errors)} errors or mismatches"
 
 
@@ -404,6 +408,7 @@ def main(argv=None) -> int:
             c.records[name] = dict(status="not run", seconds=0.0, note=why)
             continue
         print(f"[gpu_check] {name} ...", flush=True)
+        (c.work / "logs" / f"{name}.log").unlink(missing_ok=True)  # a log (and its tail, the notes) of this run only
         t0 = time.monotonic()
         ok, note, *goals = dispatch(c, name)
         c.records[name] = dict(status="ok" if ok else "FAILED", seconds=round(time.monotonic() - t0, 1),

@@ -20,10 +20,10 @@ tiny sizes (TRITON_INTERPRET=1 must be set before the launch), to catch errors i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
-import statistics
 import sys
 import time
 import traceback
@@ -31,6 +31,8 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+
+from spherekit.bench import quantile
 
 FIELDS = ("section", "name", "config", "part", "median_ms", "p20_ms", "p80_ms", "repeats", "check", "note")
 SECTIONS = ("profile", "info_nce", "chunked", "maxsim", "ngpt")
@@ -127,9 +129,7 @@ class Tune:
             spent += dt / 1e3
             if self.rehearse:
                 break
-        times.sort()
-        q = lambda p: times[min(len(times) - 1, int(p * len(times)))]  # noqa: E731
-        return statistics.median(times), q(0.2), q(0.8), len(times)
+        return quantile(times, 0.5), quantile(times, 0.2), quantile(times, 0.8), len(times)
 
     def left(self, section_end: float) -> bool:
         return time.monotonic() < min(section_end, self.deadline - 5)
@@ -140,16 +140,15 @@ def _unit(*shape, device, dtype, seed):
     return F.normalize(torch.randn(*shape, generator=g), dim=-1).to(device=device, dtype=dtype)
 
 
+@contextlib.contextmanager
 def _patched(module, override: dict):
-    """A context that merges override into module._config()'s result."""
-    class Ctx:
-        def __enter__(self):
-            self.orig = module._config
-            module._config = lambda *a, **k: {**self.orig(*a, **k), **override}
-
-        def __exit__(self, *exc):
-            module._config = self.orig
-    return Ctx()
+    """module._config() with override's keys merged into its result, for the duration."""
+    orig = module._config
+    module._config = lambda *a, **k: {**orig(*a, **k), **override}
+    try:
+        yield
+    finally:
+        module._config = orig
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -225,13 +224,14 @@ def section_info_nce(t: Tune, end: float) -> None:
                                        need_dc=True, need_dh=h is not None, need_dtau=False)
         return [x for x in (loss, dq, dc, dh) if x is not None]
 
+    ranked = []  # (fwd + dq + dc ms, override) of the k = 0 candidates that matched the default
     for k in (0, 1):
         o = dict(opts, bce_weight=0.5 if k else 0.0)
         small = problem(Bc, k)
         big = problem(B, k)
         q, c, h, tgt = big
         expected = None
-        cands = INFO_NCE if k == 0 else INFO_NCE[:1] + getattr(t, "best_info_nce", [])[:3]
+        cands = INFO_NCE if k == 0 else INFO_NCE[:1] + [best for _, best in sorted(ranked, key=lambda x: x[0])][:3]
         for override in cands:
             if not t.left(end):
                 t.row(section="info_nce", name=f"k={k}", config=json.dumps(override), note="not run: section time")
@@ -260,12 +260,10 @@ def section_info_nce(t: Tune, end: float) -> None:
                       part="fwd+dq+dc", median_ms=total, check=check,
                       note=f"{4 * 2 * B * B * d / (total * 1e-3) / 1e12:.0f} TFLOP/s at 4 x 2BNd")
                 if k == 0 and override and check == "ok":
-                    t.__dict__.setdefault("_ranked", []).append((total, override))
+                    ranked.append((total, override))
             except Exception as exc:  # a candidate that does not compile (shared memory, registers) is a row
                 t.row(section="info_nce", name=f"k={k}", config=json.dumps(override),
                       note=f"error: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
-        if k == 0:
-            t.best_info_nce = [o for _, o in sorted(t.__dict__.get("_ranked", []), key=lambda x: x[0])]
         del small, big, q, c, h, tgt
         if t.device == "cuda":
             torch.cuda.empty_cache()

@@ -168,7 +168,7 @@ def predict_bytes(task: dict) -> int:
     elif p == "spherekit-cpu":
         from ..ops import cpu_budget
 
-        work = 6 * min(B * N, max(cpu_budget.CHUNK_ELEMENTS, cpu_budget.MIN_TILE_ELEMENTS)) * 4
+        work = 6 * min(B * N, cpu_budget.tile_elements()) * 4
     else:
         work = 0
     return inputs + work + (512 << 20)  # + the process (interpreter, torch, libraries)

@@ -1,6 +1,6 @@
 """The "cpu" backend of info_nce: tiled torch, BLAS for the products, peak memory O(tile), never B x N.
 
-The (B x N) logits exist one tile at a time (tile_budget(): cpu_budget.CHUNK_ELEMENTS elements, at least
+The (B x N) logits exist one tile at a time (cpu_budget.tile_elements(): CHUNK_ELEMENTS elements, at least
 cpu_budget.MIN_TILE_ELEMENTS, so that each pass over a tile outlasts a scheduler time slice on a busy machine;
 fp32 math whatever the input dtype). A tile holds whole rows (all N candidates) when at least MIN_ROWS rows (or
 all B) fit the budget. Otherwise (a large bank: DefSent+'s softmax over ~150k dictionary entries) a tile is a
@@ -8,7 +8,7 @@ column block of a row chunk and each row's logsumexp is accumulated over the blo
 
     lse_i <- logaddexp(lse_i, logsumexp_j in block s_ij),
 
-so the bank is read once per chunk of up to ~sqrt(tile_budget()) rows instead of once per handful of rows.
+so the bank is read once per chunk of up to ~sqrt(tile_elements()) rows instead of once per handful of rows.
 
 Two ways to get gradients:
   - info_nce_fwd + info_nce_bwd: the forward keeps only per-row statistics (loss, logsumexp) and the backward
@@ -38,15 +38,10 @@ from .cpu_budget import row_chunks
 MIN_ROWS = 64  # whole-row tiles of fewer rows make memory-bound products: block the columns instead
 
 
-def tile_budget() -> int:
-    """Elements of one logits tile: max(cpu_budget.CHUNK_ELEMENTS, cpu_budget.MIN_TILE_ELEMENTS), at least 1."""
-    return max(1, cpu_budget.CHUNK_ELEMENTS, cpu_budget.MIN_TILE_ELEMENTS)
-
-
 def tile_shape(B: int, N: int) -> tuple[int, int]:
-    """(rows, columns) of one logits tile: whole rows when min(B, MIN_ROWS) rows of N fit tile_budget(), else
-    column blocks of up to max(MIN_ROWS, sqrt(tile_budget())) rows, about tile_budget() elements each."""
-    budget = tile_budget()
+    """(rows, columns) of one logits tile: whole rows when min(B, MIN_ROWS) rows of N fit tile_elements(), else
+    column blocks of up to max(MIN_ROWS, sqrt(tile_elements())) rows, about tile_elements() elements each."""
+    budget = cpu_budget.tile_elements()
     rows = budget // max(1, N)
     if rows >= min(B, MIN_ROWS):
         return max(1, min(B, rows)), N

@@ -35,6 +35,11 @@ CHUNK_ELEMENTS = int(os.environ.get("SPHEREKIT_CPU_CHUNK_ELEMENTS", 1 << 21))
 MIN_TILE_ELEMENTS = 1 << 24
 
 
+def tile_elements() -> int:
+    """Elements of one info_nce logits tile: max(CHUNK_ELEMENTS, MIN_TILE_ELEMENTS), at least 1."""
+    return max(1, CHUNK_ELEMENTS, MIN_TILE_ELEMENTS)
+
+
 def rows_per_chunk(row_elements: int) -> int:
     """Rows per chunk for row_elements work-buffer elements per row: max(1, CHUNK_ELEMENTS // row_elements), the
     most rows whose buffers fit the budget (one row when a single row is over it)."""
