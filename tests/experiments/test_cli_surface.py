@@ -1,6 +1,7 @@
 """The `spherekit reproduce` surface a user touches first: --set values are checked against the config field's type
 and bounds before any work starts (one line naming the field, exit 2), `reproduce <experiment> --help` lists the
-fields --set accepts, and `reproduce list` prints one condition per line with each preset's measured time."""
+fields --set accepts, and `reproduce list` prints one condition per line with each preset's measured time (the `paper`
+preset's predicted GPU time where a GPU timed its steps)."""
 
 import pytest
 
@@ -58,6 +59,8 @@ def test_list_prints_one_condition_per_line_and_the_measured_times(capsys):
     small = next(line for line in lines[concept:] if line.strip().startswith("cpu-small"))
     assert " min on " in small and "(committed card cpu-small)" in small
     assert any(line.strip() == "tiny       not measured here" for line in lines[concept:])
+    paper = next(line for line in lines[concept:] if line.strip().startswith("paper"))
+    assert "not run here; predicted " in paper and " h on an NVIDIA H200 (steps timed there)" in paper
 
 
 @pytest.mark.parametrize("name", experiments.names())

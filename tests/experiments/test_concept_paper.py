@@ -218,3 +218,20 @@ def test_each_bce_form_of_b1_gets_its_own_verdicts_and_the_report_a_matrix():
     table = _ablation_table({"claims": list(got.values())}, "m")
     assert table.splitlines()[0] == "| claim | B1 | B1-negonly |"
     assert "| P3b | holds (" in table and "does not hold" in table
+
+
+@pytest.mark.parametrize("data, missing", [
+    ({}, ["Wiktionary dump", "NP paraphrase suite", "DBpedia semantic-gap files"]),
+    ({"second_source": "wiktionary", "np_paraphrase": 200, "dbpedia_test_queries": 50}, []),
+])
+def test_the_paper_preset_says_what_a_full_reproduction_still_lacks(data, missing):
+    from spherekit.experiments.concept.spec import PRESETS, ConceptConfig
+    from spherekit.experiments.config import as_dict, from_preset
+
+    cfg = as_dict(from_preset(ConceptConfig, PRESETS, "paper"))
+    line, = [d for d in P.departures({"config": cfg, "data": data, "preset": "paper"})
+             if d.startswith("missing for a full reproduction")]
+    assert all(m in line for m in missing) and ("nothing this card can see" in line) == (not missing)
+    assert P.PAPER_BACKBONE not in line  # the paper preset runs the paper's backbone
+    small = P.departures({"config": cfg, "data": data, "preset": "cpu-small"})
+    assert not any("missing for a full reproduction" in d for d in small)

@@ -257,3 +257,10 @@ def test_the_chapters_printed_number_and_the_departures():
     assert any("example sentences" in d for d in new) and any("relative_margin 0.05" in d for d in new)
     assert any("masked terms" in d for d in old) and any("no false-negative margin" in d for d in old)
     assert any("top-up" in d for d in new) and any("replays round 1" in d for d in old)
+
+
+def test_the_paper_preset_says_what_a_full_reproduction_still_lacks():
+    paper = P.departures({"config": CONFIG, "preset": "paper"})
+    assert any(d.startswith("missing for a full reproduction: BAAI/bge-m3") for d in paper)
+    assert not any("missing for a full reproduction" in d for d in P.departures({"config": CONFIG,
+                                                                                  "preset": "cpu-small"}))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .._atomic import atomic_write_text
 from ..bench.machine import machine_name, now, versions
-from . import claims, fmt, printed
+from . import claims, fmt, gpu_hours, printed
 from .config import as_dict, describe
 from .metrics import evaluation_version
 
@@ -103,6 +103,8 @@ def departures_section(experiment, results: dict) -> str:
     lines = [f"- {d}" for d in experiment.departures(results)]
     changed = [c for c in results.get("config_sources", []) if "departs from the paper" in str(c["source"])]
     lines += [f"- `{c['field']}` = {json.dumps(c['value'])} ({c['source']})" for c in changed]
+    predicted = gpu_hours.describe(results["experiment"]) if results.get("preset") == "paper" else None
+    lines += [f"- {predicted}"] if predicted else []
     return "## Where this run departs from the paper\n\n" + ("\n".join(lines) or "- nothing recorded") + "\n"
 
 

@@ -127,6 +127,8 @@ def _preset_times(name: str) -> dict[str, str]:
 def _list(found, get) -> int:
     """Each experiment with its presets (and the measured time of its committed cards) and its conditions, one per
     line; one that cannot be loaded is named with the error (exit 1)."""
+    from . import gpu_hours
+
     failed = 0
     for name in found:
         try:
@@ -136,6 +138,10 @@ def _list(found, get) -> int:
             failed = 1
             continue
         times = _preset_times(name)
+        predicted = gpu_hours.predictions(name)
+        if predicted and "paper" in exp.presets and "paper" not in times:
+            times["paper"] = "not run here; predicted " + ", ".join(
+                f"{gpu_hours.hours_text(p.hours)} on an {p.gpu} (steps timed there)" for p in predicted)
         print(f"{name}: {exp.title}\n  presets:")
         for preset in exp.presets:
             print(f"    {preset:10} {times.get(preset, 'not measured here')}")
