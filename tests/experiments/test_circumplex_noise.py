@@ -170,11 +170,12 @@ def test_a_run_that_did_not_learn_makes_its_claims_inconclusive():
         assert got[cid]["verdict"] == "holds", cid
 
 
-def test_units_without_per_text_values_keep_point_verdicts():
+def test_units_without_per_text_values_are_inconclusive_with_their_point_values():
     units = {Run(r, "frozen").name: {"metrics": {V: 0.7 if "Circular" not in r else 0.5,
                                                  CD_R: 0.3 if "Circular" not in r else 0.8},
                                      "runs": [{"seed": 42, "metrics": {}}]} for r in TRAINED_RUNS}
     units[PRETRAINED] = {"metrics": {V: 0.1, CD_R: 0.5}, "runs": [{"seed": None, "metrics": {}}]}
     got = _verdicts(GroupScope("b", "frozen", units))
-    assert all(r["verdict"] == "holds" and r["interval"] is None for r in got.values())
+    assert all(r["point"] == "holds" and r["interval"] is None for r in got.values())
+    assert all(r["verdict"] == "inconclusive" and "its noise was not measured" in r["measured"] for r in got.values())
     assert all("no per-item values" in r["uncertainty"] for r in got.values())

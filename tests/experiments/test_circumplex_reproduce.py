@@ -103,7 +103,7 @@ def test_claim_checks_on_the_papers_own_table():
                                             for c, u in e5.units.items()})  # swap V and CD-r: the orders break
     got = _verdicts(flipped)
     for head in ("GPT", "nGPT"):
-        assert got[f"C1-{head}"]["verdict"] == got[f"C2-{head}"]["verdict"] == "does not hold"
+        assert got[f"C1-{head}"]["point"] == got[f"C2-{head}"]["point"] == "does not hold"
         assert got[f"C1-{head}"]["value"] < 0 and got[f"C1-{head}"]["op"] == ">"
         assert got[f"C1-{head}"]["margin"] == 0.0
     alone = _verdicts(GroupScope("b", "frozen", {"SINCERE-GPT@frozen": {"metrics": {V: 0.5, CD_R: 0.5}}}))
@@ -117,16 +117,17 @@ def test_claim_rules_at_their_edges():
 
     # runs: SINCERE-GPT, SINCERE-nGPT, SoftCSE-GPT, SoftCSE-nGPT, CircularCSE-GPT, CircularCSE-nGPT
     tie = _verdicts(scope([0.7, 0.7, 0.7, 0.7, 0.6, 0.6], [0.3, 0.3, 0.5, 0.8, 0.8, 0.7]))
-    assert tie["C3"]["verdict"] == "does not hold"  # SoftCSE-nGPT ties the best CircularCSE: the paper's Llama case
+    assert tie["C3"]["point"] == "does not hold"  # SoftCSE-nGPT ties the best CircularCSE: the paper's Llama case
     others = [r for cid, r in tie.items() if cid != "C3"]
-    assert len(others) == 7 and all(r["verdict"] == "holds" for r in others)
+    assert len(others) == 7 and all(r["point"] == "holds" for r in others)
     flat = _verdicts(scope([0.5] * 6, [0.3, 0.3, 0.5, 0.5, 0.8, 0.8], pretrained=0.5))
-    assert flat["C4"]["verdict"] == "does not hold" and "undefined" in flat["C4"]["measured"]  # constant V column
+    assert flat["C4"]["point"] is None and "undefined" in flat["C4"]["measured"]  # constant V column: no correlation
+    assert flat["C4"]["verdict"] == "inconclusive"
     for head in ("GPT", "nGPT"):
-        assert flat[f"C5-{head}"]["verdict"] == flat[f"C1-{head}"]["verdict"] == "does not hold"
+        assert flat[f"C5-{head}"]["point"] == flat[f"C1-{head}"]["point"] == "does not hold"
     gpt_only = _verdicts(GroupScope("b", "frozen", {c: u for c, u in scope([0.7] * 4 + [0.6] * 2, [0.3] * 4 + [0.8] * 2)
                                                     .units.items() if "nGPT" not in c}))
-    assert gpt_only["C1-GPT"]["verdict"] == "holds" and gpt_only["C1-nGPT"]["verdict"] == "not run"
+    assert gpt_only["C1-GPT"]["point"] == "holds" and gpt_only["C1-nGPT"]["verdict"] == "not run"
 
 
 def test_scopes_group_the_main_grid_per_regime_with_pretrained():

@@ -12,28 +12,43 @@ from spherekit.experiments.printed import Printed, comparison, grid
 from spherekit.experiments.units import ESTIMATOR, aggregate, unit_runs
 
 
+EXACT = "exact"  # a measurement without sampling noise: the point value decides
+
+
 @pytest.mark.parametrize("value, op, margin, interval, expected", [
-    (0.05, ">", 0.0, None, "holds"),
-    (-0.05, ">", 0.0, None, "does not hold"),
+    (0.05, ">", 0.0, EXACT, "holds"),
+    (-0.05, ">", 0.0, EXACT, "does not hold"),
+    (0.05, ">", 0.0, None, "inconclusive"),                # no interval and not exact: the noise is unknown
+    (-0.05, ">", 0.0, None, "inconclusive"),
     (0.05, ">", 0.0, (0.01, 0.09), "holds"),
     (0.05, ">", 0.0, (-0.01, 0.09), "inconclusive"),       # the interval straddles the margin
     (-0.05, ">", 0.0, (-0.09, -0.01), "does not hold"),
-    (0.02, ">=", 0.02, None, "holds"),
-    (0.02, ">", 0.02, None, "does not hold"),
+    (0.02, ">=", 0.02, EXACT, "holds"),
+    (0.02, ">", 0.02, EXACT, "does not hold"),
     (0.01, "<", 0.02, (0.0, 0.03), "inconclusive"),
     (0.01, "within", 0.02, (-0.015, 0.019), "holds"),      # "unchanged" is symmetric
-    (-0.042, "within", 0.02, None, "does not hold"),       # a drop fails an "unchanged" rule as a rise would
+    (-0.042, "within", 0.02, EXACT, "does not hold"),      # a drop fails an "unchanged" rule as a rise would
+    (-0.042, "within", 0.02, None, "inconclusive"),
     (0.01, "within", 0.02, (-0.01, 0.03), "inconclusive"),
     (0.05, "within", 0.02, (0.03, 0.07), "does not hold"),
-    (float("nan"), ">", 0.0, None, "inconclusive"),
+    (float("nan"), ">", 0.0, EXACT, "inconclusive"),
 ])
 def test_verdicts(value, op, margin, interval, expected):
-    assert verdict(Measured.compare(value, op, margin, "x", interval=interval)) == expected
+    exact = interval == EXACT
+    m = Measured.compare(value, op, margin, "x", interval=None if exact else interval, exact=exact)
+    assert verdict(m) == expected
+
+
+def test_a_sanity_check_is_decided_on_its_point_value():
+    m = Measured.compare(0.05, ">", 0.0, "x")
+    assert verdict(m) == "inconclusive" and verdict(m, sanity=True) == "holds"
+    assert verdict(Measured.compare(-0.05, ">", 0.0, "x"), sanity=True) == "does not hold"
 
 
 def test_decided_and_bad_op():
-    assert verdict(Measured.decided(True, "x")) == "holds"
-    assert verdict(Measured.decided(False, "x")) == "does not hold"
+    assert verdict(Measured.decided(True, "x", exact=True)) == "holds"
+    assert verdict(Measured.decided(False, "x", exact=True)) == "does not hold"
+    assert verdict(Measured.decided(True, "x")) == "inconclusive"  # an ordering whose noise was not measured
     assert verdict(Measured.decided(None, "x")) == "inconclusive"
     with pytest.raises(ValueError, match="op must be one of"):
         Measured.compare(1.0, "!=", 0.0, "x")
@@ -63,9 +78,13 @@ def test_evaluate_records_render_and_count():
     assert by_id["C1"]["verdict"] == "holds" and by_id["C1"]["interval"] == [0.01, 0.2]
     assert by_id["C1"]["value"] == pytest.approx(0.1) and by_id["C1"]["op"] == ">" and by_id["C1"]["margin"] == 0.0
     assert by_id["C2"]["verdict"] == "not run" and by_id["C2"]["measured"] == "needs Z"
-    assert by_id["C3 (A)"]["verdict"] == "holds"
+    # no interval and not exact: the point value passes, but its noise is unknown, and the record says both
+    assert by_id["C3 (A)"]["verdict"] == "inconclusive" and by_id["C3 (A)"]["exact"] is False
+    assert by_id["C3 (A)"]["measured"] == ("A (the point value alone passes the rule; its noise was not measured, "
+                                          "so the verdict is inconclusive)")
+    assert by_id["S1"]["verdict"] == "holds" and by_id["S1"]["measured"] == "ok"  # sanity: decided as measured
     assert by_id["C4"]["measured"] == "needs the file (--data-dir)"
-    assert counts(records) == {"holds": 2, "does not hold": 0, "inconclusive": 0, "not run": 2}  # S1 not counted
+    assert counts(records) == {"holds": 1, "does not hold": 0, "inconclusive": 1, "not run": 2}  # S1 not counted
     text = render(records, scope="bb")
     assert "| C1 | B beats A | Table 1 | B - A | B's R@10 above A's; paired bootstrap over 10 queries [+0.010, " \
            "+0.200] | **holds** |" in text
@@ -160,6 +179,19 @@ def test_bootstraps():
     with pytest.raises(ValueError, match="at least 2 items"):
         paired_bootstrap([1.0], [2.0])
     assert per_item([0.1234567891, 1]) == [0.123457, 1.0]
+
+
+def test_seed_interval_is_students_t_and_needs_two_seeds():
+    from scipy.stats import t as student
+
+    from spherekit.experiments.uncertainty import seed_interval
+
+    assert seed_interval([0.3]) is None and seed_interval([]) is None
+    lo, hi, how = seed_interval([1.0, 2.0, 3.0])
+    half = student.ppf(0.975, 2) * 1.0 / math.sqrt(3)  # sample std 1, 3 seeds
+    assert (lo, hi) == pytest.approx((2 - half, 2 + half)) and how == "t-interval over 3 seeds, 95%"
+    with pytest.raises(ValueError, match="1-D"):
+        seed_interval([[1.0, 2.0]])
 
 
 def test_difference_uses_the_items_of_every_seed():

@@ -57,11 +57,11 @@ def test_paired_bootstrap_gives_each_verdict():
         noise.compare(s, "b", "c", KEY, ">", 0.0, text="")
 
 
-def test_runs_without_items_compare_their_means_alone():
+def test_runs_without_items_compare_their_means_alone_and_decide_nothing():
     s = Scope("m", {"a": {"metrics": {MEAN_KEY: 50.0}, "runs": [{"seed": 0, "metrics": {MEAN_KEY: 50.0}}]},
                     "b": {"metrics": {MEAN_KEY: 52.0}, "runs": [{"seed": 0, "metrics": {MEAN_KEY: 52.0}}]}})
     m = noise.compare(s, "a", "b", MEAN_KEY, ">", 0.0, text="")
-    assert m.interval is None and m.uncertainty == NO_ITEMS and verdict(m) == "holds"
+    assert m.interval is None and m.uncertainty == NO_ITEMS and m.holds and verdict(m) == "inconclusive"
 
 
 def test_learned_rule_and_gate():
@@ -84,7 +84,8 @@ def test_learned_rule_and_gate():
     m = noise.gated(noise.compare(s, "base", "1st-c", MEAN_KEY, ">", 0.0, text="55 vs 50"), s, "1st-c")
     assert verdict(m) == "inconclusive" and "objective did not learn: 1st-c (loss 9.30 -> 6.90 vs ln E 9.30" in m.text
     units["1st-c"]["runs"][0]["training"] = {"curve": {"loss": [9.3, 4.0, 3.0, 2.9]}}  # the rule reads the curve
-    assert verdict(noise.gated(noise.compare(s, "base", "1st-c", MEAN_KEY, ">", 0.0, text=""), s, "1st-c")) == "holds"
+    learned = noise.gated(noise.compare(s, "base", "1st-c", MEAN_KEY, ">", 0.0, text=""), s, "1st-c")
+    assert learned.holds and "did not learn" not in learned.text  # not gated: only the missing items undecide it
 
 
 def test_item_meta_validation():

@@ -184,16 +184,21 @@ def test_a_claim_on_a_training_that_did_not_learn_is_inconclusive():
     assert got["pooling-1"]["verdict"] == "holds"  # frozen only: rests on no training
 
 
-def test_runs_without_per_item_values_are_judged_on_their_point_estimates():
+def test_runs_without_per_item_values_keep_their_point_estimates_and_decide_nothing():
     units = chapter_like()
     for u in units.values():
         for run in u["runs"]:
             run.pop("per_item", None)
     got = verdicts(units)
-    assert {k: r["verdict"] for k, r in got.items()} == {k: "holds" for k in got}
-    for cid in ("concentration-2", "pooling-1", "pooling-2", "losses-1", "mining-1", "mining-2", "thresholds-2",
-                "ann-1", "order-2"):
+    assert {k: r["point"] for k, r in got.items()} == {k: "holds" for k in got}
+    without_items = ("concentration-2", "pooling-1", "pooling-2", "losses-1", "mining-1", "mining-2", "thresholds-2",
+                     "ann-1", "order-2")
+    for cid in without_items:
         assert got[cid]["interval"] is None and got[cid]["uncertainty"] == NO_ITEMS, cid
+        assert got[cid]["verdict"] == "inconclusive", cid
+    # exact measurements (one fixed example on a frozen encoder) and sanity checks still decide
+    assert {k for k, r in got.items() if r["verdict"] == "holds"} == set(got) - set(without_items)
+    assert all(got[k]["exact"] or got[k]["sanity"] for k in set(got) - set(without_items))
     # the order rule without items: re-rank - cosine over the near-misses and the examples, from the metrics
     assert got["order-2"]["value"] == pytest.approx(((55 - 40) / N * (N - 3) + 2) / N)
 

@@ -17,9 +17,13 @@ Verdicts: "holds", "does not hold", "inconclusive", "not run". A comparison `Mea
 holds when `value op margin` holds for the point estimate; with an `interval` (the uncertainty of `value`, e.g. a
 paired bootstrap over evaluation items or the spread over seeds) it holds only when the whole interval does, does
 not hold when the whole interval fails, and is "inconclusive" when the interval straddles the margin. "within"
-(|value| <= margin) is the symmetric rule of "unchanged" claims. A rule decided without a number
-(`Measured.decided`) has no interval. A claim marked `sanity=True` cannot fail on the data it runs on: it is listed
-apart as a sanity check, never counted as a claim that holds.
+(|value| <= margin) is the symmetric rule of "unchanged" claims. A measurement without an interval decides only
+when it is `exact` (it has no sampling noise: one fixed example on a frozen encoder, a numerical identity, a count
+of a deterministic procedure); otherwise its noise is unknown (e.g. runs measured before per-item values were
+kept) and the claim is "inconclusive": a difference is never called real without knowing the noise it must beat.
+A rule decided without a number (`Measured.decided`) follows the same rule. A claim marked `sanity=True` cannot
+fail on the data it runs on: it is listed apart as a sanity check, decided on its point value, never counted as a
+claim that holds.
 """
 
 from __future__ import annotations
@@ -46,7 +50,8 @@ class NotRun(LookupError):
 class Measured:
     """What a claim's check measured. text: the measurement for people. holds: the rule on the point estimate
     (None: undecidable, e.g. a NaN). value / op / margin: the number the rule compares (value op margin).
-    interval: the uncertainty of value (low, high). uncertainty: how the interval was obtained. label: which
+    interval: the uncertainty of value (low, high). uncertainty: how the interval was obtained (or why there is
+    none). exact: the measurement has no sampling noise, so it decides without an interval. label: which
     condition this record is about, when a claim is checked once per condition."""
 
     text: str
@@ -57,9 +62,11 @@ class Measured:
     interval: tuple[float, float] | None = None
     uncertainty: str | None = None
     label: str | None = None
+    exact: bool = False
 
     @classmethod
-    def compare(cls, value, op: str, margin: float, text: str, *, interval=None, uncertainty=None, label=None):
+    def compare(cls, value, op: str, margin: float, text: str, *, interval=None, uncertainty=None, label=None,
+                exact: bool = False):
         """The rule `value op margin` (op ">", ">=", "<", "<=", or "within": |value| <= margin)."""
         if op not in OPS:
             raise ValueError(f"op must be one of {OPS}, got {op!r}")
@@ -67,12 +74,12 @@ class Measured:
         holds = None if value is None or math.isnan(value) else _passes(value, op, margin)
         if interval is not None:
             interval = (float(interval[0]), float(interval[1]))
-        return cls(text, holds, value, op, float(margin), interval, uncertainty, label)
+        return cls(text, holds, value, op, float(margin), interval, uncertainty, label, exact)
 
     @classmethod
-    def decided(cls, holds, text: str, *, label=None):
+    def decided(cls, holds, text: str, *, label=None, exact: bool = False, uncertainty=None):
         """A rule decided without a single compared number (an ordering of several runs, say)."""
-        return cls(text, None if holds is None else bool(holds), label=label)
+        return cls(text, None if holds is None else bool(holds), uncertainty=uncertainty, label=label, exact=exact)
 
 
 def _passes(value: float, op: str, margin: float) -> bool:
@@ -80,12 +87,13 @@ def _passes(value: float, op: str, margin: float) -> bool:
             "within": abs(value) <= margin}[op]
 
 
-def verdict(m: Measured) -> str:
-    """holds / does not hold / inconclusive of a measurement (see the module docstring)."""
+def verdict(m: Measured, *, sanity: bool = False) -> str:
+    """holds / does not hold / inconclusive of a measurement (see the module docstring); a sanity check is decided
+    on its point value."""
     if m.holds is None:
         return INCONCLUSIVE
     if m.interval is None or m.op is None:
-        return HOLDS if m.holds else FAILS
+        return (HOLDS if m.holds else FAILS) if m.exact or sanity else INCONCLUSIVE
     lo, hi = m.interval
     if any(math.isnan(x) for x in (lo, hi)):
         return INCONCLUSIVE
@@ -170,7 +178,9 @@ def difference(scope: Scope, a: str, b: str, key: str, op: str, margin: float, *
 
 
 def evaluate(claims: Sequence[Claim], scopes: Sequence[Scope]) -> list[dict]:
-    """Every claim checked on every scope: JSON-able records (the "claims" of results.json)."""
+    """Every claim checked on every scope: JSON-able records (the "claims" of results.json). A record's "point" is
+    what the point value alone says of the rule (holds / does not hold / None: undecidable); its "verdict" also
+    weighs the noise."""
     out = []
     for scope in scopes:
         for claim in claims:
@@ -183,13 +193,23 @@ def evaluate(claims: Sequence[Claim], scopes: Sequence[Scope]) -> list[dict]:
                 continue
             for m in ([measured] if isinstance(measured, Measured) else measured):
                 record = {**base, **{k: v for k, v in asdict(m).items() if k not in ("text", "holds", "label")},
-                          "measured": m.text, "verdict": verdict(m)}
+                          "measured": m.text + _unmeasured_noise(m, claim.sanity),
+                          "point": None if m.holds is None else HOLDS if m.holds else FAILS,
+                          "verdict": verdict(m, sanity=claim.sanity)}
                 if m.label:
                     record["id"] = f"{claim.id} ({m.label})"
                 if record["interval"] is not None:
                     record["interval"] = list(record["interval"])
                 out.append(record)
     return out
+
+
+def _unmeasured_noise(m: Measured, sanity: bool) -> str:
+    """What the point value alone would say, when the missing noise makes the verdict inconclusive."""
+    if m.holds is None or m.exact or sanity or (m.interval is not None and m.op is not None):
+        return ""
+    return (f" (the point value alone {'passes' if m.holds else 'fails'} the rule; its noise was not measured, so "
+            "the verdict is inconclusive)")
 
 
 def counts(records: Sequence[dict]) -> dict[str, int]:

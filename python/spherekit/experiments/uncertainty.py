@@ -56,10 +56,24 @@ def paired_bootstrap(a, b, *, n_resamples: int = RESAMPLES, confidence: float = 
     return float(lo), float(hi), f"paired bootstrap over {diff.size:,} items, {confidence:.0%} interval"
 
 
+def seed_interval(values, *, confidence: float = CONFIDENCE) -> tuple[float, float, str] | None:
+    """Student-t interval of the mean of per-seed values: (low, high, description), or None for fewer than 2 seeds
+    (one run has no spread to measure)."""
+    from scipy.stats import t as student
+
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim != 1:
+        raise ValueError(f"values must be 1-D (one per seed), got shape {x.shape}")
+    if x.size < 2:
+        return None
+    half = float(student.ppf(0.5 + confidence / 2, x.size - 1)) * float(x.std(ddof=1)) / np.sqrt(x.size)
+    return float(x.mean() - half), float(x.mean() + half), f"t-interval over {x.size} seeds, {confidence:.0%}"
+
+
 def per_item(values, digits: int = 6) -> list[float]:
     """Per-item values as stored in a run's "per_item" (rounded: the card stays small, the bootstrap unchanged at
     the precision the card reports)."""
     return [round(float(v), digits) for v in np.asarray(values, dtype=np.float64).ravel()]
 
 
-__all__ = ["CONFIDENCE", "PER_ITEM", "RESAMPLES", "bootstrap", "paired_bootstrap", "per_item"]
+__all__ = ["CONFIDENCE", "PER_ITEM", "RESAMPLES", "bootstrap", "paired_bootstrap", "per_item", "seed_interval"]

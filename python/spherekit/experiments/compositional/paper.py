@@ -5,12 +5,11 @@ The paper prints no table body and no figure values (PRINTED is empty): every nu
 Each claim is a rule `statistic op 0` on the units' means with a 95% interval from a bootstrap over the evaluation
 items, each item's value averaged over the unit's seeds:
 - retrieval (C1, C2, C5, C5b, C6): paired over the suite's queries (per-query nDCG@10 / Acc@1, evaluate.py).
-  Runs measured before per-query values were kept get the evaluation's resolution instead: +- 1/N for a mean over
-  N queries (one query's largest effect on a difference of two such means: a smaller difference can come from a
-  single query);
+  Runs measured before per-query values were kept give the point estimate alone: their noise is unknown, so the
+  claim is inconclusive (spherekit.experiments.claims);
 - Figure 1 (C4, C4b): over the held-out near-miss pairs (both models' pooled cosines of the same pair);
 - Figure 3 (C8, C9): over the held-out pairs, every ROC-AUC recomputed on each resample (runs measured before
-  per-pair scores were kept: the point estimate alone, and the record says so).
+  per-pair scores were kept: the point estimate alone, inconclusive, and the record says so).
 A claim holds when the whole interval passes its rule, does not hold when none of it does, and is inconclusive
 otherwise, or when a trained run it reads did not learn (readings.not_learned: its loss fell by less than 5%,
 spherekit.experiments.learning).
@@ -40,9 +39,8 @@ from dataclasses import replace
 import numpy as np
 
 from .. import fmt
-from ..claims import Claim, Measured, NotRun, difference
+from ..claims import NO_ITEMS, Claim, Measured, NotRun, difference
 from ..uncertainty import bootstrap
-from ..units import unit_runs
 from .data import FAMILIES
 from .departures import departures
 from .readings import auc_of_counts, fig1_means, fig1_pairs, fig3_means, fig3_pairs, lowered_share, not_learned, spread
@@ -56,22 +54,6 @@ ENCODERS = ("model_a", "model_b")
 
 # ---------------------------------------------------------------- the noise rules
 
-def _n_queries(s) -> int:
-    """The queries of the suite the runs were evaluated on (sets x queries_per_set)."""
-    sets = next((len(r["retrieval"]["sets"]) for u in s.units.values() for r in unit_runs(u) if "retrieval" in r), 0)
-    if not sets or not s.config.get("queries_per_set"):
-        raise NotRun("the suite's size (retrieval records and queries_per_set)")
-    return sets * s.config["queries_per_set"]
-
-
-def _resolution(s, m: Measured) -> Measured:
-    """m with +- one query's largest effect (1/N) as its interval: runs without per-query values."""
-    n = _n_queries(s)
-    return replace(m, interval=(m.value - 1 / n, m.value + 1 / n),
-                   uncertainty=f"no per-query values (runs measured before they were kept): ± one query's largest "
-                               f"effect on a mean over {n} queries (1/{n})")
-
-
 def _retrieval(s, series: dict[str, tuple[str, str]], statistic, text: str) -> Measured:
     """The rule statistic(means) > 0, where means = {name: unit mean of (condition, metric)} for each series, with
     a paired bootstrap over the queries (the statistic of the resampled per-query means)."""
@@ -80,7 +62,7 @@ def _retrieval(s, series: dict[str, tuple[str, str]], statistic, text: str) -> M
     try:
         items = {k: np.asarray(s.items(c, key)) for k, (c, key) in series.items()}
     except NotRun:
-        return _resolution(s, measured)
+        return replace(measured, uncertainty=NO_ITEMS)
     n = len(next(iter(items.values())))
     lo, hi, _ = bootstrap(lambda idx: statistic({k: v[idx].mean() for k, v in items.items()}), n)
     return replace(measured, interval=(lo, hi),
@@ -115,8 +97,7 @@ def _model_b_drop(metric: str):
         pm = f" ± {fmt.num(math.hypot(sa, sb))}" if sa is not None and sb is not None else ""
         rel = 100 * (ma - mb) / ma if ma else float("nan")
         text = f"A {fmt.num(ma)}, B {fmt.num(mb)}, B - A = {fmt.signed(mb - ma)}{pm} (relative drop {fmt.num(rel, 1)}%)"
-        m = difference(s, "model_a", "model_b", metric, "<", 0.0, text=text)
-        return m if m.interval is not None else _resolution(s, m)
+        return difference(s, "model_a", "model_b", metric, "<", 0.0, text=text)
     return check
 
 
