@@ -43,6 +43,14 @@ def test_docs_tables_are_generated_from_the_cards():
     assert index.run(ROOT, check=True) == [], "run `spherekit reproduce index` and commit README.md / docs"
 
 
+@pytest.mark.parametrize("path", CARDS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_every_committed_card_has_its_block_in_the_docs(path):
+    name = f"card {path.parent.parent.name}/{path.parent.name}"
+    text = (ROOT / "docs" / "reproduce.md").read_text(encoding="utf-8")
+    assert f"<!-- index:{name} -->" in text and f"<!-- /index:{name} -->" in text, \
+        f"docs/reproduce.md has no block for {name}: add its markers where the paper's cards are discussed"
+
+
 def test_fill_replaces_only_known_blocks():
     text = "a\n<!-- index:x -->\nold\n<!-- /index:x -->\nb\n"
     assert index.fill(text, {"x": "new\n"}, "f") == "a\n<!-- index:x -->\nnew\n<!-- /index:x -->\nb\n"
