@@ -210,6 +210,22 @@ def test_a_readout_started_on_the_last_layer_can_beat_b1():
     assert got["H2-uniform (M1)"]["sanity"] and not got["H2-last (M1-last)"]["sanity"]
 
 
+@pytest.mark.parametrize("weights, moved", [([0.0167, 0.0167, 0.0166, 0.95], False),  # its start: 95% on the last
+                                            ([0.05, 0.05, 0.1, 0.8], True)])
+def test_a_layer_mix_that_did_not_move_measures_its_initialisation(weights, moved):
+    units = noisy_units(b1_rate=0.50)
+    units["M1-last"] = trained([measured(0.50, 0.3, training=curve()) for _ in range(3)])
+    for run in units["M1-last"]["runs"]:
+        run["details"] = {"layer_weights": weights}
+    got = verdicts(units)["H2-last (M1-last)"]
+    if moved:  # total variation 0.15 from the start: the rule decides (equal R@10: no benefit, holds)
+        assert got["verdict"] == "holds" and "stayed at its start" not in got["measured"]
+    else:
+        assert got["verdict"] == "inconclusive" and got["point"] is None
+        assert "the layer mix stayed at its start (total variation under 0.05): M1-last seed 0 (moved 0.0001)" in \
+            got["measured"]
+
+
 def test_each_bce_form_of_b1_gets_its_own_verdicts_and_the_report_a_matrix():
     from spherekit.experiments.concept.figures import _ablation_table
 
