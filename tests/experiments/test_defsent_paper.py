@@ -48,7 +48,8 @@ def test_table8_grid_uses_the_recorded_combination_of_plain_1st_a():
     got = verdicts(units)
     assert "BERT-base: cls +2.78 / mean +2.88" in got["T8 (cls)"]["statement"]
     assert got["T8 (cls)"]["point"] == "does not hold" and got["T8 (mean)"]["point"] == "holds"
-    assert got["T8 (cls)"]["measured"] == "1st-a-cls-amp 63.00 vs 1st-a-cls-ac 63.50 (-0.50)" + UNMEASURED.format("fails")
+    assert got["T8 (cls)"]["measured"] == ("1st-a-cls-amp 63.00 vs 1st-a-cls-ac 63.50 (-0.50)"
+                                           + UNMEASURED.format("fails"))
     assert got["T8 (mean)"]["measured"] == "1st-a 62.00 vs 1st-a-mean-ac 61.00 (+1.00)" + UNMEASURED.format("passes")
     units["1st-a-cls-ac"] = unit(62.5, ("cls", "ac"))
     assert verdicts(units)["T8 (cls)"]["point"] == "holds"

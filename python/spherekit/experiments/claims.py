@@ -51,7 +51,8 @@ class Measured:
     """What a claim's check measured. text: the measurement for people. holds: the rule on the point estimate
     (None: undecidable, e.g. a NaN). value / op / margin: the number the rule compares (value op margin).
     interval: the uncertainty of value (low, high). uncertainty: how the interval was obtained (or why there is
-    none). exact: the measurement has no sampling noise, so it decides without an interval. label: which
+    none). exact: the measurement decides without an interval: it has no sampling noise, or its rule already
+    weighed the noise (a count of per-unit decisions, each with its own interval). label: which
     condition this record is about, when a claim is checked once per condition."""
 
     text: str

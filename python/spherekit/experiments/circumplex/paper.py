@@ -176,7 +176,8 @@ CLAIMS = [
           + NOISE, _best_cd),
     Claim("C4", "Trade-off: V-measure and CD-r are negatively correlated across the six runs (Pearson over Table "
           f"1's six runs: {_paper_pearsons()})", "Table 1",
-          "Pearson(V-measure, CD-r) over the six trained runs < 0 (undefined, e.g. a constant V column: inconclusive); " + NOISE, _tradeoff),
+          "Pearson(V-measure, CD-r) over the six trained runs < 0 (undefined, e.g. a constant V column: "
+          "inconclusive); " + NOISE, _tradeoff),
     *_per_head("C5", "Every trained {head} head clusters better than the pretrained embedding (Pretrained V 0.342 / "
                "0.495 / 0.094)", "the lowest V-measure of the three {head} runs minus Pretrained's > 0 (Pretrained "
                "pooled as the heads are: config pretrained_pooling)", _pretrained_lowest),
