@@ -40,6 +40,7 @@ HOLDS, FAILS, INCONCLUSIVE, NOT_RUN = "holds", "does not hold", "inconclusive", 
 VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, NOT_RUN)
 OPS = (">", ">=", "<", "<=", "within")
 NO_ITEMS = "none: these runs kept no per-item values (measured before they were)"
+_UNMEASURED = " (the point value alone {} the rule; its noise was not measured, so the verdict is inconclusive)"
 
 
 class NotRun(LookupError):
@@ -193,24 +194,18 @@ def evaluate(claims: Sequence[Claim], scopes: Sequence[Scope]) -> list[dict]:
                 out.append({**base, "measured": f"needs {exc.args[0]}", "verdict": NOT_RUN})
                 continue
             for m in ([measured] if isinstance(measured, Measured) else measured):
+                decided = verdict(m, sanity=claim.sanity)
+                unmeasured = decided == INCONCLUSIVE and m.holds is not None and m.interval is None  # noise unknown
                 record = {**base, **{k: v for k, v in asdict(m).items() if k not in ("text", "holds", "label")},
-                          "measured": m.text + _unmeasured_noise(m, claim.sanity),
-                          "point": None if m.holds is None else HOLDS if m.holds else FAILS,
-                          "verdict": verdict(m, sanity=claim.sanity)}
+                          "measured": m.text + (_UNMEASURED.format("passes" if m.holds else "fails") if unmeasured
+                                                else ""),
+                          "point": None if m.holds is None else HOLDS if m.holds else FAILS, "verdict": decided}
                 if m.label:
                     record["id"] = f"{claim.id} ({m.label})"
                 if record["interval"] is not None:
                     record["interval"] = list(record["interval"])
                 out.append(record)
     return out
-
-
-def _unmeasured_noise(m: Measured, sanity: bool) -> str:
-    """What the point value alone would say, when the missing noise makes the verdict inconclusive."""
-    if m.holds is None or m.exact or sanity or (m.interval is not None and m.op is not None):
-        return ""
-    return (f" (the point value alone {'passes' if m.holds else 'fails'} the rule; its noise was not measured, so "
-            "the verdict is inconclusive)")
 
 
 def counts(records: Sequence[dict]) -> dict[str, int]:
