@@ -57,13 +57,26 @@ def test_every_claim_of_the_paper_shape_is_recorded():
 
 def test_paper_shaped_numbers_make_every_run_claim_hold():
     """Point values alone (no per-item values, one seed): every rule passes, and every verdict is inconclusive
-    because no noise was measured (the tests below add items and seeds)."""
+    because no noise was measured (the tests below add items and seeds), except B0-WM's anisotropy, whose noise is
+    bounded without the pairs' values (Hoeffding) and which the paper's gap (+0.17) clears."""
     for claim_id, record in verdicts(paper_like()).items():
         if claim_id in ("NP", "DBpedia"):
             assert record["verdict"] == "not run" and "--data-dir" in record["measured"]
         else:
             assert record["point"] == "holds", claim_id
-            assert record["verdict"] == ("holds" if record["sanity"] else "inconclusive"), claim_id
+            decided = record["sanity"] or claim_id == "B0-WM (anisotropy)"
+            assert record["verdict"] == ("holds" if decided else "inconclusive"), claim_id
+
+
+@pytest.mark.parametrize("b0_wm, expected", [(0.30, "holds"), (0.16, "inconclusive"), (0.05, "does not hold")])
+def test_layer_mean_anisotropy_is_decided_by_hoeffdings_bound_over_the_pairs(b0_wm, expected):
+    """B0 0.13; per-pair differences in [-2, 2] over 10,000 pairs: half-width 4 sqrt(ln 40 / 20,000) = 0.0543."""
+    units = paper_like()
+    units["B0-WM"]["metrics"][P.ANISOTROPY] = b0_wm
+    record = verdicts(units)["B0-WM (anisotropy)"]
+    lo, hi = record["interval"]
+    assert hi - lo == pytest.approx(2 * 4 * np.sqrt(np.log(40) / 20_000))
+    assert record["verdict"] == expected and "Hoeffding bound over 10,000" in record["uncertainty"]
 
 
 def test_opposite_numbers_break_the_claims():

@@ -3,6 +3,7 @@ metric vocabulary, the shared formatters and the aggregation of seeds."""
 
 import math
 
+import numpy as np
 import pytest
 
 from spherekit.experiments import fmt
@@ -192,6 +193,21 @@ def test_seed_interval_is_students_t_and_needs_two_seeds():
     assert (lo, hi) == pytest.approx((2 - half, 2 + half)) and how == "t-interval over 3 seeds, 95%"
     with pytest.raises(ValueError, match="1-D"):
         seed_interval([[1.0, 2.0]])
+
+
+def test_hoeffding_interval_bounds_a_mean_of_bounded_items():
+    from spherekit.experiments.uncertainty import hoeffding_interval
+
+    lo, hi, how = hoeffding_interval(0.25, 800, 2.0)
+    half = 2.0 * math.sqrt(math.log(40) / 1600)  # 2 exp(-2 n t^2 / range^2) = 0.05
+    assert (lo, hi) == pytest.approx((0.25 - half, 0.25 + half)) and "800 independent items of range 2" in how
+    # it covers: the worst case for the bound, +-1 coin flips, misses the true mean 0 in far fewer than 5% of draws
+    rng = np.random.default_rng(0)
+    means = rng.choice([-1.0, 1.0], size=(2000, 800)).mean(axis=1)
+    assert np.mean(np.abs(means) > half) < 0.05
+    for bad in (dict(n_items=0, item_range=1.0), dict(n_items=5, item_range=0.0)):
+        with pytest.raises(ValueError, match="n_items >= 1 and item_range > 0"):
+            hoeffding_interval(0.0, **bad)
 
 
 def test_difference_uses_the_items_of_every_seed():

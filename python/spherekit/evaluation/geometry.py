@@ -20,6 +20,8 @@ import math
 import torch
 from torch import Tensor
 
+ANISOTROPY_PAIRS = 10_000  # random pairs anisotropy averages (the concept paper's appendix H)
+
 
 def check_embeddings(name: str, x, min_rows: int = 1) -> Tensor:
     if not isinstance(x, Tensor):
@@ -49,7 +51,7 @@ def random_pairs(n: int, n_pairs: int, seed: int = 0) -> tuple[Tensor, Tensor]:
     return i, j
 
 
-def anisotropy(x, n_pairs: int = 10_000, seed: int = 0) -> float:
+def anisotropy(x, n_pairs: int = ANISOTROPY_PAIRS, seed: int = 0) -> float:
     """Mean cosine similarity over `n_pairs` seeded random pairs of distinct rows of x (n, d)."""
     x = check_embeddings("x", x, min_rows=2)
     i, j = random_pairs(x.shape[0], n_pairs, seed)
@@ -57,7 +59,7 @@ def anisotropy(x, n_pairs: int = 10_000, seed: int = 0) -> float:
     return float((xn[i] * xn[j]).sum(1).mean())
 
 
-def cosine_pairs(x, n_pairs: int = 10_000, seed: int = 0) -> Tensor:
+def cosine_pairs(x, n_pairs: int = ANISOTROPY_PAIRS, seed: int = 0) -> Tensor:
     """The cosines of the random pairs anisotropy averages (for distribution plots)."""
     x = check_embeddings("x", x, min_rows=2)
     i, j = random_pairs(x.shape[0], n_pairs, seed)

@@ -7,8 +7,9 @@ A paired bootstrap resamples the evaluation items (queries, pairs, texts) with r
 statistic on both systems' values of the same items, so the interval reflects which items happened to be in the
 test set, not the systems' own noise; the spread over seeds (units.aggregate) covers the training noise.
 `bootstrap(statistic, n_items)` does the same for any statistic of a resample (a difference of two ROC-AUCs
-recomputed on the resampled pairs, say). Runs keep their per-item values under "per_item" ({metric key: [value per
-item, in a fixed item order]}); claims.Scope.items reads them, averaged over a unit's seeds.
+recomputed on the resampled pairs, say). `hoeffding_interval` bounds a mean of bounded items whose values were not
+kept. Runs keep their per-item values under "per_item" ({metric key: [value per item, in a fixed item order]});
+claims.Scope.items reads them, averaged over a unit's seeds.
 """
 
 from __future__ import annotations
@@ -70,10 +71,29 @@ def seed_interval(values, *, confidence: float = CONFIDENCE) -> tuple[float, flo
     return float(x.mean() - half), float(x.mean() + half), f"t-interval over {x.size} seeds, {confidence:.0%}"
 
 
+def hoeffding_interval(value: float, n_items: int, item_range: float, *,
+                       confidence: float = CONFIDENCE) -> tuple[float, float, str]:
+    """Distribution-free interval of a mean of n_items independent draws, each inside an interval of width
+    item_range (Hoeffding's inequality, P(|mean - E mean| >= t) <= 2 exp(-2 n t^2 / range^2)):
+
+        value +- item_range sqrt(ln(2 / (1 - confidence)) / (2 n_items))
+
+    Wider than a bootstrap, but it needs no per-item values: for a mean whose items were not kept (anisotropy's
+    random pairs, say), where only their number and range are known. (low, high, description)."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"need 0 < confidence < 1, got {confidence}")
+    if n_items < 1 or not item_range > 0:
+        raise ValueError(f"need n_items >= 1 and item_range > 0, got {n_items} and {item_range}")
+    half = item_range * float(np.sqrt(np.log(2 / (1 - confidence)) / (2 * n_items)))
+    return (float(value) - half, float(value) + half,
+            f"Hoeffding bound over {n_items:,} independent items of range {item_range:g}, {confidence:.0%} interval")
+
+
 def per_item(values, digits: int = 6) -> list[float]:
     """Per-item values as stored in a run's "per_item" (rounded: the card stays small, the bootstrap unchanged at
     the precision the card reports)."""
     return [round(float(v), digits) for v in np.asarray(values, dtype=np.float64).ravel()]
 
 
-__all__ = ["CONFIDENCE", "PER_ITEM", "RESAMPLES", "bootstrap", "paired_bootstrap", "per_item", "seed_interval"]
+__all__ = ["CONFIDENCE", "PER_ITEM", "RESAMPLES", "bootstrap", "hoeffding_interval", "paired_bootstrap", "per_item",
+           "seed_interval"]

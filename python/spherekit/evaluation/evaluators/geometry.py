@@ -6,7 +6,7 @@ PCA scatter coloured by label."""
 from __future__ import annotations
 
 from ..encode import encode
-from ..geometry import anisotropy, cosine_pairs, effective_rank, pca_project
+from ..geometry import ANISOTROPY_PAIRS, anisotropy, cosine_pairs, effective_rank, pca_project
 from ._base import SpherekitEvaluator, apply_limit, field, split_test
 
 
@@ -14,7 +14,7 @@ class GeometryEvaluator(SpherekitEvaluator):
     """Args: texts; labels (optional, one per text, colours the PCA plot); n_pairs (10,000); seed;
     center (effective rank of centred embeddings; default False). Returns "anisotropy", "effective rank"."""
 
-    def __init__(self, texts, labels=None, *, n_pairs: int = 10_000, seed: int = 0, center: bool = False,
+    def __init__(self, texts, labels=None, *, n_pairs: int = ANISOTROPY_PAIRS, seed: int = 0, center: bool = False,
                  name: str = "geometry", batch_size: int = 64, show_progress: bool = False, max_plot_points: int = 2000):
         super().__init__(name=name, batch_size=batch_size, show_progress=show_progress)
         self.texts = list(texts)

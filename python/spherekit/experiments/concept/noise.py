@@ -16,8 +16,9 @@ difference of two conditions, or one condition against a constant), so both side
 Geometry (anisotropy over 10,000 random pairs, effective rank of the test texts) is compared through the spread
 over seeds: for value = sum_c a_c mean_c, the interval is value +- t(0.975, m - 1) sqrt(sum_c a_c^2 s_c^2 / n_c),
 s_c the sample std over condition c's n_c seeds and m the smallest n_c of the conditions with several seeds; a
-frozen condition (one run) adds no spread. (The 10,000 pairs' own sampling error of anisotropy, about 0.002, is
-left out.)
+frozen condition (one run) adds no spread. The 10,000 pairs' own sampling error is left out there (the pairs are
+the same for every seed and condition, and their cosines are not kept); where two frozen conditions are compared
+(paper._layer_mean) it is bounded by Hoeffding's inequality instead.
 
 Learned: a trained condition learned when, in every seed, its logged training loss fell by the experiment core's
 rule (spherekit.experiments.learning: last quarter against the first, at least 5% and beyond the noise); a claim
