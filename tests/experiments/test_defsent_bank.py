@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from spherekit.experiments.defsent import bank as bank_mod
-from spherekit.experiments.defsent.bank import build_bank, check_bank_width, encode_pooled
+from spherekit.experiments.defsent.bank import build_bank, check_bank_width, encode_pooled, encode_poolings
 from spherekit.experiments.defsent.data import from_records, single_token
 
 RECORDS = [("revitalize", "give new life or vigor to"), ("revitalize", "imbue something with new life and vitality"),
@@ -45,6 +45,18 @@ def test_encode_order_and_prompt(tiny_model):
                                rtol=1e-5)
     with pytest.raises(ValueError, match="pooling must be one of"):
         encode_pooled(tiny_model, texts, "max")
+
+
+def test_one_pass_gives_cls_and_mean_as_separate_passes_do(tiny_model):
+    texts = [t for _, t in RECORDS]
+    both = encode_poolings(tiny_model, texts, ("cls", "mean"), batch_size=2)
+    assert set(both) == {"cls", "mean"}
+    for pooling, emb in both.items():
+        assert torch.equal(emb, encode_pooled(tiny_model, texts, pooling, batch_size=2)), pooling
+    with pytest.raises(ValueError, match="cannot share a pass"):
+        encode_poolings(tiny_model, texts, ("cls", "prompt"))
+    with pytest.raises(ValueError, match="poolings must be one or more of"):
+        encode_poolings(tiny_model, texts, ())
 
 
 def test_eval_mode_is_used_and_restored(tiny_model):

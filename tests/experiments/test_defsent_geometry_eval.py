@@ -117,3 +117,37 @@ def test_per_item_values_recompute_each_metric(monkeypatch):
                                                  torch.tensor([[3.0, 0.0], [0.0, 2.0], [1.0, 1.0]]), ks=(1, 2))
     assert hits["reverse-dictionary/Acc@1"] == [0.0, 100.0] and rd["reverse-dictionary/Acc@1"] == 50.0
     assert rd_meta["reverse-dictionary/Acc@2"]["strata"] == [["definitions", 2]]
+
+
+def test_the_evaluation_encodes_each_text_set_twice_for_three_poolings(monkeypatch):
+    """evaluate_encoder shares one pass between CLS and Mean (SharedPass) and gets the metrics that one pass per
+    pooling gives."""
+    from types import SimpleNamespace
+
+    import spherekit.experiments.defsent.evaluate as ev
+
+    gen = torch.Generator().manual_seed(3)
+    emb = {(p, t): torch.randn(6, generator=gen) for p in ev.POOLINGS for t in "abcdefghijklmnopqrst"}
+    passes = []
+
+    def encode_poolings(model, texts, poolings, **_):
+        passes.append((tuple(texts), tuple(poolings)))
+        return {p: torch.stack([emb[(p, t)] for t in texts]) for p in poolings}
+
+    def encode_pooled(model, texts, *, pooling, **_):
+        return torch.stack([emb[(pooling, t)] for t in texts])
+
+    held = SimpleNamespace(
+        sim={"n": {"texts": list("abcdefgh"), "dev": [(0, 1, 0.5), (2, 3, 0.2), (4, 5, 0.9)],
+                   "test": [(0, 2, 0.1), (1, 3, 0.4), (4, 6, 0.8), (5, 7, 0.3), (0, 7, 0.6)]}},
+        crossdict={"queries": list("mn"), "corpus": list("opq"), "relevant": [[0], [1, 2]]},
+        probes={"pos": (list("klmnopqrst"), ["u"] * 5 + ["w"] * 5)})
+    cfg = SimpleNamespace(encode_batch_size=4, max_seq_length=32, prompt="{sentence} {mask}", probe_folds=5)
+    monkeypatch.setattr(ev, "encode_poolings", encode_poolings)
+    monkeypatch.setattr(ev, "encode_pooled", encode_pooled)
+    flat, best, _, _ = ev.evaluate_encoder(None, held, cfg)
+    sets = 4  # sim texts, cross-dictionary queries and corpus, probe texts
+    assert len(passes) == 2 * sets and sum(p == ("cls", "mean") for _, p in passes) == sets
+    for pooling in ev.POOLINGS:
+        alone = ev.evaluate_pooling_items(None, held, pooling, cfg)[0]
+        assert {k: flat[ev.pooled(k, pooling)] for k in alone} == pytest.approx(alone, nan_ok=True), pooling

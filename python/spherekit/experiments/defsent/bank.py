@@ -65,33 +65,48 @@ def prompt_texts(texts, tokenizer, template: str, max_length: int) -> list[str]:
     return out
 
 
-@torch.no_grad()
 def encode_pooled(model, texts, pooling: str, *, batch_size: int = 64, max_length: int = 150,
                   template: str = 'This sentence : "{sentence}" means {mask} .', progress: bool = False,
                   desc: str = "encoding") -> Tensor:
     """(N, d) float32 pooled last hidden states of `texts` (see the module docstring), in input order."""
-    from tqdm.auto import tqdm
-
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    return encode_poolings(model, texts, (pooling,), batch_size=batch_size, max_length=max_length,
+                           template=template, progress=progress, desc=desc)[pooling]
+
+
+@torch.no_grad()
+def encode_poolings(model, texts, poolings, *, batch_size: int = 64, max_length: int = 150,
+                    template: str = 'This sentence : "{sentence}" means {mask} .', progress: bool = False,
+                    desc: str = "encoding") -> dict[str, Tensor]:
+    """{pooling: (N, d) float32} of `texts` from one forward pass: "cls" and "mean" read the same last hidden
+    states; "prompt" encodes other inputs (the template), so it goes alone."""
+    from tqdm.auto import tqdm
+
+    poolings = tuple(poolings)
+    if not poolings or any(p not in POOLINGS for p in poolings):
+        raise ValueError(f"poolings must be one or more of {POOLINGS}, got {poolings!r}")
+    if "prompt" in poolings and len(poolings) > 1:
+        raise ValueError(f"prompt pooling encodes its own inputs and cannot share a pass, got {poolings!r}")
     hf, tok = encoder_parts(model)
     texts = list(texts)
     if not texts:
         raise ValueError("texts is empty")
-    if pooling == "prompt":
+    if poolings == ("prompt",):
         texts = prompt_texts(texts, tok, template, max_length)
     was_training = hf.training
     hf.eval()
     device = next(hf.parameters()).device
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
-    out = torch.empty(len(texts), hf.config.hidden_size)
+    out = {p: torch.empty(len(texts), hf.config.hidden_size) for p in poolings}
     try:
         for start in tqdm(range(0, len(order), batch_size), desc=desc, disable=not progress, leave=False):
             idx = order[start:start + batch_size]
             batch = tok([texts[i] for i in idx], padding=True, truncation=True, max_length=max_length,
                         return_tensors="pt").to(device)
             hidden = hf(**batch).last_hidden_state
-            out[idx] = _pool(hidden, batch, pooling, tok.mask_token_id).float().cpu()
+            for p in poolings:
+                out[p][idx] = _pool(hidden, batch, p, tok.mask_token_id).float().cpu()
     finally:
         hf.train(was_training)
     return out

@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from ..uncertainty import per_item
-from .bank import encode_pooled
+from .bank import encode_pooled, encode_poolings
 from .spec import CROSS_MRR, DEV_SIM, POOLINGS, PROBE, SIM, STS, pooled, reverse_dictionary_key
 
 POS = {"n": "noun", "v": "verb"}
@@ -131,16 +131,37 @@ def evaluate_pooling(model, held, pooling: str, cfg, sts=None) -> dict:
     return evaluate_pooling_items(model, held, pooling, cfg, sts)[0]
 
 
-def evaluate_pooling_items(model, held, pooling: str, cfg, sts=None) -> tuple[dict, dict, dict]:
+class SharedPass:
+    """embed(texts, pooling) for the evaluation: "cls" and "mean" of a text set come from one forward pass
+    (bank.encode_poolings), so the three evaluation poolings cost two passes, not three."""
+
+    def __init__(self, model, cfg):
+        self.model, self.cache = model, {}
+        self.enc = dict(batch_size=cfg.encode_batch_size, max_length=cfg.max_seq_length, template=cfg.prompt)
+
+    def __call__(self, texts, pooling: str) -> torch.Tensor:
+        key = tuple(texts)
+        if (key, pooling) not in self.cache:
+            together = ("cls", "mean") if pooling in ("cls", "mean") else (pooling,)
+            for p, emb in encode_poolings(self.model, key, together, **self.enc).items():
+                self.cache[(key, p)] = emb
+        return self.cache.pop((key, pooling))
+
+
+def evaluate_pooling_items(model, held, pooling: str, cfg, sts=None, embed=None) -> tuple[dict, dict, dict]:
     """(metrics, {key: per-item values}, {key: items metadata}) of one evaluation pooling (the per-item keys: SIM,
-    CROSS_MRR, PROBE, STS)."""
+    CROSS_MRR, PROBE, STS). embed(texts, pooling): the encoder (default: encode_pooled; evaluate_encoder passes a
+    SharedPass)."""
     from .noise import item_meta
 
-    enc = dict(pooling=pooling, batch_size=cfg.encode_batch_size, max_length=cfg.max_seq_length, template=cfg.prompt)
+    if embed is None:
+        def embed(texts, pooling):
+            return encode_pooled(model, texts, pooling=pooling, batch_size=cfg.encode_batch_size,
+                                 max_length=cfg.max_seq_length, template=cfg.prompt)
     out, dev, values, meta = {}, [], {}, {}
     sim_cos, sim_gold, sim_strata = [], [], []
     for pos, s in held.sim.items():
-        emb = encode_pooled(model, s["texts"], **enc)
+        emb = embed(s["texts"], pooling)
         out[f"wordnet-sim/{POS[pos]}/Spearman"] = sim_scores(emb, s["test"])
         dev.append(sim_scores(emb, s["dev"]))
         sim_cos.append(pair_cosines(emb, s["test"]))
@@ -151,13 +172,12 @@ def evaluate_pooling_items(model, held, pooling: str, cfg, sts=None) -> tuple[di
     if sim_strata:
         values[SIM], meta[SIM] = np.concatenate(sim_cos), item_meta("spearman", sim_strata, sim_gold)
     c = held.crossdict
-    metrics, rr = retrieval_items(encode_pooled(model, c["queries"], **enc), encode_pooled(model, c["corpus"], **enc),
-                                  c["relevant"])
+    metrics, rr = retrieval_items(embed(c["queries"], pooling), embed(c["corpus"], pooling), c["relevant"])
     out.update(metrics)
     values[CROSS_MRR], meta[CROSS_MRR] = rr, item_meta("mean", [["queries", len(rr)]])
     probe_correct, probe_strata = [], []
     for task, (texts, labels) in held.probes.items():
-        out[f"probe/{task}/Acc"], correct = probe_items(encode_pooled(model, texts, **enc), labels, cfg.probe_folds)
+        out[f"probe/{task}/Acc"], correct = probe_items(embed(texts, pooling), labels, cfg.probe_folds)
         probe_correct.append(correct)
         probe_strata.append([task, len(correct)])
     out[PROBE] = _nanmean([out[f"probe/{t}/Acc"] for t in held.probes])
@@ -166,7 +186,7 @@ def evaluate_pooling_items(model, held, pooling: str, cfg, sts=None) -> tuple[di
     if sts:
         sts_cos, sts_gold, sts_strata = [], [], []
         for name, (s1, s2, gold) in sts.items():
-            a, b = encode_pooled(model, s1, **enc), encode_pooled(model, s2, **enc)
+            a, b = embed(s1, pooling), embed(s2, pooling)
             cos = F.cosine_similarity(a, b).numpy()
             out[f"sts/{name}/Spearman"] = _spearman(cos, gold)
             sts_cos.append(cos)
@@ -180,7 +200,8 @@ def evaluate_pooling_items(model, held, pooling: str, cfg, sts=None) -> tuple[di
 def evaluate_encoder(model, held, cfg, sts=None) -> tuple[dict, str, dict, dict]:
     """({"<metric> (<pooling>)": value, ..., "<metric> (best)": ...}, the pooling with the best dev proxy, and the
     best pooling's per-item values and items metadata under the "(best)" keys)."""
-    per = {p: evaluate_pooling_items(model, held, p, cfg, sts) for p in POOLINGS}
+    embed = SharedPass(model, cfg)
+    per = {p: evaluate_pooling_items(model, held, p, cfg, sts, embed) for p in POOLINGS}
     best = max(POOLINGS, key=lambda p: np.nan_to_num(per[p][0][DEV_SIM], nan=-np.inf))
     flat = {pooled(k, p): v for p, (m, _, _) in per.items() for k, v in m.items()}
     flat.update({pooled(k): v for k, v in per[best][0].items()})
