@@ -348,8 +348,8 @@ def departures(results: dict) -> list[str]:
                    "synonym pairs; d2d pairs would show WordNet definitions); the paper prints no source-holdout "
                    "number in its text")
     else:
-        out.append("source-holdout (train on the second source, test on WordNet): not run by this preset "
-                   "(source_holdout_conditions is empty)")
+        out.append("source-holdout (train on the second source, test on WordNet): not run here (no "
+                   "<condition>@source-holdout selected: source_holdout_conditions is empty)")
     if not data.get("np_paraphrase"):
         out.append("NP paraphrase suite and its per-family R@1 (Table 5): not run (pass --data-dir with the file)")
     if not data.get("dbpedia_test_queries"):
