@@ -305,7 +305,8 @@ CLAIMS = [
     Claim("H2-uniform", "... nor do the learned layer mixes M1, M1-K6 and M3", "section 5.3",
           f"their t2d R@10 at most {NO_BENEFIT} above B1's; they start at the uniform mix (B0-WM's "
           "readout, far below B0's) and Adam moves each of their K logits by about 5 x lr per step, so the "
-          "comparison measures that start and the encoder's training, not a learned readout", _readouts(STUCK_READOUTS), sanity=True),
+          "comparison measures that start and the encoder's training, not a learned readout",
+          _readouts(STUCK_READOUTS), sanity=True),
     Claim("M3", "deep supervision (M3) improves over M1 but does not reach B1", "section 5.3",
           "M3's t2d R@10 above M1's, and B1's above M3's", _deep_supervision),
     Claim("F", "B1-unified ranks better than B1 (+0.012 t2d R@10) ...", "appendix F",
