@@ -75,6 +75,28 @@ def test_readout_initialisation(backbone):
         build_model(backbone, dataclasses.replace(CONDITIONS["M2"], readout_init="last"), CFG)
 
 
+def test_gate_mixes_read_each_inputs_mix(backbone):
+    """M2's gate summary: the mean mix and the mean per-input total variation from uniform, against each text's
+    own forward pass; zero at the gate's start (a zero output layer), positive once the gate moves."""
+    from types import SimpleNamespace
+
+    from spherekit.experiments.concept.run import _gate_mixes
+
+    model = build_model(backbone, CONDITIONS["M2"], CFG).eval()
+    data = SimpleNamespace(eval_sets={"in-domain": SimpleNamespace(
+        records=[{"term": a, "definition": p} for a, p in zip(A, P)])})
+    start = _gate_mixes(model, data, 3, source_holdout=False)
+    assert start == {"layer_weights": [0.25] * 4, "gate_moved": 0.0, "gate_texts": 8}
+    torch.manual_seed(0)
+    torch.nn.init.normal_(readout_module(model).gate[2].weight, std=3.0)
+    with torch.no_grad():
+        alpha = torch.cat([model(model.preprocess([t]))["layer_weights"] for t in A + P])
+    got = _gate_mixes(model, data, 3, source_holdout=False)
+    want = float(0.5 * (alpha - 0.25).abs().sum(1).mean())
+    assert want > 0.05 and got["gate_moved"] == pytest.approx(want, abs=1e-4)
+    assert got["layer_weights"] == pytest.approx(alpha.mean(0).tolist(), abs=1e-4)
+
+
 def test_bce_stays_absolute_when_the_t2d_view_is_weighted(backbone):
     cfg = dataclasses.replace(CFG, t2d_weight=2.0)
     model = build_model(backbone, CONDITIONS["B1"], cfg)

@@ -239,6 +239,21 @@ def test_a_layer_mix_that_did_not_move_measures_its_initialisation(weights, move
             got["measured"]
 
 
+@pytest.mark.parametrize("gate_moved", [0.01, 0.2])
+def test_a_per_input_gate_is_read_by_its_mixes_not_their_mean(gate_moved):
+    """M2's mean mix is uniform (its start) either way; only the per-input distance says whether the gate moved."""
+    units = noisy_units(b1_rate=0.50)
+    units["M2"] = trained([measured(0.50, 0.3, training=curve()) for _ in range(3)])
+    for run in units["M2"]["runs"]:
+        run["details"] = {"layer_weights": [0.25] * 4, "gate_moved": gate_moved}
+    got = verdicts(units)["H2/P2 (M2)"]
+    if gate_moved > 0.05:
+        assert got["verdict"] == "holds" and "stayed at its start" not in got["measured"]
+        assert "seed 0 moved 0.20, mean mix 0.25 / 0.25 / 0.25 / 0.25" in got["measured"]
+    else:
+        assert got["verdict"] == "inconclusive" and "M2 seed 0 (moved 0.0100)" in got["measured"]
+
+
 def test_each_bce_form_of_b1_gets_its_own_verdicts_and_the_report_a_matrix():
     from spherekit.experiments.concept.figures import _ablation_table
 

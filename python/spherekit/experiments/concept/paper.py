@@ -176,15 +176,18 @@ def _start_weights(setup) -> list[float]:
 
 def _stuck(s, condition: str) -> list[str]:
     """The runs of `condition` whose learned layer mix ended within MIX_MOVED (total variation) of where it started:
-    such a readout measures its initialisation, not what training found (runs without recorded weights: none)."""
+    such a readout measures its initialisation, not what training found. A per-input gate (M2) is read by its mean
+    distance per input (details 'gate_moved', run.py); runs without recorded weights: none."""
     start = _start_weights(split_condition(condition)[0])
     out = []
     for run in s.runs(condition):
-        end = run.get("details", {}).get("layer_weights")
-        if end and len(end) == len(start):
+        details = run.get("details", {})
+        end = details.get("layer_weights")
+        moved = details.get("gate_moved")
+        if moved is None and end and len(end) == len(start):
             moved = 0.5 * sum(abs(a - b) for a, b in zip(end, start))
-            if moved < MIX_MOVED:
-                out.append(f"{condition} seed {run['seed']} (moved {moved:.4f})")
+        if moved is not None and moved < MIX_MOVED:
+            out.append(f"{condition} seed {run['seed']} (moved {moved:.4f})")
     return out
 
 
@@ -202,9 +205,20 @@ def _readouts(readouts):
             if stuck:
                 m = replace(m, text=f"{m.text}; the layer mix stayed at its start (total variation under "
                                     f"{MIX_MOVED}): {', '.join(stuck)}", holds=None)
+            elif gates := _gate_notes(s, c):
+                m = replace(m, text=f"{m.text}; {gates}")
             out.append(m)
         return out
     return check
+
+
+def _gate_notes(s, condition: str) -> str:
+    """Where a per-input gate's mixes ended (run.py's 'gate_moved' and mean 'layer_weights'), per run; '' if none."""
+    notes = [f"seed {run['seed']} moved {d['gate_moved']:.2f}, mean mix "
+             + " / ".join(f"{w:.2f}" for w in d["layer_weights"])
+             for run in s.runs(condition) if "gate_moved" in (d := run.get("details", {}))]
+    return f"{condition}'s gate (total variation per input from uniform; mix lowest layer first): {'; '.join(notes)}" \
+        if notes else ""
 
 
 @_learned(("M1", "M3", "B1"))
@@ -296,8 +310,9 @@ CLAIMS = [
           "anisotropy (0.392 vs 0.552; 0.303 vs 0.126)", "section 5.3",
           "B0-WM's t2d R@10 below B0's; its anisotropy above B0's", _layer_mean),
     Claim("H2/P2", "no readout variant beats fine-tuned mean pooling (B1)", "section 5.3",
-          f"t2d R@10 of CLS pooling (B2) and of the per-input layer gate (M2) each at most {NO_BENEFIT} above B1's",
-          _readouts(READOUTS)),
+          f"t2d R@10 of CLS pooling (B2) and of the per-input layer gate (M2) each at most {NO_BENEFIT} above B1's; "
+          f"M2 is inconclusive when its gate's mixes end on average within {MIX_MOVED} (total variation per input) of "
+          "its uniform start", _readouts(READOUTS)),
     Claim("H2-last", "... nor does a learned mix of the last 4 layers", "section 5.3",
           "t2d R@10 of the learned layer mix started on the last layer (M1-last: B1's readout, free to take weight "
           f"from the other layers if they help) at most {NO_BENEFIT} above B1's; inconclusive when the mix ends within "
@@ -423,8 +438,9 @@ def _objective_departures(cfg: dict) -> list[str]:
          "a fifth of B1's; the paper does not say how L_deep is weighted"),
         ("readout initialisation: M1, M1-K6 and M3 start from zero logits (the uniform layer mix, B0-WM's readout), "
          "M2's gate from a zero output layer (uniform too), M1-last with 95% on the last layer (B1's readout); Adam "
-         "moves each logit by about the head learning rate per step (5 x lr), so in 500-8,000 steps the mix stays "
-         "near its start; the paper does not say"),
+         "moves each of the K mix logits by about the head learning rate per step (5 x lr), so in 500-8,000 steps "
+         "those mixes stay near their start, while M2's gate (an MLP over the pooled last layer) can move its "
+         "per-input mixes further (the claims read how far each mix moved); the paper does not say"),
     ]
 
 

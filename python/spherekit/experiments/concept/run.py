@@ -43,15 +43,37 @@ def run_unit(ctx) -> dict:
     with ctx.timed("eval"):
         metrics, details, items = evaluate(model, data, cfg, source_holdout=source_holdout, progress=ctx.progress)
     readout = readout_module(model)
-    if readout is not None and readout.mode != "uniform":
+    if readout is not None and readout.mode == "learned":
         details["layer_weights"] = _layer_weights(readout)
+    elif readout is not None and readout.mode == "gated":
+        details.update(_gate_mixes(model, data, cfg.eval_batch_size, source_holdout))
     return {"metrics": metrics, "details": details, "per_item": items}  # per_item: the claims' bootstraps
 
 
-def _layer_weights(readout) -> list[float] | None:
-    """The learned layer mixture (M1, M3), lowest layer first; None for per-input gates (M2)."""
+def _layer_weights(readout) -> list[float]:
+    """The learned layer mixture (M1, M3), lowest layer first."""
     import torch
 
-    if readout.mode != "learned":
-        return None
     return [round(float(x), 4) for x in torch.softmax(readout.w.detach().float(), 0)]
+
+
+GATE_TEXTS = 1000  # test texts the per-input gate's mixes are read on
+
+
+def _gate_mixes(model, data, batch_size: int, source_holdout: bool) -> dict:
+    """M2's per-input gate alpha(x) on the first GATE_TEXTS distinct texts of the model's test split:
+    layer_weights = mean_x alpha(x) (lowest layer first) and gate_moved = mean_x TV(alpha(x), uniform), the mean
+    total-variation distance of each input's mix from the gate's start (a zero output layer: the uniform mix). A
+    gate can keep a uniform mean while moving per input, so the claims read gate_moved, not the mean."""
+    import torch
+
+    from ...evaluation.evaluators.geometry import split_texts
+    from .spec import SOURCE_HOLDOUT
+
+    kind = SOURCE_HOLDOUT if source_holdout else "in-domain"
+    texts = split_texts(data.eval_sets[kind].records)[0][:GATE_TEXTS]
+    alpha = torch.stack(model.encode(texts, output_value="layer_weights", batch_size=batch_size,
+                                     show_progress_bar=False)).float()
+    moved = 0.5 * (alpha - 1.0 / alpha.shape[1]).abs().sum(1)
+    return {"layer_weights": [round(float(x), 4) for x in alpha.mean(0)], "gate_moved": round(float(moved.mean()), 4),
+            "gate_texts": len(texts)}
