@@ -3,6 +3,7 @@ PST steps and the ICA variant, one run per seed, only the best run's checkpoint 
 it, bank geometry, the card; resume; a missing checkpoint of the previous step; config validation."""
 
 import json
+import re
 
 import pytest
 
@@ -167,6 +168,23 @@ def test_card_and_resume(card, backbone_dir, capsys):
     assert _units(card)["1st-c"]["metrics"] == units["1st-c"]["metrics"]
 
 
+def test_the_retrain_command_brings_back_a_missing_checkpoint_alone(card, backbone_dir, capsys):
+    """What the missing-checkpoint error tells a user after `restore`: re-training the best run alone saves its
+    model again and leaves the other runs, and the next step that builds on it, as they were."""
+    import shutil
+
+    best = best_run(_units(card)["1st-c"]["runs"])["seed"]
+    other = card / "st" / "1st-c" / f"seed-{1 - best}" / "done"
+    kept = other.stat().st_mtime_ns
+    shutil.rmtree(card / "st" / "1st-c" / f"seed-{best}" / "checkpoint")
+    assert _run(backbone_dir, card.parent.parent, "--conditions", "1st-c", "--seed", str(best), "--force") == 0
+    assert (card / "st" / "1st-c" / f"seed-{best}" / "checkpoint" / "modules.json").is_file()
+    assert other.stat().st_mtime_ns == kept
+    capsys.readouterr()
+    assert _run(backbone_dir, card.parent.parent) == 0  # the same run again: 2nd-c's bank source is unchanged
+    assert capsys.readouterr().err.count("done earlier (reused") == 1 + 2 * len(TRAINED)
+
+
 def test_a_missing_checkpoint_of_the_previous_step_is_a_clear_error(backbone_dir, tmp_path):
     """After `restore`, the previous step's runs have metrics but no model: the best of them (seed 1 here) is
     named, with what to do."""
@@ -178,5 +196,8 @@ def test_a_missing_checkpoint_of_the_previous_step_is_a_clear_error(backbone_dir
                       run_dir=tmp_path / "st" / "2nd-c" / "seed-0", root=tmp_path, fingerprint="f",
                       unit_fingerprint="u", progress=False, is_main=True, requirements={"1st-c": runs})
     with pytest.raises(FileNotFoundError, match=r"1st-c/seed-1/checkpoint is missing: .* best run of 1st-c \(seed 1 "
-                                                r"on the dev proxy\).* re-run 1st-c with --force"):
+                                                r"on the dev proxy\).* re-train that run alone first: " + re.escape(
+                                                f"spherekit reproduce defsent --preset {tmp_path.name} --backbone "
+                                                f"{backbone_dir} --conditions 1st-c --seed 1 --force --out "
+                                                f"{tmp_path.parent.parent}") + "$"):
         run_unit(ctx)
