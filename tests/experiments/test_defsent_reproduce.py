@@ -4,6 +4,7 @@ it, bank geometry, the card; resume; a missing checkpoint of the previous step; 
 
 import json
 import re
+import shutil
 
 import pytest
 
@@ -171,8 +172,6 @@ def test_card_and_resume(card, backbone_dir, capsys):
 def test_the_retrain_command_brings_back_a_missing_checkpoint_alone(card, backbone_dir, capsys):
     """What the missing-checkpoint error tells a user after `restore`: re-training the best run alone saves its
     model again and leaves the other runs, and the next step that builds on it, as they were."""
-    import shutil
-
     best = best_run(_units(card)["1st-c"]["runs"])["seed"]
     other = card / "st" / "1st-c" / f"seed-{1 - best}" / "done"
     kept = other.stat().st_mtime_ns
