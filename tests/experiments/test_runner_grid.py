@@ -82,3 +82,10 @@ def test_a_required_model_that_is_missing_is_a_clear_error(run):
         shutil.rmtree(folder / "checkpoint")  # as after `restore`: metrics only
     code, err = run("--conditions", "tuned-more")
     assert code == 2 and "tuned-more' starts from the best 'tuned' model" in err
+    command = err.split("re-train it alone: ")[1].split()  # the core's UnitContext.retrain_command
+    assert command[:7] == ["spherekit", "reproduce", "template", "--preset", "tiny", "--backbone", command[6]]
+    assert command[7:9] == ["--conditions", "tuned"] and command[9] == "--seed" and command[11] == "--force"
+    assert command[12:] == ["--out", str(run.card.parent.parent)]
+    assert main([*command[1:], "--no-progress"]) == 0  # re-trains the best 'tuned' run alone: its model is back
+    assert (run.card / "st" / "tuned" / f"seed-{command[10]}" / "checkpoint" / "modules.json").is_file()
+    assert run("--conditions", "tuned-more")[0] == 0

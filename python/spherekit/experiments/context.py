@@ -81,6 +81,16 @@ class UnitContext:
                            f"({', '.join(self.condition.requires) or 'none'})")
         return self._requirements[condition]
 
+    def retrain_command(self, condition: str, seed: int | None) -> str:
+        """The command that re-trains one finished run of `condition` on this backbone (and so saves its model
+        again, e.g. after `restore`, which keeps metrics only), leaving every other run as it is."""
+        from .runner import DEFAULT_OUT
+
+        out = self.root.parent.parent
+        return (f"spherekit reproduce {self.experiment.name} --preset {self.root.name} --backbone {self.backbone} "
+                f"--conditions {condition}" + ("" if seed is None else f" --seed {seed}") + " --force"
+                + ("" if out == Path(DEFAULT_OUT) else f" --out {out}"))
+
     def siblings(self) -> list[dict]:
         """The finished runs of this condition on this backbone with other seeds, each {"seed", "dir", "result"}
         (e.g. to keep only the best seed's checkpoint)."""

@@ -52,7 +52,7 @@ def run_unit(ctx) -> dict:
     if ctx.condition.name == "frozen":
         model = load_backbone(ctx.backbone)
     else:
-        start = ctx.backbone if ctx.condition.name == "tuned" else _best_checkpoint(ctx.requirement("tuned"))
+        start = ctx.backbone if ctx.condition.name == "tuned" else _best_checkpoint(ctx)
         model = ctx.train_or_load(lambda out: _train(ctx, start, out))
     with ctx.timed("eval"):
         reciprocal, hits = _retrieve(model, ctx.data.test, ctx.cfg)
@@ -60,13 +60,13 @@ def run_unit(ctx) -> dict:
             "per_item": {"R@1": per_item(hits), "MRR": per_item(reciprocal)}}  # for the claims' paired bootstrap
 
 
-def _best_checkpoint(runs: list[dict]) -> str:
-    """The checkpoint of the finished run with the highest MRR (a clear error when it kept no model)."""
-    best = max(runs, key=lambda r: r["result"]["metrics"]["MRR"])
+def _best_checkpoint(ctx) -> str:
+    """The checkpoint of the finished 'tuned' run with the highest MRR (a clear error when it kept no model)."""
+    best = max(ctx.requirement("tuned"), key=lambda r: r["result"]["metrics"]["MRR"])
     path = best["dir"] / "checkpoint"
     if not (path / "modules.json").is_file():
-        raise FileNotFoundError(f"{path} is missing: 'tuned-more' starts from the best 'tuned' model; re-run "
-                                "'tuned' with --force (a restored run keeps no model)")
+        raise FileNotFoundError(f"{path} is missing: 'tuned-more' starts from the best 'tuned' model (a restored "
+                                f"run keeps no model); re-train it alone: {ctx.retrain_command('tuned', best['seed'])}")
     return str(path)
 
 

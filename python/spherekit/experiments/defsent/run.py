@@ -252,18 +252,8 @@ def _bank_source(ctx, step):
         raise FileNotFoundError(f"{ckpt} is missing: {ctx.condition.name} builds its bank with the best run of "
                                 f"{step.previous} (seed {best['seed']} on the dev proxy), which has no saved model (a "
                                 f"run restored from a result card keeps its metrics only); re-train that run alone "
-                                f"first: {_retrain_command(ctx, step.previous, best['seed'])}")
+                                f"first: {ctx.retrain_command(step.previous, best['seed'])}")
     return ckpt
-
-
-def _retrain_command(ctx, condition: str, seed: int) -> str:
-    """The command that re-trains one run (and so saves its model) and leaves every other run as it is."""
-    from ..runner import DEFAULT_OUT
-
-    out = ctx.root.parent.parent
-    where = "" if out == Path(DEFAULT_OUT) else f" --out {out}"
-    return (f"spherekit reproduce defsent --preset {ctx.root.name} --backbone {ctx.backbone} --conditions {condition} "
-            f"--seed {seed} --force{where}")
 
 
 def _ica_bank(bank, cfg, path: Path):
