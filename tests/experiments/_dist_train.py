@@ -24,7 +24,8 @@ def main(backbone: str, out: str, global_batch: int) -> None:
     from datasets import Dataset
     from sentence_transformers import SentenceTransformer
 
-    from spherekit.experiments.training import MultiViewLoss, TrainConfig, distributed_world_size, loss_curve, train
+    from spherekit.experiments.training import (MultiViewLoss, TrainConfig, distributed_world_size, loss_curve,
+                                               shutdown_distributed, train)
     from spherekit.losses import ConceptEquivalenceLoss
 
     torch.set_num_threads(1)
@@ -41,6 +42,7 @@ def main(backbone: str, out: str, global_batch: int) -> None:
     result = train(model, data, loss, cfg, Path(out) / "run", progress=False)
     if int(os.environ.get("RANK", "0")) == 0:
         (Path(out) / "curve.json").write_text(json.dumps(loss_curve(result.log_history)))
+    shutdown_distributed()
 
 
 if __name__ == "__main__":

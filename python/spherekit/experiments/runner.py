@@ -46,7 +46,7 @@ from .context import RankDone, UnitContext
 from .interrupt import Interrupted, check, graceful
 from .metrics import evaluation_version
 from .plugin import slug
-from .training import barrier, is_main_process, reporting
+from .training import barrier, is_main_process, reporting, shutdown_distributed
 from .units import aggregate, seed_order
 
 DONE, METRICS, UNIT, NO_SEED, INTERRUPTED = "done", "metrics.json", "unit.json", "no-seed", "interrupted.json"
@@ -316,6 +316,7 @@ def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_di
                 continue
             _run_one(experiment, cfg, store, data, b, c, s, force=force, reevaluate=reevaluate, progress=progress,
                      main=main, log=log, label=f"[{i}/{len(work)}] {slug(b)}/{c}/{run_dir(root, b, c, s).name}")
+    shutdown_distributed()
     if not main:
         return {}
     units = store.units()

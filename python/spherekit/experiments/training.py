@@ -98,6 +98,17 @@ def barrier() -> None:
         PartialState(cpu=not cuda, backend=None if cuda else "gloo").wait_for_everyone()
 
 
+def shutdown_distributed() -> None:
+    """End a torchrun / accelerate launch cleanly: every rank waits for the others (rank 0 may still be
+    evaluating), then leaves the process group. A rank that exits with its gloo / NCCL group still open can abort
+    at interpreter exit ("terminate called without an active exception"), and torchrun then fails the whole
+    launch. A no-op in a single process."""
+    if distributed_world_size() <= 1 or not torch.distributed.is_initialized():
+        return
+    barrier()
+    torch.distributed.destroy_process_group()
+
+
 def resolve_precision(precision: str) -> str:
     """"fp32" | "bf16" | "fp16" for this machine ("auto": bf16 on a GPU that supports it, fp16 on other GPUs,
     fp32 on a CPU). Half precision without a GPU is an error."""
