@@ -4,6 +4,7 @@ evaluation version change re-evaluates saved models without retraining; a missin
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -89,3 +90,23 @@ def test_a_required_model_that_is_missing_is_a_clear_error(run):
     assert main([*command[1:], "--no-progress"]) == 0  # re-trains the best 'tuned' run alone: its model is back
     assert (run.card / "st" / "tuned" / f"seed-{command[10]}" / "checkpoint" / "modules.json").is_file()
     assert run("--conditions", "tuned-more")[0] == 0
+
+
+@pytest.mark.parametrize("out, expected_out", [("results/reproduce", []), ("my runs", ["--out", "my runs"])])
+def test_the_retrain_command_pastes_into_a_shell(tmp_path, out, expected_out):
+    """UnitContext.retrain_command: one run of the named condition, forced; --out only when it is not the default,
+    and every word quoted where it has a space."""
+    import shlex
+
+    from spherekit.experiments.context import UnitContext
+
+    ctx = UnitContext(experiment=EXPERIMENT, cfg=None, backbone="/models/my encoder",
+                      condition=EXPERIMENT.conditions["tuned-more"], seed=0, data=None,
+                      run_dir=tmp_path, root=Path(out) / "template" / "tiny", fingerprint="f",
+                      unit_fingerprint="u", progress=False, is_main=True, requirements={})
+    command = ctx.retrain_command("tuned", 1)
+    assert command.split(" ")[:6] == ["spherekit", "reproduce", "template", "--preset", "tiny", "--backbone"]
+    assert " '/models/my encoder' --conditions tuned --seed 1 --force" in command
+    assert shlex.split(command.split(" --force")[1]) == expected_out
+    assert shlex.split(command)[6] == "/models/my encoder"
+    assert "--seed" not in ctx.retrain_command("tuned", None)

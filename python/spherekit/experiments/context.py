@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -87,9 +88,10 @@ class UnitContext:
         from .runner import DEFAULT_OUT
 
         out = self.root.parent.parent
-        return (f"spherekit reproduce {self.experiment.name} --preset {self.root.name} --backbone {self.backbone} "
-                f"--conditions {condition}" + ("" if seed is None else f" --seed {seed}") + " --force"
-                + ("" if out == Path(DEFAULT_OUT) else f" --out {out}"))
+        words = ["spherekit", "reproduce", self.experiment.name, "--preset", self.root.name, "--backbone",
+                 str(self.backbone), "--conditions", condition, *([] if seed is None else ["--seed", str(seed)]),
+                 "--force", *([] if out == Path(DEFAULT_OUT) else ["--out", str(out)])]
+        return shlex.join(words)  # quoted where a path has spaces: it pastes into a shell as printed
 
     def siblings(self) -> list[dict]:
         """The finished runs of this condition on this backbone with other seeds, each {"seed", "dir", "result"}
