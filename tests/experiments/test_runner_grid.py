@@ -3,6 +3,7 @@ condition that requires another; what enters a run's fingerprint (its requiremen
 evaluation version change re-evaluates saved models without retraining; a missing required model is a clear error."""
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -83,7 +84,7 @@ def test_a_required_model_that_is_missing_is_a_clear_error(run):
         shutil.rmtree(folder / "checkpoint")  # as after `restore`: metrics only
     code, err = run("--conditions", "tuned-more")
     assert code == 2 and "tuned-more' starts from the best 'tuned' model" in err
-    command = err.split("re-train it alone: ")[1].split()  # the core's UnitContext.retrain_command
+    command = shlex.split(err.split("re-train it alone: ")[1])  # the core's UnitContext.retrain_command
     assert command[:7] == ["spherekit", "reproduce", "template", "--preset", "tiny", "--backbone", command[6]]
     assert command[7:9] == ["--conditions", "tuned"] and command[9] == "--seed" and command[11] == "--force"
     assert command[12:] == ["--out", str(run.card.parent.parent)]
@@ -96,8 +97,6 @@ def test_a_required_model_that_is_missing_is_a_clear_error(run):
 def test_the_retrain_command_pastes_into_a_shell(tmp_path, out, expected_out):
     """UnitContext.retrain_command: one run of the named condition, forced; --out only when it is not the default,
     and every word quoted where it has a space."""
-    import shlex
-
     from spherekit.experiments.context import UnitContext
 
     ctx = UnitContext(experiment=EXPERIMENT, cfg=None, backbone="/models/my encoder",
