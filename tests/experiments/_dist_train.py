@@ -40,6 +40,10 @@ def main(backbone: str, out: str, global_batch: int) -> None:
     cfg = TrainConfig(steps=STEPS, batch_size=global_batch // world, lr=2e-3, warmup_steps=0, logging_steps=1,
                       layer_decay=0.9, head_multiplier=5.0, seed=7)
     result = train(model, data, loss, cfg, Path(out) / "run", progress=False)
+    # DDP's wrapper must not outlive training inside the loss: its reducer would free the process group after
+    # shutdown_distributed, with the GIL held (a hang seen once in CI-like load); see put_model_back_in_loss
+    wrapped = [name for name, m in loss.named_modules() if isinstance(m, torch.nn.parallel.DistributedDataParallel)]
+    assert not wrapped, f"DDP wrapper left in the loss at {wrapped}"
     if int(os.environ.get("RANK", "0")) == 0:
         (Path(out) / "curve.json").write_text(json.dumps(loss_curve(result.log_history)))
     shutdown_distributed()

@@ -131,6 +131,75 @@ def test_report_to_reaches_every_training_within_reporting(tmp_path, monkeypatch
     assert "TENSORBOARD_LOGGING_DIR" not in os.environ
 
 
+def test_distributed_timeout_default_and_override(monkeypatch):
+    from datetime import timedelta
+
+    from spherekit.experiments.training import DISTRIBUTED_TIMEOUT_ENV, distributed_timeout
+
+    monkeypatch.delenv(DISTRIBUTED_TIMEOUT_ENV, raising=False)
+    assert distributed_timeout() == timedelta(hours=6)  # above torch's and transformers' 30 minutes
+    monkeypatch.setenv(DISTRIBUTED_TIMEOUT_ENV, "90.5")
+    assert distributed_timeout() == timedelta(seconds=90.5)
+    for bad in ("abc", "0", "-3", "inf", "nan", ""):
+        monkeypatch.setenv(DISTRIBUTED_TIMEOUT_ENV, bad)
+        with pytest.raises(ValueError, match=DISTRIBUTED_TIMEOUT_ENV):
+            distributed_timeout()
+
+
+def test_barrier_and_trainer_use_the_distributed_timeout(tmp_path, monkeypatch):
+    from datetime import timedelta
+
+    import accelerate
+
+    from spherekit.experiments.training import DISTRIBUTED_TIMEOUT_ENV, barrier, training_arguments
+
+    monkeypatch.setenv(DISTRIBUTED_TIMEOUT_ENV, "7200")
+    cfg = TrainConfig(steps=2, batch_size=2, lr=1e-3)
+    assert training_arguments(cfg, tmp_path / "trainer", progress=False).ddp_timeout == 7200
+    seen = []
+
+    class FakeState:
+        def __init__(self, **kwargs):
+            seen.append(kwargs)
+
+        def wait_for_everyone(self):
+            seen.append("waited")
+
+    monkeypatch.setattr(accelerate, "PartialState", FakeState)
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    barrier()
+    assert seen == []  # a single process never touches the process group
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    barrier()
+    assert seen[0]["timeout"] == timedelta(seconds=7200) and seen[1] == "waited"
+
+
+def test_put_model_back_in_loss_undoes_the_trainers_wrapper():
+    from torch import nn
+
+    from spherekit.experiments.training import put_model_back_in_loss
+
+    class Wrapper(nn.Module):  # what DDP / torch.compile look like to the loss: the model under .module / ._orig_mod
+        def __init__(self, model, attr):
+            super().__init__()
+            setattr(self, attr, model)
+
+    class Loss(nn.Module):
+        def __init__(self, model, inner=None):
+            super().__init__()
+            self.model = model
+            self.inner = inner
+
+    model, other = nn.Linear(2, 2), nn.Linear(2, 2)
+    inner = Loss(Wrapper(model, "_orig_mod"))
+    outer = Loss(Wrapper(model, "module"), inner)
+    guide = Loss(Wrapper(other, "module"))  # wraps another model: not the trainer's doing, left alone
+    outer.guide = guide
+    put_model_back_in_loss(outer, model)
+    assert outer.model is model and inner.model is model
+    assert isinstance(guide.model, Wrapper) and guide.model.module is other
+
+
 def test_plot_loss_writes_the_curve(tmp_path):
     from spherekit.experiments.training import plot_loss
 

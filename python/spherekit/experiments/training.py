@@ -17,11 +17,13 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 import torch
@@ -88,23 +90,47 @@ def is_main_process() -> bool:
     return os.environ.get("RANK", "0") == "0"
 
 
+DISTRIBUTED_TIMEOUT_ENV = "SPHEREKIT_DISTRIBUTED_TIMEOUT_S"
+DEFAULT_DISTRIBUTED_TIMEOUT_S = 6 * 3600
+
+
+def distributed_timeout() -> timedelta:
+    """How long a rank of a torchrun / accelerate launch waits at a barrier or collective before it fails:
+    $SPHEREKIT_DISTRIBUTED_TIMEOUT_S seconds, 6 hours by default. The other ranks wait while rank 0 evaluates
+    alone, and a paper-scale evaluation (a 220k-entry bank encoded on a CPU, say) can outlast torch's and
+    transformers' 30-minute default."""
+    raw = os.environ.get(DISTRIBUTED_TIMEOUT_ENV)
+    if raw is None:
+        return timedelta(seconds=DEFAULT_DISTRIBUTED_TIMEOUT_S)
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(f"{DISTRIBUTED_TIMEOUT_ENV} must be a finite number of seconds > 0, got {raw!r}")
+    return timedelta(seconds=seconds)
+
+
 def barrier() -> None:
     """Wait for every training process (a no-op in a single process). Initialises accelerate's process state,
-    which transformers' Trainer then reuses (gloo on a CPU, NCCL on GPUs)."""
+    which transformers' Trainer then reuses (gloo on a CPU, NCCL on GPUs), with `distributed_timeout()`."""
     if distributed_world_size() > 1:
         from accelerate import PartialState
 
         cuda = torch.cuda.is_available()
-        PartialState(cpu=not cuda, backend=None if cuda else "gloo").wait_for_everyone()
+        PartialState(cpu=not cuda, backend=None if cuda else "gloo",
+                     timeout=distributed_timeout()).wait_for_everyone()
 
 
 def shutdown_distributed() -> None:
     """End a torchrun / accelerate launch cleanly: every rank waits for the others (rank 0 may still be
     evaluating), then leaves the process group. A rank that exits with its gloo / NCCL group still open can abort
     at interpreter exit ("terminate called without an active exception"), and torchrun then fails the whole
-    launch. A no-op in a single process."""
+    launch. Training already took DDP's wrapper out of the loss (put_model_back_in_loss), so the group's last
+    reference is the registry's. A no-op in a single process."""
     if distributed_world_size() <= 1 or not torch.distributed.is_initialized():
         return
+    gc.collect()  # a trainer left in a reference cycle frees its DDP wrapper now, while the group is registered
     barrier()
     torch.distributed.destroy_process_group()
 
@@ -260,6 +286,7 @@ def training_arguments(cfg: TrainConfig, output_dir, *, progress: bool = True, b
         report_to=list(_REPORT_TO[-1]), disable_tqdm=not progress, dataloader_num_workers=0,
         use_cpu=not torch.cuda.is_available(),
         ddp_backend="gloo" if world > 1 and not torch.cuda.is_available() else None,
+        ddp_timeout=round(distributed_timeout().total_seconds()),
         batch_sampler=batch_sampler or BatchSamplers.BATCH_SAMPLER,
     )
 
@@ -286,13 +313,34 @@ def train(model, train_dataset, loss, cfg: TrainConfig, out_dir, *, callbacks: S
                                callbacks=[*callbacks, trainer_callback()], layer_decay=cfg.layer_decay,
                                head_multiplier=cfg.head_multiplier)
     start = time.perf_counter()
-    with _tensorboard_dir(out_dir / "logs"):  # kept: <out_dir>/trainer/ is removed once the model is saved
-        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    try:
+        with _tensorboard_dir(out_dir / "logs"):  # kept: <out_dir>/trainer/ is removed once the model is saved
+            trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    finally:
+        put_model_back_in_loss(loss, model)
     check()
     seconds = time.perf_counter() - start
     history = [dict(row) for row in trainer.state.log_history]
     resumed = int(resume.name.split("-")[-1]) if resume else None
     return TrainResult(trainer.state.global_step, seconds, resumed, history)
+
+
+def put_model_back_in_loss(loss: nn.Module, model: nn.Module) -> None:
+    """Undo what sentence-transformers' Trainer does to a loss: it stores its DDP (or compile) wrapper of `model`
+    in every submodule attribute named `model`; put `model` itself back, so the wrapper dies with the trainer.
+
+    Under torchrun, a wrapper that outlives training keeps DDP's gradient reducer alive, and the reducer holds the
+    process group: if it is freed after `torch.distributed.destroy_process_group()` (say when the caller's frame
+    ends), the gloo process group is destroyed from the reducer's destructor with the GIL held, while gloo's
+    worker thread may need the GIL to free a finished collective's tensors, and the rank hangs. Freed while the
+    group is still registered, the reducer drops a reference only; the registry's last one is dropped by
+    destroy_process_group, which releases the GIL."""
+    for name, child in list(loss.named_children()):
+        if name == "model" and child is not model and model in (getattr(child, "module", None),
+                                                                 getattr(child, "_orig_mod", None)):
+            setattr(loss, name, model)
+        elif child is not model:
+            put_model_back_in_loss(child, model)
 
 
 def clear_checkpoints(out_dir) -> None:
