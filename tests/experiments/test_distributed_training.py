@@ -3,6 +3,7 @@ each and the losses' gather_across_devices give the loss curve of one process wi
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 
 SCRIPT = Path(__file__).with_name("_dist_train.py")
 REPO = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 600
 
 
 def free_port() -> int:
@@ -24,8 +26,16 @@ def run(cmd, env_extra=None):
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", **(env_extra or {})}
     for key in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(key, None)
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    # its own session, so a timeout kills torchrun's ranks too (a hung rank would otherwise outlive the test)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        pytest.fail(f"timed out after {TIMEOUT_S} s (every rank killed):\n{stdout[-3000:]}{stderr[-5000:]}")
+    assert proc.returncode == 0, stdout[-3000:] + stderr[-5000:]
 
 
 @pytest.mark.distributed
