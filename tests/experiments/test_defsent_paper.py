@@ -71,7 +71,20 @@ def test_geometry_claims_need_both_isotropy_measures_to_fall():
     assert got["measured"] == "|skew| 0.90 vs 0.10, excess kurtosis 4.00 vs 0.20" and got["point"] == "holds"
     units["3rd-a-ica"]["runs"][0]["bank"]["excess_kurtosis"] = 0.1  # skewed but lighter-tailed: does not hold
     assert verdicts(units)["F3 (3rd-a)"]["point"] == "does not hold"
-    assert "ICA" not in " ".join(r["statement"] for r in verdicts(units).values() if r["id"].startswith("T2"))
+    pst = [r for r in verdicts(units).values() if r["id"].startswith(("T2-PST", "T2-size"))]
+    assert pst and "ICA" not in " ".join(r["statement"] for r in pst)  # the ICA step is not a PST step
+
+
+def test_ica_step_against_its_plain_step():
+    units = {"base": unit(60.0), "3rd-a": unit(63.5), "3rd-a-ica": unit(63.0), "2nd-c": unit(61.0),
+             "2nd-c-ica": unit(61.5)}
+    got = verdicts(units)
+    assert "BERT-base / BERT-large: 3rd step 78.42 -> 78.65 / 79.78 -> 80.00" in got["T2-ICA (3rd-a-ica)"]["statement"]
+    assert got["T2-ICA (3rd-a-ica)"]["point"] == "does not hold"
+    assert got["T2-ICA (3rd-a-ica)"]["measured"].startswith("3rd-a-ica 63.00 vs 3rd-a 63.50 (-0.50)")
+    assert got["T2-ICA (2nd-c-ica)"]["point"] == "holds"
+    del units["3rd-a"], units["2nd-c-ica"]  # no step beside its ICA variant
+    assert verdicts(units)["T2-ICA"]["verdict"] == "not run"
 
 
 def test_per_condition_claims_and_missing_units():
