@@ -211,8 +211,8 @@ def report(results: dict) -> str:
         ica = ica_table(scope)
         if ica:
             parts += ["", "### ICA bank vs quasi-isotropic bank (appendix A; WordNet-sim Spearman)", "",
-                      "The paper's differences go both ways (BERT gains, RoBERTa loses at the 3rd step): reported, "
-                      "not judged as a claim.", "", ica]
+                      "The paper's differences go both ways (BERT gains, RoBERTa loses at the 3rd step); claim "
+                      "T2-ICA judges the BERT direction (MiniLM is a BERT-architecture encoder).", "", ica]
         parts += ["", "### Figures 1-7: geometry of the banks", "", geometry_table(scope)]
     return "\n".join(parts) + "\n"
 
