@@ -37,7 +37,19 @@ def write_text(path, text: str) -> Path:
 
 
 def write_json(path, payload) -> Path:
-    return write_text(path, json.dumps(payload, indent=2, default=str) + "\n")
+    """`payload` as JSON (indent 2), atomically; a list of scalars (a run's per-item values) stays on one line, so
+    a card with bootstrap values stays small and readable."""
+    return write_text(path, _dumps(json.loads(json.dumps(payload, default=str))) + "\n")
+
+
+def _dumps(obj, level: int = 0) -> str:
+    pad, inner = "  " * level, "  " * (level + 1)
+    if isinstance(obj, dict) and obj:
+        items = (f"{inner}{json.dumps(k)}: {_dumps(v, level + 1)}" for k, v in obj.items())
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(obj, list) and any(isinstance(x, (dict, list)) for x in obj):
+        return "[\n" + ",\n".join(f"{inner}{_dumps(x, level + 1)}" for x in obj) + f"\n{pad}]"
+    return json.dumps(obj)
 
 
 def cached_json(path, key: str, build):
