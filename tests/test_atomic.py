@@ -103,3 +103,20 @@ def test_failed_write_changes_nothing(tmp_path):
             raise RuntimeError("boom")
     assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["d", "keep.txt"]
     assert [p.name for p in (tmp_path / "d").iterdir()] == ["old"]
+
+
+def test_atomic_write_json_round_trips_and_keeps_scalar_lists_on_one_line(tmp_path):
+    """The JSON writer of cards and evaluation results: the content is json's (values JSON cannot hold become
+    str), nesting is indented by 2, and a list of scalars (per-item values) is one line."""
+    import json
+
+    from spherekit._atomic import atomic_write_json
+
+    payload = {"units": [{"values": [0.5, 1, None, True, "a"], "empty": [], "none": {}}],
+               "path": tmp_path, "nested": [[1, 2], [3]], "scalar": 1.25}
+    text = atomic_write_json(tmp_path / "r.json", payload).read_text(encoding="utf-8")
+    assert json.loads(text) == json.loads(json.dumps(payload, default=str))
+    assert '      "values": [0.5, 1, null, true, "a"],\n' in text
+    assert '"empty": [],' in text and '"none": {}' in text
+    assert '"nested": [\n    [1, 2],\n    [3]\n  ],' in text
+    assert text.startswith('{\n  "units": [\n    {\n') and text.endswith("}\n")

@@ -1,6 +1,7 @@
 """Atomic writes: a reader sees the old file or the new one, never a partial one.
 
     atomic_write_bytes(path, data)              atomic_write_text(path, text)
+    atomic_write_json(path, payload)            JSON, indent 2, a list of scalars on one line
     with atomic_open(path, "w") as f: ...       a file object ("w" or "wb"), for writers that stream
     with atomic_path(path) as tmp: ...          a temporary file name, for writers that want a path
                                                 (matplotlib's savefig, safetensors' save_file)
@@ -16,6 +17,7 @@ mode 0o666 / 0o777 less the user's umask (so 0644 / 0755 under umask 022), never
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -90,6 +92,22 @@ def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8
     with atomic_open(path, "w", encoding=encoding) as f:
         f.write(text)
     return Path(path)
+
+
+def atomic_write_json(path: str | os.PathLike, payload) -> Path:
+    """`payload` as JSON (indent 2; values JSON cannot hold as str), atomically; a list of scalars (a run's
+    per-item values) stays on one line, so a file of bootstrap values stays small and readable."""
+    return atomic_write_text(path, _dumps(json.loads(json.dumps(payload, default=str))) + "\n")
+
+
+def _dumps(obj, level: int = 0) -> str:
+    pad, inner = "  " * level, "  " * (level + 1)
+    if isinstance(obj, dict) and obj:
+        items = (f"{inner}{json.dumps(k)}: {_dumps(v, level + 1)}" for k, v in obj.items())
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(obj, list) and any(isinstance(x, (dict, list)) for x in obj):
+        return "[\n" + ",\n".join(f"{inner}{_dumps(x, level + 1)}" for x in obj) + f"\n{pad}]"
+    return json.dumps(obj)
 
 
 @contextlib.contextmanager

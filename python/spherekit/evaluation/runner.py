@@ -29,7 +29,7 @@ import time
 import traceback
 from pathlib import Path
 
-from .._atomic import atomic_write_text
+from .._atomic import atomic_write_json
 from .cache import EmbeddingCache
 from .suites import NEEDS_SPLIT, load_suite, suite_names
 
@@ -44,8 +44,8 @@ def model_slug(model) -> str:
 
 
 def write_json_atomic(path, payload) -> Path:
-    """Write JSON to `path` atomically (spherekit._atomic: temporary file, then rename)."""
-    return atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
+    """Write JSON to `path` atomically (spherekit._atomic.atomic_write_json: temporary file, then rename)."""
+    return atomic_write_json(path, payload)
 
 
 def result_path(out: Path, suite: str, split_kind: str) -> Path:

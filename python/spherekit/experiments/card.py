@@ -21,7 +21,7 @@ import platform
 import sys
 from pathlib import Path
 
-from .._atomic import atomic_write_text
+from .._atomic import atomic_write_json, atomic_write_text
 from ..bench.machine import machine_name, now, versions
 from . import claims, fmt, gpu_hours, printed
 from .config import as_dict, describe
@@ -37,19 +37,8 @@ def write_text(path, text: str) -> Path:
 
 
 def write_json(path, payload) -> Path:
-    """`payload` as JSON (indent 2), atomically; a list of scalars (a run's per-item values) stays on one line, so
-    a card with bootstrap values stays small and readable."""
-    return write_text(path, _dumps(json.loads(json.dumps(payload, default=str))) + "\n")
-
-
-def _dumps(obj, level: int = 0) -> str:
-    pad, inner = "  " * level, "  " * (level + 1)
-    if isinstance(obj, dict) and obj:
-        items = (f"{inner}{json.dumps(k)}: {_dumps(v, level + 1)}" for k, v in obj.items())
-        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
-    if isinstance(obj, list) and any(isinstance(x, (dict, list)) for x in obj):
-        return "[\n" + ",\n".join(f"{inner}{_dumps(x, level + 1)}" for x in obj) + f"\n{pad}]"
-    return json.dumps(obj)
+    """`payload` as JSON, atomically (spherekit._atomic.atomic_write_json: a list of scalars on one line)."""
+    return atomic_write_json(path, payload)
 
 
 def cached_json(path, key: str, build):
