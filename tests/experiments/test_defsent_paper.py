@@ -146,6 +146,26 @@ def test_pst_confounds_learning_rate_and_grid_winner():
     assert grid["point"] is None and "grid winner on the dev proxy is (cls, ac)" in grid["measured"]
 
 
+def test_pst_judges_each_chain_and_decides_only_the_grid_winners():
+    """The config's chain (mean, amp) and the (cls, ac) grid cell's chain, each with two steps: only the chain of
+    the grid winner (dev proxy) is decided; a grid cell with one step is no chain; F1-2 is checked per chain."""
+    units = {"1st-a": unit(60.0, ("mean", "amp"), lr=2e-5, bank=bank(0.20, 0.30)),
+             "2nd-a": unit(59.0, ("mean", "amp"), lr=2e-5, bank=bank(0.10, 0.15)),
+             "1st-a-cls-ac": unit(62.0, ("cls", "ac"), lr=2e-5, bank=bank(0.30, 0.40)),
+             "2nd-a-cls-ac": unit(63.0, ("cls", "ac"), lr=2e-5, bank=bank(0.35, 0.20)),
+             "1st-a-mean-ac": unit(61.0, ("mean", "ac"), lr=2e-5)}
+    got = {r["id"]: r for r in evaluate(P.CLAIMS, [Scope("m", units, {"lrs": [2e-5] * 3})])}
+    assert {i for i in got if i.startswith("T2-PST")} == {"T2-PST (dictionary a: 2nd vs 1st)",
+                                                          "T2-PST (dictionary a, (cls, ac) chain: 2nd vs 1st)"}
+    plain, winner = got["T2-PST (dictionary a: 2nd vs 1st)"], got["T2-PST (dictionary a, (cls, ac) chain: 2nd vs 1st)"]
+    assert plain["point"] is None and "grid winner on the dev proxy is (cls, ac)" in plain["measured"]
+    assert winner["point"] == "holds" and winner["measured"].startswith("2nd-a-cls-ac 63.00 vs 1st-a-cls-ac 62.00")
+    units["2nd-a-cls-ac"] = unit(61.0, ("cls", "ac"), lr=2e-5, bank=bank(0.35, 0.20))
+    assert verdicts(units)["T2-PST (dictionary a, (cls, ac) chain: 2nd vs 1st)"]["point"] == "does not hold"
+    isotropy = {i: r["point"] for i, r in verdicts(units).items() if i.startswith("F1-2")}
+    assert isotropy == {"F1-2 (dictionary a)": "holds", "F1-2 (dictionary a, (cls, ac) chain)": "does not hold"}
+
+
 def test_defsent_baseline_through_the_pooler_is_inconclusive():
     units = {"1st-c": unit(62.0), "1st-c-mean-word": unit(55.0, ("mean", "word"))}  # no DefSent head record
     got = verdicts(units)["T2-DefSent (1st-c-mean-word)"]

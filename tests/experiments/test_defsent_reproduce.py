@@ -49,6 +49,10 @@ def test_presets_conditions_and_validation():
     narrowed = runner.make_config(EXPERIMENT, "cpu", conditions=["3rd-a-ica"])
     assert [c for _, c in runner.plan(EXPERIMENT, narrowed)] == ["1st-a", "2nd-a", "3rd-a-ica"]
     assert EXPERIMENT.conditions["3rd-a-ica"].requires == ("2nd-a",) and EXPERIMENT.conditions["1st-a"].requires == ()
+    chain = runner.make_config(EXPERIMENT, "cpu", conditions=["3rd-a-cls-ac"])  # a grid cell's PST chain
+    assert [c for _, c in runner.plan(EXPERIMENT, chain)] == ["1st-a-cls-ac", "2nd-a-cls-ac", "3rd-a-cls-ac"]
+    assert chain.combination(STEP_OF["3rd-a-cls-ac"]) == ("cls", "ac") and STEP_OF["3rd-a-cls-ac"].step == 3
+    assert {"2nd-a-cls-ac", "3rd-a-cls-ac"} <= set(EXPERIMENT.make_config("cpu").conditions)
     assert not EXPERIMENT.conditions["base"].seeded and EXPERIMENT.conditions["1st-a"].seeded
     assert runner.seeds_of(EXPERIMENT, cfg, "base") == (None,)
     assert runner.seeds_of(EXPERIMENT, cfg, "1st-c") == (0, 1, 2)
