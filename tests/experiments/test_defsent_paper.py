@@ -95,7 +95,8 @@ def test_per_condition_claims_and_missing_units():
     assert got["T3 (1st-c)"]["point"] == "holds" and got["T3 (1st-c)"]["value"] == 2.0
     assert got["T2-DefSent (1st-c-mean-word)"]["point"] == "holds"
     assert got["T2-PST (dictionary c: 2nd vs 1st)"]["point"] == "does not hold"  # 62 -> 61
-    assert got["T4 (1st-c)"]["point"] == "holds" and got["T4 (1st-c)"]["measured"].startswith("-1.00 points")
+    assert got["T4 (1st-c)"]["point"] == "holds" and got["T4 (1st-c)"]["measured"].startswith(
+        "-1.00 points over base; minus the range's centre: ")
     assert got["T4 (1st-c-mean-word)"]["point"] == "does not hold"  # -5: below -1.48
     assert got["T4 (2nd-c)"]["point"] == "does not hold"  # +3.5: above +3.01
     assert got["T2-size"]["verdict"] == "not run" and got["T2-size"]["measured"].startswith("needs at least two")

@@ -300,7 +300,8 @@ def _transfer(s):
     for n in trained:
         delta = s.metric(n, PROBE_BEST) - base
         m = noise.compare(s, "base", n, PROBE_BEST, "within", half, shift=centre, label=n,
-                          text=f"{fmt.signed(delta, 2)} points (centred on the range: {fmt.signed(delta - centre, 2)})")
+                          text=f"{fmt.signed(delta, 2)} points over base; minus the range's centre: "
+                               f"{fmt.signed(delta - centre, 2)} (what the rule and its interval read)")
         out.append(noise.gated(m, s, n))
     return out
 
