@@ -19,8 +19,7 @@ from ..plugin import slug
 from ..printed import Printed
 from ..uncertainty import seed_interval
 from . import noise
-from .spec import (BANKS, DEV_SIM, POOLINGS, PROBE, SIM, STEPS, STS, STEP_OF, TRAIN_POOLINGS, WORD_BANK,
-                   DefSentConfig, pooled)
+from .spec import DEV_SIM, POOLINGS, PROBE, SIM, STEPS, STS, STEP_OF, WORD_BANK, DefSentConfig, pooled
 
 ENCODERS = ("BERT-base", "BERT-large", "RoBERTa-base", "RoBERTa-large")
 PAPER_BACKBONES = {"bert-base-uncased": "BERT-base", "bert-large-uncased": "BERT-large", "roberta-base": "RoBERTa-base",
@@ -157,15 +156,23 @@ def grid_winner(s, d: str):
 
 def _chains(s, d: str):
     """The PST chains on dictionary d with at least two steps that ran: (label, (pooling, bank), [conditions in step
-    order]). The config's chain is 1st-d, 2nd-d, 3rd-d; a grid cell's is 1st-d-<pool>-<bank>, 2nd-d-..., 3rd-d-..."""
+    order]). The config's chain is 1st-d, 2nd-d, 3rd-d; a grid cell's is 1st-d-<pool>-<bank>, 2nd-d-..., 3rd-d-...
+    (spec.Step.chain_suffix)."""
+    chains: dict[str, list[str]] = {}
+    for n, step in sorted(STEP_OF.items(), key=lambda item: item[1].step):
+        if step.dictionary == d and not (step.ica or step.printed or step.word_bank) and s.has(n):
+            chains.setdefault(step.chain_suffix, []).append(n)
     out = []
-    for suffix in [""] + [f"-{p}-{b}" for p in TRAIN_POOLINGS for b in BANKS]:
-        ran = [f"{k}-{d}{suffix}" for k in STEPS if s.has(f"{k}-{d}{suffix}")]
+    for suffix, ran in chains.items():
         if len(ran) > 1:
             combination = tuple(_first_run(s, ran[0]).get("combination") or ())
             label = f"dictionary {d}" + (f", ({', '.join(combination)}) chain" if suffix else "")
             out.append((label, combination, ran))
     return out
+
+
+def _step_name(condition: str) -> str:
+    return STEPS[STEP_OF[condition].step - 1]
 
 
 def _pst_steps(s):
@@ -175,7 +182,7 @@ def _pst_steps(s):
         winner = grid_winner(s, d)
         for label, chain, ran in _chains(s, d):
             for a, b in zip(ran, ran[1:]):
-                m = _beats(s, a, b, label=f"{label}: {b.split('-')[0]} vs {a.split('-')[0]}")
+                m = _beats(s, a, b, label=f"{label}: {_step_name(b)} vs {_step_name(a)}")
                 lr_a, lr_b = (_first_run(s, c).get("lr") for c in (a, b))
                 if lr_a != lr_b and lrs != PAPER_LRS:
                     m = _confounded(m, f"the learning rate changes from {lr_a:g} to {lr_b:g} between the steps (not "
@@ -194,7 +201,7 @@ def _isotropic_banks(s):
     out = []
     for d in "abc":
         for label, _, ran in _chains(s, d):
-            steps = [(c.split("-")[0], _first_run(s, c).get("bank")) for c in ran]
+            steps = [(_step_name(c), _first_run(s, c).get("bank")) for c in ran]
             steps = [(k, g) for k, g in steps if g]
             if len(steps) < 2:
                 continue
@@ -332,9 +339,9 @@ CLAIMS = [
           "that ran (the config's cell, a grid cell's) is judged apart", _pst_steps),
     Claim("F1-2", "each PST step trains against a more isotropic bank", "Figures 1-2",
           "per dictionary and PST chain, the bank's mean pairwise cosine and the top singular direction's share of its "
-          "energy both fall from step to step (one bank per step, built by the best run: the training seeds' spread is not "
-          "measured, so the verdict is inconclusive by rule: a direction, not a decided claim); inconclusive when a "
-          "step that built a bank did not learn", _isotropic_banks),
+          "energy both fall from step to step (one bank per step, built by the best run: the training seeds' spread is "
+          "not measured, so the verdict is inconclusive by rule: a direction, not a decided claim); inconclusive when "
+          "a step that built a bank did not learn", _isotropic_banks),
     Claim("F3", "the ICA-transformed bank has heavier, more asymmetric tails than the quasi-isotropic one",
           "appendix A, Figure 3", "the ICA bank's mean |skewness| and mean excess kurtosis both above those of the "
           "plain bank of the same step (one bank each: no interval; FastICA maximises non-Gaussianity, so this "
