@@ -221,12 +221,17 @@ def test_untrained_pooler_reverse_dictionary_under_table2():
 
 def test_departures_name_the_pooler_regime_the_mlm_head_and_the_training_share():
     head = {**HEAD, "masked_tokens": 9000}
-    run_ = {"seed": 0, "metrics": {}, "start": {"h_norm": 2.3}, "mlm_head": head, "defsent_head": head}
+    run_ = {"seed": 0, "metrics": {}, "start": {"h_norm": 19.4}, "mlm_head": head, "defsent_head": head,
+            "objective": {"pooler": "mlm-transform"}}
+    printed = {"seed": 0, "metrics": {}, "start": {"h_norm": 1.28}, "objective": {"pooler": "backbone"}}
     results = {"config": {"backbones": ["all-MiniLM-L6-v2"], "conditions": ["base", "1st-c", "1st-a"],
                           "seeds": [0, 1, 2], "pooler": "mlm-dense", "train_fraction": 0.05, "train_definitions": 0},
-               "units": {"m/1st-c-mean-word": {"condition": "1st-c-mean-word", "runs": [run_]}}}
+               "units": {"m/1st-c-mean-word": {"condition": "1st-c-mean-word", "runs": [run_]},
+                         "m/1st-c-printed": {"condition": "1st-c-printed", "runs": [printed]}}}
     text = " ".join(P.departures(results))
-    assert "Pooler regime: MiniLM's pooler was never trained" in text and "mean norm 2.30" in text
+    # the norm is the backbone pooler's (tanh), never the first unit's whatever its pooler
+    assert "Pooler regime: MiniLM's pooler was never trained" in text and "mean norm 1.28" in text
+    assert "19.40" not in text
     assert "the MLM head's dense layer + GELU replaces the never-trained pooler" in text
     assert "fitted with the encoder frozen on 9,000 masked tokens" in text and "1.0% -> 20.0%" in text
     assert "Each dictionary trains 5.0% of its pairs per epoch" in text
