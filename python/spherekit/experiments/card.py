@@ -9,12 +9,13 @@ the units by the core: "claims" (every claim of the paper's paper.py checked per
 
 report.md: a header (what ran, where, how long), where the run departs from the paper, the paper's own tables
 (its figures.report), the claims per scope (one renderer for every paper), the configuration table, the plots.
-`render(folder)` rebuilds the claims, the comparison, report.md and the plots from results.json alone
-(`spherekit reproduce report`). All files are written atomically.
+`render(folder)` rebuilds the claims, the comparison, the configuration's sources, report.md and the plots from
+results.json alone (`spherekit reproduce report`). All files are written atomically.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -24,7 +25,7 @@ from pathlib import Path
 from .._atomic import atomic_write_json, atomic_write_text
 from ..bench.machine import machine_name, now, versions
 from . import claims, fmt, gpu_hours, printed
-from .config import as_dict, describe
+from .config import as_dict, describe, with_overrides
 from .metrics import evaluation_version
 
 RESULTS, REPORT, PLOTS = "results.json", "report.md", "plots"
@@ -67,12 +68,32 @@ def judge(experiment, results: dict) -> dict:
             "comparison": printed.comparison(experiment.printed, scopes)}
 
 
+def _config_sources(cfg) -> list[dict]:
+    return [{"field": f, "value": v, "source": s, "doc": d} for f, v, s, d in describe(cfg)]
+
+
+def redescribe(experiment, results: dict) -> dict:
+    """results with its config_sources described again by the current spec: the run's values, today's sources and
+    docs (a paper value or a field's doc edited since the run). A field the spec no longer has, or a value it no
+    longer accepts, keeps the description the run wrote; a field added since the run is not listed (it did not
+    exist when the run ran)."""
+    cls, stored = experiment.config_class, results.get("config", {})
+    known = {f.name for f in dataclasses.fields(cls)}
+    try:
+        cfg = with_overrides(cls(), {k: v for k, v in stored.items() if k in known})
+    except (TypeError, ValueError):
+        return results
+    fresh = {row["field"]: row for row in _config_sources(cfg)}
+    rows = [fresh.get(row["field"], row) for row in results.get("config_sources", [])]
+    return {**results, "config_sources": rows}
+
+
 def results_payload(experiment, preset: str, cfg, units: dict, seconds: dict, started: str,
                     data_stats: dict | None = None) -> dict:
     payload = {
         "schema": SCHEMA, "experiment": experiment.name, "title": experiment.title,
         "citation": experiment.citation.strip(), "preset": preset, "config": as_dict(cfg),
-        "config_sources": [{"field": f, "value": v, "source": s, "doc": d} for f, v, s, d in describe(cfg)],
+        "config_sources": _config_sources(cfg),
         "evaluation": {"version": evaluation_version(experiment), "main_metric": experiment.main_metric},
         "versions": {**versions(), "python": platform.python_version()},
         "machine": machine_name(_device()), "device": _device(),
@@ -155,7 +176,8 @@ def summary(experiment, results: dict) -> str:
 
 
 def render(folder) -> Path:
-    """Re-judge and re-render a card folder from its results.json: claims, comparison, report.md and plots."""
+    """Re-judge and re-render a card folder from its results.json: claims, comparison, the configuration's
+    sources (redescribe), report.md and plots."""
     from . import get
 
     folder = Path(folder)
@@ -165,9 +187,9 @@ def render(folder) -> Path:
                                 "(<out>/<experiment>/<preset>)")
     results = json.loads(path.read_text(encoding="utf-8"))
     experiment = get(results["experiment"])
-    write_card(folder, experiment, judge(experiment, results))
+    write_card(folder, experiment, judge(experiment, redescribe(experiment, results)))
     return folder / REPORT
 
 
-__all__ = ["cached_json", "header", "judge", "now", "render", "results_payload", "summary", "write_card",
-           "write_json", "write_text"]
+__all__ = ["cached_json", "header", "judge", "now", "redescribe", "render", "results_payload", "summary",
+           "write_card", "write_json", "write_text"]

@@ -38,9 +38,10 @@ def _field(default, doc: str, source: str, at_least=None, at_most=None, **metada
     return dataclasses.field(metadata={"source": source, "doc": doc, **bounds, **metadata}, **kw)
 
 
-def paper(default, doc: str, **bounds):
-    """A value the paper states (doc: where). bounds: at_least / at_most, checked on every override."""
-    return _field(default, doc, "paper", **bounds)
+def paper(default, doc: str, *, means: str | None = None, **bounds):
+    """A value the paper states (doc: where). bounds: at_least / at_most, checked on every override. means: what a
+    sentinel default stands for (0 = "the released code's step table"), quoted where a card marks a departure."""
+    return _field(default, doc, "paper", **bounds, **({"means": means} if means else {}))
 
 
 def choice(default, doc: str, **bounds):
@@ -129,7 +130,8 @@ def describe(cfg) -> list[tuple[str, Any, str, str]]:
     for f in dataclasses.fields(cfg):
         source = f.metadata.get("source", "choice")
         if source == "paper" and values[f.name] != defaults[f.name]:
-            source = f"departs from the paper (paper: {json.dumps(defaults[f.name])})"
+            means = f", {f.metadata['means']}" if "means" in f.metadata else ""
+            source = f"departs from the paper (paper: {json.dumps(defaults[f.name])}{means})"
         elif source == SELECTION and "paper" in f.metadata:
             paper_value = json.loads(json.dumps(f.metadata["paper"], default=str))
             if values[f.name] != paper_value:

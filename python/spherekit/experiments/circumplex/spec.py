@@ -158,7 +158,8 @@ class CircumplexConfig:
     # head (section 3.3, appendix B)
     pooling: str = paper("auto", "Table 3 / section 4.1 per backbone: [CLS] for BERT-like encoders (all-MiniLM-L6-v2 "
                          "too), the last token for decoder-only LLMs and Qwen3-Embedding, mean for "
-                         "llama-embed-nemotron ('auto'; or cls / mean / last for every backbone)")
+                         "llama-embed-nemotron ('auto'; or cls / mean / last for every backbone)",
+                         means="the paper's pooling per backbone")
     head_mask: str = paper("auto", "appendix B: the head's attention is unidirectional for unidirectional "
                            "(decoder-only) backbones, bidirectional otherwise ('auto'; the authors' code: "
                            "bidirectional for all)")

@@ -72,7 +72,8 @@ class CompositionalConfig:
                                  "ran every Model A/B at 128, the batch its step table assumes")
     steps: int = paper(0, "optimizer steps of Model A/B; 0: the released code's table, budget x its L4 throughput for "
                           "the encoder's size / batch, at least min_steps (3,375 MiniLM-L6, 2,250 MiniLM-L12 and "
-                          "gte-small, 500 gte-modernbert-base at batch 128; released.py)")
+                          "gte-small, 500 gte-modernbert-base at batch 128; released.py)",
+                   means="the released code's step table")
     time_budget_s: float = paper(240.0, "code: TIME_MINUTES=4 per configuration (the step tables' budget)")
     min_steps: int = paper(500, "code: at least 500 iterations")
     warmup_ratio: float = paper(0.1, "D.3: warmup ratio 0.1, linear decay")
@@ -84,7 +85,8 @@ class CompositionalConfig:
     verifier_batch_light: int = paper(128, "D.3: batch 128 for F0-F2")
     verifier_batch_heavy: int = paper(32, "D.3: batch 32 for F3-F4")
     verifier_steps: int = paper(0, "verifier steps; 0: the released code's table, budget x its throughput for the "
-                                   "regime, verifier and encoder size / batch (released.py)")
+                                   "regime, verifier and encoder size / batch (released.py)",
+                            means="the released code's step table")
     verifier_scale: float = paper(10.0, "code: MNRL over verifier scores with MNRL_TEMPERATURE=0.1")
     map_size: int = paper(128, "code: maps padded / cut to 128 x 128 (the max length)")
     f2_lam: float = paper(0.1, "code: lam = 0.1")
