@@ -222,8 +222,8 @@ def test_untrained_pooler_reverse_dictionary_under_table2():
 def test_departures_name_the_pooler_regime_the_mlm_head_and_the_training_share():
     head = {**HEAD, "masked_tokens": 9000}
     run_ = {"seed": 0, "metrics": {}, "start": {"h_norm": 19.4}, "mlm_head": head, "defsent_head": head,
-            "objective": {"pooler": "mlm-transform"}}
-    printed = {"seed": 0, "metrics": {}, "start": {"h_norm": 1.28}, "objective": {"pooler": "backbone"}}
+            "pooler": "mlm-transform"}
+    printed = {"seed": 0, "metrics": {}, "start": {"h_norm": 1.28}, "pooler": "backbone"}
     results = {"config": {"backbones": ["all-MiniLM-L6-v2"], "conditions": ["base", "1st-c", "1st-a"],
                           "seeds": [0, 1, 2], "pooler": "mlm-dense", "train_fraction": 0.05, "train_definitions": 0},
                "units": {"m/1st-c-mean-word": {"condition": "1st-c-mean-word", "runs": [run_]},

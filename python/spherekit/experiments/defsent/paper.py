@@ -395,7 +395,7 @@ def departures(results: dict) -> list[str]:
                    "weight packages; only all-MiniLM-L6-v2 and all-mpnet-base-v2 ship weights, neither with a trained "
                    "pooler or an MLM head); it plays the role of Table 3's data-augmented starting points.")
         start = [r["start"] for r in runs  # the backbone's own pooler only (other poolers' outputs are not tanh's)
-                 if r.get("start") and (r.get("objective") or {}).get("pooler", "backbone") == "backbone"]
+                 if r.get("start") and r.get("pooler", "backbone") == "backbone"]
         norms = f" (pooler outputs of mean norm {fmt.num(start[0]['h_norm'], 2)} here)" if start else ""
         out.append("Pooler regime: MiniLM's pooler was never trained (its bias is exactly 0 and its weight has std "
                    "0.009: an initialisation, not BERT's NSP-trained pooler), so h = tanh(W p) is nearly linear and "
