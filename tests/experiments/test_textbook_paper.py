@@ -184,6 +184,25 @@ def test_a_claim_on_a_training_that_did_not_learn_is_inconclusive():
     assert got["pooling-1"]["verdict"] == "holds"  # frozen only: rests on no training
 
 
+def test_a_trainings_probe_decides_whether_it_learned():
+    # curves inside their batch noise (as a short fine-tuning of a pretrained encoder logs them) but probes that
+    # fell: the trainings learned; a probe that did not fall makes the claim inconclusive whatever its curve says
+    noisy = [2.6, 2.9, 2.2, 2.7, 2.5, 2.4, 2.1, 2.9]
+    assert learned(noisy) is False
+    units = chapter_like()
+    units["mining"] = mining_unit(curve=noisy)
+    for chain in units["mining"]["runs"][0]["details"]["chains"].values():
+        for rec in chain:
+            rec["training"]["probe"] = [2.67, 2.03]
+    got = verdicts(units)
+    assert got["mining-1"]["verdict"] == got["mining-2"]["verdict"] == "holds"
+    units["mining"]["runs"][0]["details"]["chains"]["random"][1]["training"]["probe"] = [2.08, 2.05]
+    got = verdicts(units)
+    assert got["mining-1"]["verdict"] == "inconclusive" and got["mining-2"]["verdict"] == "holds"
+    assert "did not learn: random round 2 (seed 0): probe 2.080 -> 2.050 (-1.4%, a fall under 5%)" \
+        in got["mining-1"]["measured"]
+
+
 def test_runs_without_per_item_values_keep_their_point_estimates_and_decide_nothing():
     units = chapter_like()
     for u in units.values():

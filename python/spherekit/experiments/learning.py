@@ -11,6 +11,11 @@ final = mean(l_{n-w+1}..l_n):
 
 A record without a curve but with a start and a final loss (e.g. the loss before the first update) is judged on the
 first and last conditions alone (fell). Fewer than two logged losses and no start: None (nothing to judge).
+
+A training record with a probe ("probe": [before, after], the training loss of the same fixed rows scored before and
+after the training, in eval mode without gradient: judge_training) is judged by the probe: the logged curve scores a
+new batch at every step, whose difficulty can vary more than a short fine-tuning of a pretrained encoder moves the
+loss, while the probe has no batch-to-batch noise, so the fall alone decides (fell, with the ceiling).
 """
 
 from __future__ import annotations
@@ -57,6 +62,21 @@ def judge(curve, *, ceiling: float | None = None) -> tuple[bool | None, str]:
     return True, why + ")"
 
 
+def judge_training(record: dict | None, *, ceiling: float | None = None) -> tuple[bool | None, str]:
+    """(learned, why) of one training record: by its probe [loss of fixed rows before, after] when it has one (the
+    module docstring), else by its logged curve ("curve" -> "loss", judge)."""
+    record = record or {}
+    probe = [float(x) for x in record.get("probe") or () if x is not None and math.isfinite(float(x))]
+    if len(probe) == 2:
+        before, after = probe
+        ok = fell(before, after, ceiling=ceiling)
+        why = f"probe {before:.3f} -> {after:.3f} ({(after - before) / abs(before) if before else math.inf:+.1%}"
+        if not after <= (1 - FALL) * before:
+            return False, why + f", a fall under {FALL:.0%})"
+        return ok, why + (f", above {ceiling:.3f})" if not ok else ")")
+    return judge((record.get("curve") or {}).get("loss"), ceiling=ceiling)
+
+
 def learned(curve, *, ceiling: float | None = None) -> bool | None:
     """judge(curve)[0]: True / False, or None when fewer than two losses were logged."""
     return judge(curve, ceiling=ceiling)[0]
@@ -74,4 +94,4 @@ def unless_learned(measured: Measured, stalled: list[str]) -> Measured:
     return replace(measured, text=f"{measured.text}; objective did not learn: {', '.join(stalled)}", holds=None)
 
 
-__all__ = ["FALL", "WINDOW", "curve_of", "fell", "judge", "learned", "unless_learned"]
+__all__ = ["FALL", "WINDOW", "curve_of", "fell", "judge", "judge_training", "learned", "unless_learned"]

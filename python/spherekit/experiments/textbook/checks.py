@@ -130,8 +130,7 @@ def mean_pooling(s):
     pairs = [(key(s, f"{stage}/{p}"), key(s, f"{stage}/mean")) for stage in stages for p in ("cls", "max")]
     measured = within_unit(s, "pooling", pairs, ">", 0.0, text + "; value = the smallest lead of mean")
     return unless_learned(measured, run_trainings(s, "pooling", lambda run: {
-        f"{p} fine-tuning": run["details"]["training"][p]["curve"]["loss"]
-        for p in run.get("details", {}).get("training", {})}))
+        f"{p} fine-tuning": record for p, record in run.get("details", {}).get("training", {}).items()}))
 
 
 def max_pooling(s):
@@ -143,7 +142,7 @@ def max_pooling(s):
 # ---------------------------------------------------------------- losses
 
 def _loss_records(run, names):
-    return {f"{x} training": run["details"]["training"][x]["curve"]["loss"] for x in names}
+    return {f"{x} training": run["details"]["training"][x] for x in names}
 
 
 def losses(s):
@@ -173,7 +172,7 @@ def _chains(s):
 
 
 def _round_records(run, chains):
-    return {f"{chain} round {rec['round']}": rec["training"]["curve"]["loss"]
+    return {f"{chain} round {rec['round']}": rec["training"]
             for chain in chains for rec in run["details"]["chains"][chain]}
 
 
@@ -309,5 +308,5 @@ def rerank(s):
         measured = Measured.compare(value, ">", 0.0, text + f"; value = re-rank - cosine over {len(cos_items)} items",
                                     interval=(lo, hi), uncertainty=how)
     return unless_learned(measured, run_trainings(s, "order", lambda run: {
-        "verifier": run.get("details", {}).get("verifier_losses")}))
+        "verifier": {"curve": {"loss": run.get("details", {}).get("verifier_losses")}}}))
 

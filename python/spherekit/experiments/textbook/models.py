@@ -6,7 +6,7 @@ A training's record holds its logged loss curve and its probe: the training loss
 (fixed batches of batch_size, eval mode, no gradient) before and after the training. The logged curve scores a
 new batch at every step, whose difficulty varies more than a short fine-tuning of a pretrained encoder moves the
 loss; the probe scores the same rows twice, so it says whether the objective fell (the claims' "learned" rule,
-spherekit.experiments.learning)."""
+spherekit.experiments.learning.judge_training, reads the probe when a record has one)."""
 
 from __future__ import annotations
 

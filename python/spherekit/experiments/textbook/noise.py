@@ -4,9 +4,10 @@
     within_unit(s, "losses", [("triplet/R@10", "mnrl/R@10")], ">", 0.0, text)
         the rule  min over the pairs of (metric(b) - metric(a))  op margin, with a paired bootstrap over the unit's
         items (each item averaged over the unit's seeds; the smallest difference recomputed on every resample)
-    unless_learned(measured, {"mnrl (seed 0)": [losses...], ...})
+    unless_learned(measured, {"mnrl (seed 0)": training record, ...})
         the same measurement, made "inconclusive" when one of the trainings did not learn (the core's rule,
-        spherekit.experiments.learning)
+        spherekit.experiments.learning.judge_training: a record's probe, the training loss of its first rows before
+        and after, decides; a record without one, e.g. the order verifier's, is judged on its logged losses)
 
 Runs measured before per-item values were kept give the point estimate alone (claims.NO_ITEMS), as
 claims.difference does. The core's claims.difference compares two conditions on one key; a section of this
@@ -20,7 +21,7 @@ import dataclasses
 import numpy as np
 
 from ..claims import NO_ITEMS, Measured, NotRun
-from ..learning import learned
+from ..learning import judge_training
 from ..learning import unless_learned as core_unless_learned
 from ..uncertainty import CONFIDENCE, bootstrap, paired_bootstrap
 
@@ -60,8 +61,9 @@ def two_sample(statistic, n_a: int, n_b: int, *, seed: int = 0) -> tuple[float, 
 
 
 def not_learned(trainings: dict) -> list[str]:
-    """The names of the trainings ({name: logged losses}) that did not learn (spherekit.experiments.learning)."""
-    return [name for name, losses in trainings.items() if learned(losses) is False]
+    """"<name>: <why>" of each training ({name: training record}) that did not learn (learning.judge_training)."""
+    judged = {name: judge_training(record) for name, record in trainings.items()}
+    return [f"{name}: {why}" for name, (ok, why) in judged.items() if ok is False]
 
 
 def unless_learned(measured: Measured, trainings: dict) -> Measured:
@@ -70,13 +72,13 @@ def unless_learned(measured: Measured, trainings: dict) -> Measured:
     failed = not_learned(trainings)
     if failed:
         return core_unless_learned(measured, failed)
-    if trainings and all(learned(x) is None for x in trainings.values()):
+    if trainings and all(judge_training(x)[0] is None for x in trainings.values()):
         return dataclasses.replace(measured, text=f"{measured.text}; no training record to check learning")
     return measured
 
 
 def run_trainings(s, condition: str, read) -> dict:
-    """{"<name> (seed <s>)": logged losses} of every run of the unit: read(run) -> {name: losses}."""
+    """{"<name> (seed <s>)": training record} of every run of the unit: read(run) -> {name: training record}."""
     out = {}
     for run in s.runs(condition):
         for name, losses in (read(run) or {}).items():

@@ -18,11 +18,13 @@ from ..learning import FALL
 from ..printed import Printed
 from . import checks as C
 from .checks import STD_768
+from .models import PROBE_ROWS
 
 SECTION = "Section 31.1a"
 LEARNED = ("; inconclusive when a training it rests on did not learn (the experiment core's rule, "
-           f"spherekit.experiments.learning: its logged loss, last quarter vs first, not {FALL:.0%} lower or within "
-           "the noise)")
+           f"spherekit.experiments.learning: its probe, the training loss of its first rows before and after, not "
+           f"{FALL:.0%} lower; without a probe, its logged loss, last quarter vs first, not {FALL:.0%} lower or "
+           "within the noise)")
 BOOT = "paired bootstrap over the test queries (each averaged over the seeds)"
 
 PRINTED = [Printed(f"{SECTION}, concentration of measure", "concentration", STD_768, 0.036,
@@ -143,8 +145,9 @@ def departures(results: dict) -> list[str]:
         "and the two other role swaps are ours",
         f"uncertainty (ours): 95% percentile bootstrap intervals over the evaluation items (per-item values "
         f"averaged over {len(cfg.get('seeds') or [0])} seed(s)); a claim resting on a training is inconclusive "
-        f"when that training's logged loss did not fall by {FALL:.0%} beyond its noise (last quarter vs first; "
-        "spherekit.experiments.learning)",
+        f"when that training's loss did not fall by {FALL:.0%}: on its probe (the first {PROBE_ROWS} training rows "
+        "scored before and after, eval mode, no gradient), or where a run kept no probe, beyond the noise of its "
+        "logged losses (last quarter vs first; spherekit.experiments.learning.judge_training)",
     ]
 
 
