@@ -81,6 +81,6 @@ def run_trainings(s, condition: str, read) -> dict:
     """{"<name> (seed <s>)": training record} of every run of the unit: read(run) -> {name: training record}."""
     out = {}
     for run in s.runs(condition):
-        for name, losses in (read(run) or {}).items():
-            out[f"{name} (seed {run.get('seed')})"] = losses
+        for name, record in (read(run) or {}).items():
+            out[f"{name} (seed {run.get('seed')})"] = record
     return out
