@@ -1,12 +1,13 @@
-"""The shared training path: summed loss views, the loss falls on a tiny BERT, an interrupted run resumed
-from its checkpoint ends with exactly the weights of an uninterrupted run, and bad settings."""
+"""The shared training path: summed loss views, the loss falls on a tiny BERT (logged and on the probe's fixed
+rows), an interrupted run resumed from its checkpoint ends with exactly the weights (and the probe) of an
+uninterrupted run, and bad settings."""
 
 import pytest
 import torch
 from transformers import TrainerCallback
 
-from spherekit.experiments.training import (MultiViewLoss, TrainConfig, last_complete_checkpoint, loss_curve,
-                                            resolve_precision, train)
+from spherekit.experiments.training import (PROBE_FILE, MultiViewLoss, TrainConfig, clear_checkpoints,
+                                            last_complete_checkpoint, loss_curve, resolve_precision, train)
 from spherekit.losses import ConceptEquivalenceLoss
 
 ANCHORS = ["dirty cup", "clean plate", "mammal", "death place", "revitalize", "cup", "a cup", "a plate"]
@@ -52,6 +53,17 @@ def test_loss_falls_and_views_are_logged(backbone, tmp_path):
     assert last < 0.8 * first, (first, last)
     for s, total, a, b in zip(curve["step"], curve["loss"], curve["syn"], curve["t2d"]):
         assert total == pytest.approx(a + b, abs=2e-3), s  # the views are logged rounded to 4 digits
+    # the probe: the summed views' loss of the same first rows (fixed batches, eval mode) before and after
+    before, after = result.probe
+    assert after < 0.8 * before, result.probe
+    # a second training scores the same rows before its first update: the first training's "after"
+    again = train(backbone, views_dataset(), views_loss(backbone), TrainConfig(steps=1, batch_size=4, lr=1e-9),
+                  tmp_path / "again", progress=False)
+    assert again.probe[0] == pytest.approx(after, rel=1e-4)
+    # the first score is kept beside the checkpoints until the training is cleared away
+    assert (tmp_path / PROBE_FILE).is_file()
+    clear_checkpoints(tmp_path)
+    assert not (tmp_path / PROBE_FILE).exists() and not (tmp_path / "trainer").exists()
 
 
 class Interrupt(TrainerCallback):
@@ -72,7 +84,7 @@ def test_resume_gives_the_weights_of_an_uninterrupted_run(backbone_dir, tmp_path
         return SentenceTransformer(str(backbone_dir), device="cpu")
 
     whole = fresh()
-    train(whole, views_dataset(), views_loss(whole), cfg, tmp_path / "whole", progress=False)
+    whole_result = train(whole, views_dataset(), views_loss(whole), cfg, tmp_path / "whole", progress=False)
 
     cut = fresh()
     with pytest.raises(KeyboardInterrupt):
@@ -81,6 +93,8 @@ def test_resume_gives_the_weights_of_an_uninterrupted_run(backbone_dir, tmp_path
     resumed = fresh()  # a new process would start from the original weights
     result = train(resumed, views_dataset(), views_loss(resumed), cfg, tmp_path / "cut", progress=False)
     assert result.resumed_from == 2 and result.steps == 6
+    # the probe's first score was kept by the interrupted attempt: the resumed run reports the uninterrupted one's
+    assert result.probe == pytest.approx(whole_result.probe, rel=1e-5)
     for (name, a), (_, b) in zip(whole.state_dict().items(), resumed.state_dict().items()):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-6, msg=lambda m: f"{name}: {m}")
     assert not torch.equal(whole[0].auto_model.embeddings.word_embeddings.weight,

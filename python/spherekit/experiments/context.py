@@ -104,7 +104,7 @@ class UnitContext:
         When an earlier attempt saved it (<run>/checkpoint/), it is loaded with its training record; else
         build_and_train(run_dir) builds and trains it and returns (model, training.TrainResult): it trains with
         training.train(..., out_dir=run_dir), which resumes from the last trainer checkpoint there. The model is
-        then saved (atomically), its record (steps, s/step, loss curve) written with a plot of the curve
+        then saved (atomically), its record (steps, s/step, loss curve, probe) written with a plot of the curve
         (<run>/loss.png), the trainer checkpoints removed.
         On ranks other than 0 the run ends here (RankDone)."""
         from .._atomic import atomic_dir
@@ -128,6 +128,8 @@ class UnitContext:
         self.training = {"steps": result.steps, "resumed_from": result.resumed_from,
                          "seconds_per_step": round(result.seconds / max(done_here, 1), 4),
                          "curve": loss_curve(result.log_history)}
+        if result.probe is not None:  # the loss of the first rows before and after (learning.judge_training)
+            self.training["probe"] = list(result.probe)
         write_json(self.dir / TRAINING, self.training)
         if self.training["curve"]["step"]:
             plot_loss(self.training["curve"], self.dir / LOSS_PLOT, f"{self.backbone} {self.condition.name} "

@@ -27,6 +27,7 @@ from .claims import Measured
 
 FALL = 0.05    # relative fall of the loss, last quarter against the first
 WINDOW = 4     # the windows are a 1/WINDOW share of the curve
+PROBE_ROWS = 64  # rows of a training's probe (training.train scores its first PROBE_ROWS rows before and after)
 
 
 def curve_of(run: dict) -> list[float]:
@@ -94,4 +95,5 @@ def unless_learned(measured: Measured, stalled: list[str]) -> Measured:
     return replace(measured, text=f"{measured.text}; objective did not learn: {', '.join(stalled)}", holds=None)
 
 
-__all__ = ["FALL", "WINDOW", "curve_of", "fell", "judge", "judge_training", "learned", "unless_learned"]
+__all__ = ["FALL", "PROBE_ROWS", "WINDOW", "curve_of", "fell", "judge", "judge_training", "learned",
+           "unless_learned"]

@@ -8,7 +8,10 @@
 - data parallelism by whatever transformers' Trainer supports (torchrun, accelerate launch); the losses'
   gather_across_devices is switched on when more than one process trains (`distributed_world_size()`),
 - resumable: checkpoints every `save_steps` under <out>/trainer/; a rerun continues from the last complete
-  one (model, optimizer, scheduler, RNG states and data position restored by the Trainer).
+  one (model, optimizer, scheduler, RNG states and data position restored by the Trainer),
+- a probe: the training loss of the dataset's first PROBE_ROWS rows, in fixed batches, eval mode, no gradient,
+  scored before and after the training (TrainResult.probe), so that whether the objective fell is read without
+  the batch-to-batch noise of the logged curve (experiments.learning.judge_training).
 
     views = {"syn": (ConceptEquivalenceLoss(model), 2), "t2d": (ConceptEquivalenceLoss(model), 3)}
     result = train(model, dataset, MultiViewLoss(model, views), TrainConfig(steps=200, batch_size=16, lr=5e-5), out)
@@ -29,11 +32,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .learning import PROBE_ROWS
 from .optim import param_groups
 
 SCHEDULES = ("linear", "constant")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 TRAINER_DIR = "trainer"
+PROBE_FILE = "probe_before.json"  # the probe's loss before the first update, kept for a resumed run
 
 
 @dataclass(frozen=True)
@@ -240,6 +245,7 @@ class TrainResult:
     seconds: float
     resumed_from: int | None
     log_history: list[dict] = field(default_factory=list)
+    probe: tuple[float, float] | None = None  # the probe's loss before and after (None: a run resumed without one)
 
 
 _REPORT_TO: list[tuple[str, ...]] = [()]  # the integrations every training reports to (runner.reproduce's report_to)
@@ -313,16 +319,71 @@ def train(model, train_dataset, loss, cfg: TrainConfig, out_dir, *, callbacks: S
                                callbacks=[*callbacks, trainer_callback()], layer_decay=cfg.layer_decay,
                                head_multiplier=cfg.head_multiplier)
     start = time.perf_counter()
+    rows = trainer.train_dataset if trainer.train_dataset is not None else train_dataset  # as the trainer reads it
+    before = _probe_before(trainer, rows, cfg.batch_size, out_dir / PROBE_FILE, resume is not None)
     try:
         with _tensorboard_dir(out_dir / "logs"):  # kept: <out_dir>/trainer/ is removed once the model is saved
             trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     finally:
         put_model_back_in_loss(loss, model)
     check()
+    after = probe_loss(trainer, rows, cfg.batch_size) if before is not None else None
     seconds = time.perf_counter() - start
     history = [dict(row) for row in trainer.state.log_history]
     resumed = int(resume.name.split("-")[-1]) if resume else None
-    return TrainResult(trainer.state.global_step, seconds, resumed, history)
+    probe = (round(before, 5), round(after, 5)) if after is not None else None
+    return TrainResult(trainer.state.global_step, seconds, resumed, history, probe)
+
+
+def probe_loss(trainer, dataset, batch_size: int) -> float | None:
+    """The mean training loss of the first PROBE_ROWS rows of `dataset`, in fixed batches of batch_size, through the
+    trainer's collator and loss as a training step sees them (a loss's views summed), in eval mode without
+    gradient: the same rows scored before and after a training (module docstring). None for an empty dataset, a
+    loss per dataset (a dict) or a loss that cannot be scored in eval mode (a ValueError: it needs outputs a model
+    writes only in training, e.g. DeepSupervisionLoss's per-layer embeddings); the training itself then shows any
+    real error in its data."""
+    loss_fn, n = trainer.loss, min(PROBE_ROWS, len(dataset))
+    if n == 0 or isinstance(loss_fn, dict):
+        return None
+    model = trainer.model
+    was_training = model.training
+    model.eval()
+    total = 0.0
+    try:
+        with torch.no_grad():
+            for start in range(0, n, batch_size):
+                rows = [dataset[i] for i in range(start, min(start + batch_size, n))]
+                inputs = trainer.data_collator(rows)
+                inputs.pop("dataset_name", None)
+                inputs = {k: v.to(model.device) if torch.is_tensor(v) else v for k, v in inputs.items()}
+                try:
+                    value = loss_fn(*trainer.collect_features(inputs))
+                except ValueError:
+                    return None
+                if isinstance(value, dict):
+                    value = torch.stack(list(value.values())).sum()
+                total += float(value) * len(rows)
+    finally:
+        model.train(was_training)
+    return total / n
+
+
+def _probe_before(trainer, dataset, batch_size: int, path: Path, resuming: bool) -> float | None:
+    """The probe before any update: scored and written to `path` on a fresh start, read back on a resume (None when
+    the interrupted attempt kept none)."""
+    import json
+
+    if resuming:
+        try:
+            return float(json.loads(path.read_text(encoding="utf-8"))["before"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+    before = probe_loss(trainer, dataset, batch_size)
+    if before is not None and is_main_process():
+        from .._atomic import atomic_write_json
+
+        atomic_write_json(path, {"before": before, "rows": min(PROBE_ROWS, len(dataset))})
+    return before
 
 
 def put_model_back_in_loss(loss: nn.Module, model: nn.Module) -> None:
@@ -344,8 +405,10 @@ def put_model_back_in_loss(loss: nn.Module, model: nn.Module) -> None:
 
 
 def clear_checkpoints(out_dir) -> None:
-    """Delete the trainer checkpoints of a finished training (the final model is saved elsewhere)."""
+    """Delete the trainer checkpoints of a finished training (the final model is saved elsewhere) and its probe's
+    first score."""
     shutil.rmtree(Path(out_dir) / TRAINER_DIR, ignore_errors=True)
+    (Path(out_dir) / PROBE_FILE).unlink(missing_ok=True)
 
 
 def plot_loss(curve: dict, path, title: str) -> Path:

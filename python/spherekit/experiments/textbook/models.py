@@ -2,17 +2,15 @@
 MNRL (spherekit's fused loss), sentence-transformers' TripletLoss or CosineSimilarityLoss through
 spherekit.experiments.training.train.
 
-A training's record holds its logged loss curve and its probe: the training loss of the first PROBE_ROWS rows
-(fixed batches of batch_size, eval mode, no gradient) before and after the training. The logged curve scores a
-new batch at every step, whose difficulty varies more than a short fine-tuning of a pretrained encoder moves the
-loss; the probe scores the same rows twice, so it says whether the objective fell (the claims' "learned" rule,
+A training's record holds its logged loss curve and its probe (training.train's: the training loss of the first
+rows, in fixed batches, eval mode, no gradient, before and after the training). The logged curve scores a new batch
+at every step, whose difficulty varies more than a short fine-tuning of a pretrained encoder moves the loss; the
+probe scores the same rows twice, so it says whether the objective fell (the claims' "learned" rule,
 spherekit.experiments.learning.judge_training, reads the probe when a record has one)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-PROBE_ROWS = 64
 
 
 def load(backbone: str, cfg):
@@ -65,30 +63,6 @@ def as_cosine_pairs(columns: dict[str, list[str]]) -> dict[str, list]:
     return {"sentence1": s1, "sentence2": s2, "score": score}
 
 
-def probe_loss(model, loss, columns: dict[str, list], batch_size: int) -> float:
-    """The mean of `loss` over the first PROBE_ROWS rows of `columns`, in fixed batches of batch_size (the label
-    column "score", when there is one, is the loss's label), with the model in eval mode and no gradient."""
-    import torch
-    from sentence_transformers.util import batch_to_device
-
-    texts = [k for k in columns if k != "score"]
-    n = min(PROBE_ROWS, len(columns[texts[0]]))
-    was_training = model.training
-    model.eval()
-    values = []
-    try:
-        with torch.no_grad():
-            for start in range(0, n, batch_size):
-                end = min(start + batch_size, n)
-                features = [batch_to_device(model.preprocess(columns[c][start:end]), model.device) for c in texts]
-                labels = torch.tensor(columns["score"][start:end], device=model.device) if "score" in columns \
-                    else None
-                values.append(float(loss(features, labels)) * (end - start))
-    finally:
-        model.train(was_training)
-    return sum(values) / n
-
-
 def fit(model, columns: dict[str, list], loss_name: str, cfg, out_dir, *, seed: int, steps: int | None = None,
         callbacks=(), progress: bool = False) -> dict:
     """Train `model` in place on `columns` with loss `loss_name` (seed: of the training's order and dropout);
@@ -100,10 +74,8 @@ def fit(model, columns: dict[str, list], loss_name: str, cfg, out_dir, *, seed: 
     if loss_name == "cosine":
         columns = as_cosine_pairs(columns)
     loss = build_loss(model, loss_name, cfg)
-    before = probe_loss(model, loss, columns, cfg.batch_size)
     result = train(model, Dataset.from_dict(columns), loss, cfg.train_config(seed, steps), Path(out_dir),
                    callbacks=list(callbacks), progress=progress)
     clear_checkpoints(out_dir)
     return {"steps": result.steps, "seconds": round(result.seconds, 2), "rows": len(next(iter(columns.values()))),
-            "curve": loss_curve(result.log_history),
-            "probe": [round(before, 5), round(probe_loss(model, loss, columns, cfg.batch_size), 5)]}
+            "curve": loss_curve(result.log_history), "probe": list(result.probe) if result.probe else None}

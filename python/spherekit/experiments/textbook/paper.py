@@ -14,11 +14,10 @@ checks. The checks are in checks.py.
 from __future__ import annotations
 
 from ..claims import Claim
-from ..learning import FALL
+from ..learning import FALL, PROBE_ROWS
 from ..printed import Printed
 from . import checks as C
 from .checks import STD_768
-from .models import PROBE_ROWS
 
 SECTION = "Section 31.1a"
 LEARNED = ("; inconclusive when a training it rests on did not learn (the experiment core's rule, "
