@@ -177,11 +177,12 @@ PRESETS: dict[str, dict] = {
     "cpu-small": dict(backbones=("all-MiniLM-L6-v2",), conditions=("B0", "B1", "B3"), seeds=(0, 1, 2), steps=120,
                       warmup_steps=12, lr=5e-5, negatives_per_pair=2, eval_splits=("in-domain",), n_test=1000,
                       source_holdout_conditions=(), save_steps=100, logging_steps=5),
-    # what decides P3 and H2 on cpu-small (one seed; items bootstrapped): the BCE logit's bias (B1-biased) and positive
-    # term (B1-negonly) against B1 and B3, and a layer mix started on the last layer (M1-last) against B1
+    # what decides P3 and H2 on cpu-small (three seeds, as cpu-small; items bootstrapped): the BCE logit's bias
+    # (B1-biased) and positive term (B1-negonly) against B1 and B3, and a layer mix started on the last layer (M1-last)
+    # against B1; B0, B1 and B3 are cpu-small's units (the same fingerprints: restore that card's runs here)
     "cpu-small-ablation": dict(backbones=("all-MiniLM-L6-v2",), conditions=("B0", "B1", "B3", "B1-biased",
                                                                            "B1-negonly", "M1-last"),
-                               seeds=(0,), steps=120, warmup_steps=12, lr=5e-5, negatives_per_pair=2,
+                               seeds=(0, 1, 2), steps=120, warmup_steps=12, lr=5e-5, negatives_per_pair=2,
                                eval_splits=("in-domain",), n_test=1000, source_holdout_conditions=(), save_steps=100,
                                logging_steps=5),
     # every condition on the CPU: hours on 2 cores (its committed card ran with k = 2, random swaps, finite-verb
