@@ -214,6 +214,16 @@ def test_an_objective_that_did_not_learn_makes_its_claims_inconclusive():
     assert noise.not_learned(Scope("m", noisy_units()), ["B0", "B1", "B3"]) == []
 
 
+def test_a_runs_probe_decides_whether_it_learned():
+    # a curve 4% below its start, but a probe (the same rows before and after) 20% below: learned; and the other way
+    flat_curve_probe_fell = {**curve(5.0, 4.8), "probe": [5.0, 4.0]}
+    assert noise.not_learned(Scope("m", noisy_units(b1_curve=flat_curve_probe_fell)), ["B1"]) == []
+    fell_curve_flat_probe = {**curve(5.0, 3.5), "probe": [5.0, 4.9]}
+    stalled = noise.not_learned(Scope("m", noisy_units(b1_curve=fell_curve_flat_probe)), ["B1"])
+    assert stalled and all(x.endswith("(loss probe 5.000 -> 4.900 (-2.0%, a fall under 5%))") for x in stalled), stalled
+    assert stalled[0].startswith("B1 seed 0 ")
+
+
 def test_a_readout_started_on_the_last_layer_can_beat_b1():
     units = noisy_units(b1_rate=0.50)
     units["M1-last"] = trained([measured(0.60, 0.3, training=curve()) for _ in range(3)])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import fmt
-from ..learning import curve_of, judge
+from ..learning import judge_training
 from ..plugin import slug
 from ..printed import find, grid
 from ..units import unit_runs
@@ -84,7 +84,7 @@ def _interval(scope, needs, statistic) -> str:
 def _learned(scope, condition: str) -> str:
     marks = []
     for run in scope.runs(condition):
-        ok, why = judge(curve_of(run))
+        ok, why = judge_training(run.get("training"))
         marks.append(f"{run.get('seed')}: {why}{' did not learn' if ok is False else ''}")
     return "; ".join(marks) or fmt.MISSING
 
@@ -116,7 +116,7 @@ def _ngpt_section(scope, config: dict) -> list[str]:
     for run in runs:
         cond = scope.condition(run)
         v = scope.metric(cond, V)
-        stalled = any(judge(curve_of(r))[0] is False for r in scope.runs(cond))
+        stalled = any(judge_training(r.get("training"))[0] is False for r in scope.runs(cond))
         iv = _interval(scope, [(cond, ""), (PRETRAINED, "")], lambda get, c=cond: get(c, V) - get(PRETRAINED, V))
         decides = ("alpha and steps: the head did not learn, so it measures its initialisation" if stalled else
                    "the head: it learned") + ("" if pooled_alike else "; and the pooling: Pretrained pools otherwise")

@@ -21,8 +21,9 @@ in results.json): "label" and "cluster" (one int per test text, label = index in
 texts), "circumplex distance" (the E x E CD matrix) and "pairs" (the CD-r pair set). The Pretrained run keeps the
 same for the backbone's own sentence embedding under "backbone pooling/cluster" and "backbone pooling/cosine".
 
-Learned: an objective learned when its logged training loss fell by the experiment core's rule
-(spherekit.experiments.learning: the last quarter's mean at least 5% below the first quarter's, beyond two standard
+Learned: an objective learned when its training loss fell by the experiment core's rule
+(spherekit.experiments.learning.judge_training: its probe, the loss of the first rows before and after, by 5%; where
+a run kept no probe, the logged losses' last quarter mean at least 5% below the first quarter's, beyond two standard
 errors of the two means). A claim that compares a run whose objective did not learn (in any seed) is inconclusive
 by rule: it would measure the head's initialisation.
 """
@@ -33,7 +34,7 @@ import weakref
 
 import numpy as np
 
-from ..learning import curve_of, learned
+from ..learning import judge_training
 from ..uncertainty import RESAMPLES, bootstrap
 from .evaluate import _pair_index
 from .spec import CD_R, V
@@ -215,7 +216,7 @@ def not_learned(scope, conditions) -> list[str]:
     42, 43)"."""
     out = []
     for c in conditions:
-        seeds = [str(run.get("seed")) for run in scope.runs(c) if learned(curve_of(run)) is False]
+        seeds = [str(run.get("seed")) for run in scope.runs(c) if judge_training(run.get("training"))[0] is False]
         if seeds:
             out.append(f"{c} (seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)})")
     return out

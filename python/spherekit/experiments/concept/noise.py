@@ -20,8 +20,9 @@ frozen condition (one run) adds no spread. The 10,000 pairs' own sampling error 
 the same for every seed and condition, and their cosines are not kept); where two frozen conditions are compared
 (paper._layer_mean) it is bounded by Hoeffding's inequality instead.
 
-Learned: a trained condition learned when, in every seed, its logged training loss fell by the experiment core's
-rule (spherekit.experiments.learning: last quarter against the first, at least 5% and beyond the noise); a claim
+Learned: a trained condition learned when, in every seed, its training loss fell by the experiment core's rule
+(spherekit.experiments.learning.judge_training: its probe by 5%, or where a run kept no probe, its logged losses'
+last quarter against the first, at least 5% and beyond the noise); a claim
 that reads a condition that did not learn is inconclusive.
 """
 
@@ -32,7 +33,7 @@ import math
 import numpy as np
 
 from ..claims import NO_ITEMS, Measured, NotRun
-from ..learning import curve_of, judge
+from ..learning import judge_training
 from ..uncertainty import CONFIDENCE, bootstrap
 from .spec import SETUPS
 
@@ -140,13 +141,14 @@ def seed_compare(scope, terms: list[tuple[float, str]], metric: str, op: str, ma
 
 
 def not_learned(scope, conditions) -> list[str]:
-    """The trained conditions among `conditions` that did not learn (learning.judge), each seed with its losses."""
+    """The trained conditions among `conditions` that did not learn (learning.judge_training: the probe, else the
+    logged curve), each seed with its losses."""
     out = []
     for c in conditions:
         if not SETUPS[c.split("@")[0]].trained:
             continue
         for run in scope.runs(c):
-            ok, why = judge(curve_of(run))
+            ok, why = judge_training(run.get("training"))
             if ok is False:
                 out.append(f"{c} seed {run['seed']} (loss {why})")
     return out
