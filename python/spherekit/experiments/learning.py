@@ -70,11 +70,12 @@ def judge_training(record: dict | None, *, ceiling: float | None = None) -> tupl
     probe = [float(x) for x in record.get("probe") or () if x is not None and math.isfinite(float(x))]
     if len(probe) == 2:
         before, after = probe
-        ok = fell(before, after, ceiling=ceiling)
         why = f"probe {before:.3f} -> {after:.3f} ({(after - before) / abs(before) if before else math.inf:+.1%}"
         if not after <= (1 - FALL) * before:
             return False, why + f", a fall under {FALL:.0%})"
-        return ok, why + (f", above {ceiling:.3f})" if not ok else ")")
+        if ceiling is not None and after > ceiling:
+            return False, why + f", above {ceiling:.3f})"
+        return True, why + ")"
     return judge((record.get("curve") or {}).get("loss"), ceiling=ceiling)
 
 
