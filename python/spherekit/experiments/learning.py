@@ -29,6 +29,12 @@ FALL = 0.05    # relative fall of the loss, last quarter against the first
 WINDOW = 4     # the windows are a 1/WINDOW share of the curve
 PROBE_ROWS = 64  # rows of a training's probe (training.train scores its first PROBE_ROWS rows before and after)
 
+RULE = (f"a training learned when its loss fell by {FALL:.0%}: on its probe (the first {PROBE_ROWS} training rows "
+        "scored before and after, eval mode, no gradient), or where a run kept no probe, on its logged losses (the "
+        f"last quarter's mean {FALL:.0%} below the first quarter's and more than 2 standard errors below it; "
+        "spherekit.experiments.learning.judge_training)")
+"""judge_training's rule in one sentence, for the cards."""
+
 
 def curve_of(run: dict) -> list[float]:
     """The finite logged training losses of a unit run's record ("training" -> "curve" -> "loss")."""
@@ -96,5 +102,5 @@ def unless_learned(measured: Measured, stalled: list[str]) -> Measured:
     return replace(measured, text=f"{measured.text}; objective did not learn: {', '.join(stalled)}", holds=None)
 
 
-__all__ = ["FALL", "PROBE_ROWS", "WINDOW", "curve_of", "fell", "judge", "judge_training", "learned",
+__all__ = ["FALL", "PROBE_ROWS", "RULE", "WINDOW", "curve_of", "fell", "judge", "judge_training", "learned",
            "unless_learned"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from ..learning import RULE
 from ..units import unit_runs
 from .spec import (
     ALPHA_MEAN,
@@ -158,8 +159,7 @@ def departures(results: dict) -> list[str]:
                "for decoder-only ones (appendix B; the authors' code: bidirectional for all)")
     out.append("verdict rules (ours; the paper runs one seed and reports no uncertainty): a unit is the mean over "
                f"seeds {', '.join(map(str, cfg['seeds']))}; intervals are a bootstrap over the test texts; a run "
-               "whose training loss did not fall (last quarter of the logged losses >= 5 % and 2 standard errors below "
-               "the first quarter: spherekit.experiments.learning) makes a claim inconclusive")
+               f"that did not learn makes a claim inconclusive ({RULE})")
     out.append("frozen backbones stay in eval mode (no dropout inside them) so their states can be cached; the "
                "authors' trainer leaves them in train mode")
     out.append(f"CD-r over label pairs {cfg['cd_pairs']} and polarity classes by valence (surprise and calmness "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import fmt
-from ..learning import judge_training
+from ..learning import RULE, judge_training
 from ..plugin import slug
 from ..printed import find, grid
 from ..units import unit_runs
@@ -108,9 +108,8 @@ def _ngpt_section(scope, config: dict) -> list[str]:
     pooled_alike = config.get("pretrained_pooling", "backbone") == "head"
     setting = (f"alpha_init {config.get('alpha_init')}, pooling {_resolved_pooling(scope)}, Pretrained pooled "
                f"'{config.get('pretrained_pooling', 'backbone')}', {config.get('epochs')} epochs; intervals: 95% "
-               "bootstrap over the test texts; learned: the loss's last quarter >= 5 % and 2 standard errors below "
-               "its first quarter, in every seed (spherekit.experiments.learning).")
-    header = ("| run | training loss, first -> last quarter, per seed | nGPT alpha mean | V-measure - Pretrained's | "
+               f"bootstrap over the test texts; learned, in every seed: {RULE}.")
+    header = ("| run | training loss (probe, or logged curve's first -> last quarter), per seed | nGPT alpha mean | V-measure - Pretrained's | "
               "what decides its verdicts |")
     lines = [f"## What the frozen nGPT heads measure ({scope.backbone})", "", setting, "", header, "|---" * 5 + "|"]
     for run in runs:

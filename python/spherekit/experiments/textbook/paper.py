@@ -14,16 +14,13 @@ checks. The checks are in checks.py.
 from __future__ import annotations
 
 from ..claims import Claim
-from ..learning import FALL, PROBE_ROWS
+from ..learning import RULE
 from ..printed import Printed
 from . import checks as C
 from .checks import STD_768
 
 SECTION = "Section 31.1a"
-LEARNED = ("; inconclusive when a training it rests on did not learn (the experiment core's rule, "
-           f"spherekit.experiments.learning: its probe, the training loss of its first rows before and after, not "
-           f"{FALL:.0%} lower; without a probe, its logged loss, last quarter vs first, not {FALL:.0%} lower or "
-           "within the noise)")
+LEARNED = f"; inconclusive when a training it rests on did not learn ({RULE})"
 BOOT = "paired bootstrap over the test queries (each averaged over the seeds)"
 
 PRINTED = [Printed(f"{SECTION}, concentration of measure", "concentration", STD_768, 0.036,
@@ -143,10 +140,8 @@ def departures(results: dict) -> list[str]:
         "near-misses) is ours; the chapter names no re-ranker; the same-meaning passages of the chapter's pair "
         "and the two other role swaps are ours",
         f"uncertainty (ours): 95% percentile bootstrap intervals over the evaluation items (per-item values "
-        f"averaged over {len(cfg.get('seeds') or [0])} seed(s)); a claim resting on a training is inconclusive "
-        f"when that training's loss did not fall by {FALL:.0%}: on its probe (the first {PROBE_ROWS} training rows "
-        "scored before and after, eval mode, no gradient), or where a run kept no probe, beyond the noise of its "
-        "logged losses (last quarter vs first; spherekit.experiments.learning.judge_training)",
+        f"averaged over {len(cfg.get('seeds') or [0])} seed(s)); a claim resting on a training that did not "
+        f"learn is inconclusive ({RULE})",
     ]
 
 
