@@ -109,8 +109,8 @@ def _ngpt_section(scope, config: dict) -> list[str]:
     setting = (f"alpha_init {config.get('alpha_init')}, pooling {_resolved_pooling(scope)}, Pretrained pooled "
                f"'{config.get('pretrained_pooling', 'backbone')}', {config.get('epochs')} epochs; intervals: 95% "
                f"bootstrap over the test texts; learned, in every seed: {RULE}.")
-    header = ("| run | training loss (probe, or logged curve's first -> last quarter), per seed | nGPT alpha mean | V-measure - Pretrained's | "
-              "what decides its verdicts |")
+    header = ("| run | training loss (probe, or logged curve's first -> last quarter), per seed | nGPT alpha mean | "
+              "V-measure - Pretrained's | what decides its verdicts |")
     lines = [f"## What the frozen nGPT heads measure ({scope.backbone})", "", setting, "", header, "|---" * 5 + "|"]
     for run in runs:
         cond = scope.condition(run)

@@ -128,7 +128,8 @@ def report(results: dict) -> str:
         parts += ["", f"{', '.join(extra)} are not in this preset's default selection (its plain run, `spherekit "
                   f"reproduce concept --preset {results['preset']}`, runs {', '.join(default)}): they ran with "
                   f"`--conditions {','.join(extra)}` on the same preset, and the card shows every finished unit."]
-    parts += ["", f"A claim that reads a trained condition is inconclusive when one of its seeds did not learn ({RULE})."]
+    parts += ["", f"A claim that reads a trained condition is inconclusive when one of its seeds did not learn "
+              f"({RULE})."]
     counts = _rule_counts(data)
     if counts:
         parts += ["", "Hard negatives per rule (appendix G; the same rules make the training negatives and the stress "
