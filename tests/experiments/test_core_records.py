@@ -244,3 +244,23 @@ def test_card_time_counts_units_reused_from_earlier_runs():
     single = {"wall_seconds": {"data": 10.0, "m/base/eval": 60.0, "total": 75.0}}
     assert card_seconds(single) == 75.0
     assert card_seconds({"wall_seconds": {"total": 12.0}}) == 12.0
+
+
+def test_card_machine_names_every_runs_machine_and_says_when_runs_recorded_none():
+    """The index says where a card's runs ran: the machines its runs recorded; a card that reuses runs from before
+    the runner kept machines names its last run's machine and how many runs recorded none (they may have run
+    elsewhere), never one machine for all of them."""
+    from spherekit.experiments.index import _machine
+
+    def card(runs, total):
+        return {"machine": "AMD EPYC (2 cores)", "wall_seconds": {"data": 1.0, "b/c/train": 100.0, "total": total},
+                "units": {"b/c": {"runs": runs}, "b/d": {"shared": {"machines": ["Intel(R) Xeon(R) CPU (2 cores)"]},
+                                                          "runs": [{"seed": 0}]}}}
+
+    both = card([{"seed": 0, "machines": ["AMD EPYC (2 cores)"]}], 50.0)
+    assert _machine(both) == "AMD EPYC (2 cores) and Intel Xeon (2 cores)"
+    older = card([{"seed": 0}, {"seed": 1}], 50.0)
+    assert _machine(older) == "AMD EPYC (2 cores) and Intel Xeon (2 cores) (the last run's; 2 of 3 runs recorded no " \
+                              "machine)"
+    in_one_run = card([{"seed": 0}], 500.0)  # nothing reused: every run ran in the card's last run
+    assert _machine(in_one_run) == "AMD EPYC (2 cores) and Intel Xeon (2 cores)"

@@ -12,6 +12,7 @@ import pytest
 import spherekit.experiments as experiments
 from spherekit.cli import main
 from spherekit.experiments._template.spec import EXPERIMENT
+from spherekit.experiments.units import unit_runs
 
 TEMPLATE = "spherekit.experiments._template.spec:EXPERIMENT"
 
@@ -45,6 +46,8 @@ def test_grid_of_seeds_unseeded_and_required_conditions(run):
     assert tuned["metrics"]["MRR"] == pytest.approx(sum(r["metrics"]["MRR"] for r in tuned["runs"]) / 2)
     assert results["units"]["st/frozen"]["seeds"] == [None] and "spread" not in results["units"]["st/frozen"]
     assert (run.card / "st" / "tuned" / "seed-0" / "loss.png").is_file()  # every training plots its loss curve
+    # every run records the machine its times were measured on
+    assert all(r["machines"] == [results["machine"]] for u in results["units"].values() for r in unit_runs(u))
     t1 = next(r for r in results["claims"] if r["id"] == "T1")
     assert t1["interval"] is not None and t1["uncertainty"].startswith("paired bootstrap over 12 items")
 

@@ -61,6 +61,11 @@ def _device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def machine() -> str:
+    """This machine as the cards name it (bench.machine.machine_name of the device the runs use)."""
+    return machine_name(_device())
+
+
 def judge(experiment, results: dict) -> dict:
     """results with its "claims" and "comparison" computed from its units by the paper's paper.py."""
     scopes = experiment.scopes(results)
@@ -96,7 +101,7 @@ def results_payload(experiment, preset: str, cfg, units: dict, seconds: dict, st
         "config_sources": _config_sources(cfg),
         "evaluation": {"version": evaluation_version(experiment), "main_metric": experiment.main_metric},
         "versions": {**versions(), "python": platform.python_version()},
-        "machine": machine_name(_device()), "device": _device(),
+        "machine": machine(), "device": _device(),
         "command": " ".join(["spherekit", *sys.argv[1:]]) if Path(sys.argv[0]).name == "spherekit" else None,
         "started": started, "finished": now(), "wall_seconds": seconds,
         "data": data_stats or {}, "units": units,

@@ -42,8 +42,27 @@ def _claim_counts(results: dict) -> str:
     return ", ".join(parts)
 
 
+def _short(machine: str) -> str:
+    return re.sub(r"\(R\)|\(TM\)| Processor| CPU", "", machine).replace("  ", " ").strip()
+
+
 def _machine(results: dict) -> str:
-    return re.sub(r"\(R\)|\(TM\)| Processor| CPU", "", results["machine"]).replace("  ", " ").strip()
+    """Where a card's runs ran: the machines its runs recorded (the runner's "machines" per run), with the card's
+    own (the run that wrote it) for runs that recorded none (runs before the runner kept machines); when the card
+    also reuses earlier runs (its units took longer than its last run), those runs may have run elsewhere, so their
+    count is named."""
+    from .units import unit_runs
+
+    runs = [run for unit in results["units"].values() for run in unit_runs(unit)]
+    unknown = sum(1 for run in runs if not run.get("machines"))
+    names = {_short(m) for run in runs for m in run.get("machines") or ()}
+    if unknown or not names:
+        names.add(_short(results["machine"]))
+    text = " and ".join(sorted(names))
+    last, spent = results["wall_seconds"].get("total"), card_seconds(results)
+    if unknown and spent and last and spent > last:
+        text += f" (the last run's; {unknown} of {len(runs)} runs recorded no machine)"
+    return text
 
 
 def _link(experiment: str, folder: str, prefix: str) -> str:

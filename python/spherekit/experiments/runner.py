@@ -7,7 +7,8 @@ Output layout (one folder per preset; a preset may span several backbones):
         data/                                       shared data (cached, reused by reruns)
         <backbone>/<condition>/seed-<s>/unit.json   the run's fingerprint (written when it starts)
         <backbone>/<condition>/seed-<s>/checkpoint/ the trained model, when the paper keeps one
-        <backbone>/<condition>/seed-<s>/metrics.json the run's result
+        <backbone>/<condition>/seed-<s>/metrics.json the run's result (its metrics, seconds, training record and
+                                                    the machines its times were measured on)
         <backbone>/<condition>/seed-<s>/done        written last: the run is finished (fingerprint, evaluation)
         <backbone>/<condition>/cache/               data shared by the seeds of a unit (ctx.cached(shared=True))
         results.json, report.md, plots/             the result card (spherekit.experiments.card): every finished
@@ -274,7 +275,9 @@ def _run_one(experiment, cfg, store: RunStore, data, backbone, condition, seed, 
         seconds["interrupted"] = round(seconds.get("interrupted", 0.0) + interrupted, 2)
         (folder / INTERRUPTED).unlink()
     training = ctx.training if ctx.training is not None else earlier.get("training")
-    record = {"backbone": backbone, "condition": condition, "seed": seed, **result, "seconds": seconds}
+    machines = sorted({*earlier.get("machines", ()), card.machine()})  # where its times were measured
+    record = {"backbone": backbone, "condition": condition, "seed": seed, **result, "seconds": seconds,
+              "machines": machines}
     if training is not None:
         record["training"] = training
     record_finished(folder, fp, store.version, record)
