@@ -11,6 +11,7 @@ import time
 
 import spherekit.experiments as experiments
 from spherekit.cli import main
+from spherekit.experiments import card
 
 TEMPLATE = "spherekit.experiments._template.spec:EXPERIMENT"
 
@@ -40,8 +41,11 @@ def test_sigint_during_training_stops_cleanly_and_resumes(backbone_dir, tmp_path
     assert "run the same command again to resume" in err
     checkpoints = sorted(int(p.name.split("-")[1]) for p in (run / "trainer").glob("checkpoint-*"))
     assert checkpoints and 0 < checkpoints[-1] < steps and not (run / "done").exists()
-    interrupted = json.loads((run / "interrupted.json").read_text())["seconds"]
-    assert interrupted > 1.0
+    record = json.loads((run / "interrupted.json").read_text())
+    interrupted = record["seconds"]
+    assert interrupted > 1.0 and record["machines"] == [card.machine()]
+    record["machines"] = ["Elsewhere (8 cores)"]  # as if the stopped attempt ran on another machine
+    (run / "interrupted.json").write_text(json.dumps(record))
 
     found = {**experiments._found(), "template": TEMPLATE}
     monkeypatch.setattr(experiments, "_found", lambda: found)
@@ -50,6 +54,7 @@ def test_sigint_during_training_stops_cleanly_and_resumes(backbone_dir, tmp_path
     result = json.loads((run / "metrics.json").read_text())
     assert result["training"]["resumed_from"] == checkpoints[-1] and result["training"]["steps"] == steps
     assert result["seconds"]["interrupted"] == interrupted and not (run / "interrupted.json").exists()
+    assert result["machines"] == sorted(["Elsewhere (8 cores)", card.machine()])  # both attempts' machines
 
 
 def test_rerun_with_the_same_command_resumes_from_the_checkpoint(backbone_dir, tmp_path, monkeypatch, capsys):

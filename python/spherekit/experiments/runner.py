@@ -223,9 +223,11 @@ def shown_config(experiment, cfg, units: dict):
 
 
 def _add_interrupted(folder: Path, seconds: float) -> None:
-    """Add the time of an attempt a Ctrl-C stopped to the run's interrupted.json (counted when the run finishes)."""
-    total = (_read_json(folder / INTERRUPTED) or {}).get("seconds", 0.0) + seconds
-    card.write_json(folder / INTERRUPTED, {"seconds": round(total, 2)})
+    """Add the time (and machine) of an attempt a Ctrl-C stopped to the run's interrupted.json (counted when the run
+    finishes)."""
+    before = _read_json(folder / INTERRUPTED) or {}
+    card.write_json(folder / INTERRUPTED, {"seconds": round(before.get("seconds", 0.0) + seconds, 2),
+                                           "machines": sorted({*before.get("machines", ()), card.machine()})})
 
 
 def _run_one(experiment, cfg, store: RunStore, data, backbone, condition, seed, *, force, reevaluate, progress,
@@ -270,12 +272,12 @@ def _run_one(experiment, cfg, store: RunStore, data, backbone, condition, seed, 
         raise TypeError(f"{experiment.name}: run_unit must return a dict with a 'metrics' dict, got {type(result)}")
     earlier = saved if redo_eval else {}  # a re-evaluation keeps the times and the record of its training
     seconds = {**earlier.get("seconds", {}), **result.pop("seconds", {}), **ctx.seconds}
-    interrupted = (_read_json(folder / INTERRUPTED) or {}).get("seconds")
-    if interrupted:  # the attempts a Ctrl-C stopped count in the run's time
-        seconds["interrupted"] = round(seconds.get("interrupted", 0.0) + interrupted, 2)
-        (folder / INTERRUPTED).unlink()
+    interrupted = _read_json(folder / INTERRUPTED) or {}
+    if interrupted.get("seconds"):  # the attempts a Ctrl-C stopped count in the run's time
+        seconds["interrupted"] = round(seconds.get("interrupted", 0.0) + interrupted["seconds"], 2)
+    (folder / INTERRUPTED).unlink(missing_ok=True)
     training = ctx.training if ctx.training is not None else earlier.get("training")
-    machines = sorted({*earlier.get("machines", ()), card.machine()})  # where its times were measured
+    machines = sorted({*earlier.get("machines", ()), *interrupted.get("machines", ()), card.machine()})
     record = {"backbone": backbone, "condition": condition, "seed": seed, **result, "seconds": seconds,
               "machines": machines}
     if training is not None:
