@@ -59,8 +59,7 @@ def _machine(results: dict) -> str:
     if unknown or not names:
         names.add(_short(results["machine"]))
     text = " and ".join(sorted(names))
-    last, spent = results["wall_seconds"].get("total"), card_seconds(results)
-    if unknown and spent and last and spent > last:
+    if unknown and _reuses_earlier_runs(results):
         text += f" (the last run's; {unknown} of {len(runs)} runs recorded no machine)"
     return text
 
@@ -79,6 +78,12 @@ def card_seconds(results: dict) -> float | None:
     if not stages:
         return total
     return max(total or 0.0, wall.get("data", 0.0) + sum(stages))
+
+
+def _reuses_earlier_runs(results: dict) -> bool:
+    """Whether a card's units took longer than its last run, i.e. it reuses runs finished in earlier runs."""
+    last, spent = results["wall_seconds"].get("total"), card_seconds(results)
+    return bool(spent and last and spent > last)
 
 
 def readme_table(cards: dict) -> str:
@@ -111,9 +116,9 @@ def card_block(experiment_name: str, folder: str, results: dict) -> str:
     from .printed import grid
 
     experiment = get(experiment_name)
-    last, spent = results["wall_seconds"].get("total"), card_seconds(results)
-    took = f"{fmt.duration(last)} of wall time in its last run" + (
-        f", {fmt.duration(spent)} across the runs its units come from" if spent and last and spent > last else "")
+    took = f"{fmt.duration(results['wall_seconds'].get('total'))} of wall time in its last run" + (
+        f", {fmt.duration(card_seconds(results))} across the runs its units come from"
+        if _reuses_earlier_runs(results) else "")
     parts = [f"Card {_link(experiment_name, folder, '../')}: {len(results['units'])} units on {_machine(results)}, "
              f"{took}; claims: {_claim_counts(results)}.", ""]
     for scope in experiment.scopes(results):

@@ -57,16 +57,8 @@ def judge(curve, *, ceiling: float | None = None) -> tuple[bool | None, str]:
     w = max(1, len(losses) // WINDOW)
     first, last = losses[:w], losses[-w:]
     start, final = sum(first) / w, sum(last) / w
-    why = f"{start:.3f} -> {final:.3f} ({(final - start) / abs(start) if start else math.inf:+.1%}"
-    if not final <= (1 - FALL) * start:
-        return False, why + f", a fall under {FALL:.0%})"
-    if w >= 2:
-        se = math.sqrt(_var(first) / w + _var(last) / w)
-        if start - final <= 2 * se:
-            return False, why + ", within 2 standard errors)"
-    if ceiling is not None and final > ceiling:
-        return False, why + f", above {ceiling:.3f})"
-    return True, why + ")"
+    noisy = w >= 2 and start - final <= 2 * math.sqrt(_var(first) / w + _var(last) / w)
+    return _outcome(start, final, ceiling=ceiling, within_noise=noisy)
 
 
 def judge_training(record: dict | None, *, ceiling: float | None = None) -> tuple[bool | None, str]:
@@ -76,18 +68,27 @@ def judge_training(record: dict | None, *, ceiling: float | None = None) -> tupl
     probe = [float(x) for x in record.get("probe") or () if x is not None and math.isfinite(float(x))]
     if len(probe) == 2:
         before, after = probe
-        why = f"probe {before:.3f} -> {after:.3f} ({(after - before) / abs(before) if before else math.inf:+.1%}"
-        if not after <= (1 - FALL) * before:
-            return False, why + f", a fall under {FALL:.0%})"
-        if ceiling is not None and after > ceiling:
-            return False, why + f", above {ceiling:.3f})"
-        return True, why + ")"
+        return _outcome(before, after, ceiling=ceiling, label="probe ")
     return judge((record.get("curve") or {}).get("loss"), ceiling=ceiling)
 
 
 def learned(curve, *, ceiling: float | None = None) -> bool | None:
     """judge(curve)[0]: True / False, or None when fewer than two losses were logged."""
     return judge(curve, ceiling=ceiling)[0]
+
+
+def _outcome(start: float, final: float, *, ceiling: float | None, within_noise: bool = False,
+             label: str = "") -> tuple[bool, str]:
+    """(learned, "label start -> final (change)" with the first reason it did not learn: the fall, then the noise,
+    then the ceiling)."""
+    why = f"{label}{start:.3f} -> {final:.3f} ({(final - start) / abs(start) if start else math.inf:+.1%}"
+    if not final <= (1 - FALL) * start:
+        return False, why + f", a fall under {FALL:.0%})"
+    if within_noise:
+        return False, why + ", within 2 standard errors)"
+    if ceiling is not None and final > ceiling:
+        return False, why + f", above {ceiling:.3f})"
+    return True, why + ")"
 
 
 def _var(xs: list[float]) -> float:
