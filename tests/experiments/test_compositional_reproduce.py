@@ -16,6 +16,7 @@ from spherekit.experiments.compositional import models
 from spherekit.experiments.compositional.spec import (CONDITIONS, EXPERIMENT, ITEM_METRICS, METRICS, PRESETS,
                                                       CompositionalConfig, verifier_of)
 from spherekit.experiments.metrics import lookup
+from spherekit.experiments.units import unit_runs
 
 RAN = ["base", "model_a", "model_b", "frozen_F1", "frozen_F4", "e2e_F1", "e2e_F4"]
 
@@ -146,6 +147,6 @@ def test_narrowing_verifiers_or_seeds_never_retrains(card, backbone_dir, tmp_pat
     assert set(results["units"]) == {f"st/{c}" for c in RAN}  # the card keeps every finished run
     a = results["units"]["st/model_a"]
     assert a["seeds"] == [42, 43] and a["spread"]["n"] == 2 and set(a["spread"]["std"]) == set(METRICS)
-    assert a["runs"][0] == {k: v for k, v in json.loads((card / "compositional" / "tiny" / "st" / "model_a" /
+    assert unit_runs(a)[0] == {k: v for k, v in json.loads((card / "compositional" / "tiny" / "st" / "model_a" /
                                                           "seed-42" / "metrics.json").read_text()).items()
                             if k not in ("backbone", "condition")}
