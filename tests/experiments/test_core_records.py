@@ -246,6 +246,16 @@ def test_card_time_counts_units_reused_from_earlier_runs():
     assert card_seconds({"wall_seconds": {"total": 12.0}}) == 12.0
 
 
+def test_card_summary_leads_with_the_time_across_runs_when_the_last_run_reused_them():
+    """A last run that only re-rendered a resumed card took seconds: the docs summary gives the time across the
+    runs its units come from first, and the last run's only in brackets."""
+    from spherekit.experiments.index import _took
+
+    rendered = {"wall_seconds": {"data": 10.0, "m/base/eval": 600.0, "m/1st-c/train": 3000.0, "total": 0.11}}
+    assert _took(rendered) == "60.2 min across the runs its units come from (its last run: 0 s)"
+    assert _took({"wall_seconds": {"data": 10.0, "m/base/eval": 60.0, "total": 75.0}}) == "1.2 min of wall time"
+
+
 def test_card_machine_names_every_runs_machine_and_says_when_runs_recorded_none():
     """The index says where a card's runs ran: the machines its runs recorded; a card that reuses runs from before
     the runner kept machines names its last run's machine and how many runs recorded none (they may have run

@@ -86,6 +86,15 @@ def _reuses_earlier_runs(results: dict) -> bool:
     return bool(spent and last and spent > last)
 
 
+def _took(results: dict) -> str:
+    """How long a card took, for its docs summary: the last run's wall time, or, when it reuses runs finished
+    earlier, the time across those runs first (a last run that only re-rendered the card took seconds)."""
+    last = fmt.duration(results["wall_seconds"].get("total"))
+    if _reuses_earlier_runs(results):
+        return f"{fmt.duration(card_seconds(results))} across the runs its units come from (its last run: {last})"
+    return f"{last} of wall time"
+
+
 def readme_table(cards: dict) -> str:
     from . import get
 
@@ -116,11 +125,8 @@ def card_block(experiment_name: str, folder: str, results: dict) -> str:
     from .printed import grid
 
     experiment = get(experiment_name)
-    took = f"{fmt.duration(results['wall_seconds'].get('total'))} of wall time in its last run" + (
-        f", {fmt.duration(card_seconds(results))} across the runs its units come from"
-        if _reuses_earlier_runs(results) else "")
     parts = [f"Card {_link(experiment_name, folder, '../')}: {len(results['units'])} units on {_machine(results)}, "
-             f"{took}; claims: {_claim_counts(results)}.", ""]
+             f"{_took(results)}; claims: {_claim_counts(results)}.", ""]
     for scope in experiment.scopes(results):
         assert isinstance(scope, Scope)
         parts += [f"{scope.name}: ours (the paper's)", "",
