@@ -148,5 +148,5 @@ def test_narrowing_verifiers_or_seeds_never_retrains(card, backbone_dir, tmp_pat
     a = results["units"]["st/model_a"]
     assert a["seeds"] == [42, 43] and a["spread"]["n"] == 2 and set(a["spread"]["std"]) == set(METRICS)
     assert unit_runs(a)[0] == {k: v for k, v in json.loads((card / "compositional" / "tiny" / "st" / "model_a" /
-                                                          "seed-42" / "metrics.json").read_text()).items()
-                            if k not in ("backbone", "condition")}
+                                                             "seed-42" / "metrics.json").read_text()).items()
+                               if k not in ("backbone", "condition")}
