@@ -57,14 +57,15 @@ def test_every_claim_of_the_paper_shape_is_recorded():
 
 def test_paper_shaped_numbers_make_every_run_claim_hold():
     """Point values alone (no per-item values, one seed): every rule passes, and every verdict is inconclusive
-    because no noise was measured (the tests below add items and seeds), except B0-WM's anisotropy, whose noise is
-    bounded without the pairs' values (Hoeffding) and which the paper's gap (+0.17) clears."""
+    because no noise was measured (the tests below add items and seeds), except the anisotropy of B0-WM and of the
+    final layer, whose noise is bounded without the pairs' values (Hoeffding) and which the paper-shaped gaps
+    clear."""
     for claim_id, record in verdicts(paper_like()).items():
         if claim_id in ("NP", "DBpedia"):
             assert record["verdict"] == "not run" and "--data-dir" in record["measured"]
         else:
             assert record["point"] == "holds", claim_id
-            decided = record["sanity"] or claim_id == "B0-WM (anisotropy)"
+            decided = record["sanity"] or claim_id in ("B0-WM (anisotropy)", "P2 (anisotropy)")
             assert record["verdict"] == ("holds" if decided else "inconclusive"), claim_id
 
 
@@ -95,7 +96,7 @@ def test_opposite_numbers_break_the_claims():
 def test_missing_conditions_are_not_run():
     got = verdicts({"B0": paper_like()["B0"]})
     assert got["H1/P1"]["verdict"] == "not run" and got["H1/P1"]["measured"].startswith("needs B1")
-    assert all(r["verdict"] == "not run" for k, r in got.items() if k != "P2")
+    assert all(r["verdict"] == "not run" for k, r in got.items() if not k.startswith("P2 "))
 
 
 def test_printed_numbers():
@@ -292,3 +293,42 @@ def test_the_paper_preset_says_what_a_full_reproduction_still_lacks(data, missin
     assert P.PAPER_BACKBONE not in line  # the paper preset runs the paper's backbone
     small = P.departures({"config": cfg, "data": data, "preset": "cpu-small"})
     assert not any("missing for a full reproduction" in d for d in small)
+
+
+def with_layers(units, b0_mrr, b0_aniso, b1_mrr=(0.1, 0.2, 0.6), b1_aniso=(0.3, 0.6, 0.01)):
+    """noisy_units with per-layer MRR and anisotropy (layer 0: the embedding output, left out by P2)."""
+    units["B0"]["runs"][0]["details"] = layers(b0_mrr, b0_aniso)
+    for run in units["B1"]["runs"]:
+        run["details"] = layers(b1_mrr, b1_aniso)
+    return units
+
+
+# 4 gaps (B0 and three B1 seeds, one earlier transformer layer each), 600 test terms, 10,000 pairs, 98.75% each
+MRR_HALF = 2 * np.sqrt(np.log(2 / 0.0125) / (2 * N))
+ANISO_HALF = 4 * np.sqrt(np.log(2 / 0.0125) / 20_000)
+
+
+@pytest.mark.parametrize("final, expected", [(0.5, "holds"), (0.25, "inconclusive"), (0.05, "does not hold")])
+def test_final_layer_mrr_is_decided_by_hoeffdings_bound_over_the_terms(final, expected):
+    """P2 (MRR): B0's final layer against its best earlier transformer layer (0.2); half-width 0.130."""
+    record = verdicts(with_layers(noisy_units(), [0.1, 0.2, final], [0.3, 0.5, 0.15]))["P2 (MRR)"]
+    lo, hi = record["interval"]
+    assert record["value"] == pytest.approx(min(final - 0.2, 0.4))
+    assert hi - lo == pytest.approx(2 * MRR_HALF)
+    assert record["verdict"] == expected and "Bonferroni over the 4 gaps, 95% for all at once" in record["uncertainty"]
+
+
+@pytest.mark.parametrize("final, expected", [(0.15, "holds"), (0.47, "inconclusive"), (0.7, "does not hold")])
+def test_final_layer_anisotropy_is_decided_by_hoeffdings_bound_over_the_pairs(final, expected):
+    """P2 (anisotropy): B0's final layer against its lowest earlier transformer layer (0.5); half-width 0.064."""
+    record = verdicts(with_layers(noisy_units(), [0.1, 0.2, 0.5], [0.3, 0.5, final]))["P2 (anisotropy)"]
+    lo, hi = record["interval"]
+    assert record["value"] == pytest.approx(0.5 - final)
+    assert hi - lo == pytest.approx(2 * ANISO_HALF)
+    assert record["verdict"] == expected
+
+
+def test_final_layer_mrr_without_per_item_values_is_inconclusive():
+    got = verdicts(paper_like())
+    assert got["P2 (MRR)"]["point"] == "holds" and got["P2 (MRR)"]["verdict"] == "inconclusive"
+    assert got["P2 (MRR)"]["uncertainty"].startswith("none: these runs kept no per-item values")

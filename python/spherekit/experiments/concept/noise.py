@@ -18,7 +18,8 @@ over seeds: for value = sum_c a_c mean_c, the interval is value +- t(0.975, m - 
 s_c the sample std over condition c's n_c seeds and m the smallest n_c of the conditions with several seeds; a
 frozen condition (one run) adds no spread. The 10,000 pairs' own sampling error is left out there (the pairs are
 the same for every seed and condition, and their cosines are not kept); where two frozen conditions are compared
-(paper._layer_mean) it is bounded by Hoeffding's inequality instead.
+(paper._layer_mean), and where one model's layers are compared on the same pairs (paper._final_layer), it is
+bounded by Hoeffding's inequality instead.
 
 Learned: a trained condition learned when, in every seed, its training loss fell by the experiment core's rule
 (spherekit.experiments.learning.judge_training: its probe by 5%, or where a run kept no probe, its logged losses'
