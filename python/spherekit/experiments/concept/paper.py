@@ -10,7 +10,7 @@ our random-negative pair ROC-AUC is reported too).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ...evaluation.geometry import ANISOTROPY_PAIRS
 from ..claims import NO_ITEMS, Claim, Measured, NotRun, difference
@@ -242,10 +242,21 @@ def _layers_of(run) -> dict | None:
     return run.get("details", {}).get("layers")
 
 
-def _layer_gaps(s) -> list[tuple[str, list[float], list[float], float, float, float, float]]:
-    """Per run of B0 and B1 (each seed): the final layer's gaps to every earlier transformer layer (layer 0, the
-    embedding output, left out where there are others): MRR_final - MRR_l and anisotropy_l - anisotropy_final, with
-    the numbers the card prints (final MRR, best earlier MRR, final anisotropy, lowest earlier anisotropy)."""
+@dataclass(frozen=True)
+class _LayerGaps:
+    """One run's final layer against its earlier transformer layers l: MRR_final - MRR_l and
+    anisotropy_l - anisotropy_final, one gap per earlier layer."""
+
+    name: str
+    mrr: float
+    mrr_gaps: list[float]
+    anisotropy: float
+    anisotropy_gaps: list[float]
+
+
+def _layer_gaps(s) -> list[_LayerGaps]:
+    """Per run of B0 and B1 (each seed) that kept its layers; layer 0, the embedding output, is left out where there
+    are others."""
     rows = []
     for cond in ("B0", "B1"):
         if not s.has(cond):
@@ -260,9 +271,9 @@ def _layer_gaps(s) -> list[tuple[str, list[float], list[float], float, float, fl
             earlier = [k for k in mrr if k < last and (k > 0 or last == 1)]
             if not earlier:  # a model with one layer has nothing to dominate
                 continue
-            name = cond if run["seed"] is None else f"{cond} seed {run['seed']}"
-            rows.append((name, [mrr[last] - mrr[k] for k in earlier], [aniso[k] - aniso[last] for k in earlier],
-                         mrr[last], max(mrr[k] for k in earlier), aniso[last], min(aniso[k] for k in earlier)))
+            rows.append(_LayerGaps(cond if run["seed"] is None else f"{cond} seed {run['seed']}",
+                                   mrr[last], [mrr[last] - mrr[k] for k in earlier],
+                                   aniso[last], [aniso[k] - aniso[last] for k in earlier]))
     if not rows:
         raise NotRun("B0 and B1")
     return rows
@@ -298,13 +309,14 @@ def _final_layer(s):
     """P2, in two parts: the final layer's MRR lead over every earlier transformer layer, and its anisotropy
     below theirs, each the smallest gap over B0 and the B1 seeds (_smallest_gap)."""
     rows = _layer_gaps(s)
-    mrr_text = "; ".join(f"{n}: final-layer MRR {_f(m)} vs best earlier {_f(e)}" for n, _, _, m, e, _, _ in rows)
-    aniso_text = "; ".join(f"{n}: final-layer anisotropy {_f(a)} vs lowest earlier {_f(e)}"
-                           for n, _, _, _, _, a, e in rows)
-    return [_smallest_gap([g for r in rows for g in r[1]], _n_terms(s), 2.0, "test terms", "reciprocal ranks",
+    mrr_text = "; ".join(f"{r.name}: final-layer MRR {_f(r.mrr)} vs best earlier {_f(r.mrr - min(r.mrr_gaps))}"
+                         for r in rows)
+    aniso_text = "; ".join(f"{r.name}: final-layer anisotropy {_f(r.anisotropy)} vs lowest earlier "
+                           f"{_f(r.anisotropy + min(r.anisotropy_gaps))}" for r in rows)
+    return [_smallest_gap([g for r in rows for g in r.mrr_gaps], _n_terms(s), 2.0, "test terms", "reciprocal ranks",
                           mrr_text, "MRR"),
-            _smallest_gap([g for r in rows for g in r[2]], ANISOTROPY_PAIRS, 4.0, "random pairs (the same at every "
-                          "layer)", "cosines", aniso_text, "anisotropy")]
+            _smallest_gap([g for r in rows for g in r.anisotropy_gaps], ANISOTROPY_PAIRS, 4.0,
+                          "random pairs (the same at every layer)", "cosines", aniso_text, "anisotropy")]
 
 
 @_learned(("B1",))
