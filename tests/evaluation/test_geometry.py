@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from spherekit.evaluation.geometry import (anisotropy, cosine_pairs, effective_rank, mds_project, pca_project,
-                                           random_pairs)
+                                           random_pairs, resampled_geometry)
 
 
 def test_random_pairs_distinct_seeded_uniform():
@@ -56,6 +56,39 @@ def test_effective_rank_formula_random():
     s = np.linalg.svd((xc - xc.mean(0)).numpy(), compute_uv=False)
     p = s / s.sum()
     assert effective_rank(x, center=True) == pytest.approx(math.exp(-(p * np.log(p)).sum()), rel=1e-10)
+
+
+@pytest.mark.parametrize("center", [False, True])
+def test_resampled_geometry_replicates_are_the_statistics_of_explicit_resamples(center):
+    """Oracle: replicate b is anisotropy over the resampled pairs and effective_rank (SVD) of the resampled rows,
+    rebuilt here from the same generator stream; the Gram-matrix shortcut must agree with the SVD."""
+    x = torch.randn(37, 6, dtype=torch.float64) + 0.4
+    reps = resampled_geometry(x, 4, n_pairs=300, seed=5, center=center)
+    cos = cosine_pairs(x, 300, seed=5).numpy()
+    rng = np.random.default_rng([5, 1])
+    for b in range(4):
+        pairs = rng.integers(0, 300, 300)
+        rows = rng.integers(0, 37, 37)
+        assert reps["anisotropy"][b] == pytest.approx(cos[pairs].mean(), abs=1e-12)
+        assert reps["effective rank"][b] == pytest.approx(effective_rank(x[rows], center=center), rel=1e-9)
+
+
+def test_resampled_geometry_centres_on_the_statistics_and_pairs_models():
+    torch.manual_seed(0)
+    x = torch.randn(400, 16, dtype=torch.float64) + 0.5
+    reps = resampled_geometry(x, 200, n_pairs=2000, seed=1)
+    a, r = np.array(reps["anisotropy"]), np.array(reps["effective rank"])
+    assert abs(a.mean() - anisotropy(x, 2000, seed=1)) < 0.5 * a.std() and a.std() > 0
+    assert abs(r.mean() - effective_rank(x)) < 3 * r.std() and r.std() > 0
+    assert resampled_geometry(x, 200, n_pairs=2000, seed=1) == reps  # seeded
+    # common random numbers: a second model of the same texts (x plus a small perturbation) gets the same
+    # resamples, so the paired difference of replicates is far tighter than either replicate's spread
+    y = x + 0.05 * torch.randn_like(x)
+    other = resampled_geometry(y, 200, n_pairs=2000, seed=1)
+    assert np.std(np.array(other["anisotropy"]) - a) < 0.2 * a.std()
+    assert np.std(np.array(other["effective rank"]) - r) < 0.2 * r.std()
+    with pytest.raises(ValueError, match="n_resamples"):
+        resampled_geometry(x, 0)
 
 
 def test_pca_matches_sklearn_and_mds_preserves_cosine_distances():

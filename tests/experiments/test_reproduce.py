@@ -11,6 +11,7 @@ import pytest
 
 from spherekit.cli import main
 from spherekit.experiments import get, names, runner
+from spherekit.evaluation.geometry import GEOMETRY_RESAMPLES
 from spherekit.experiments.concept.spec import SETUPS as CONDITIONS
 
 ALL = ",".join(CONDITIONS)
@@ -42,6 +43,9 @@ def test_layout_and_metrics(card):
                     "in-domain/pair ROC-AUC (hard negatives)", "in-domain/anisotropy", "in-domain/effective rank",
                     "in-domain/MRR (layer 6)", "in-domain/anisotropy (layer 0)"):
             assert 0 <= m[key] <= (1 if "rank" not in key else 64), (name, key)
+        for key in ("in-domain/anisotropy", "in-domain/effective rank"):  # the claims' paired bootstrap
+            reps = result["per_item"][f"{key} (bootstrap replicates)"]
+            assert len(reps) == GEOMETRY_RESAMPLES and min(reps) <= m[key] + 1e-6 and max(reps) >= m[key] - 1e-6
         assert ("train" in result["seconds"]) == cond.trained
         if cond.trained:
             curve = result["training"]["curve"]

@@ -6,11 +6,19 @@ Representation in Sentence Encoders" (arXiv:2606.06994) App. H, "Mapping the Cir
     effective_rank(X)  = exp(H(p)),  p_k = s_k / sum_k s_k,  H(p) = -sum_k p_k log p_k,
                          s the singular values of X (Roy & Vetterli 2007; rows L2-normalised first
                          when normalize=True, mean-centred first when center=True)
+    resampled_geometry(X) -> bootstrap replicates of both (below)
     pca_project(X)     -> (n, 2) coordinates and the explained variance ratio of each component
     mds_project(X)     -> (n, 2) metric MDS of the cosine distances 1 - cos(x_i, x_j)
 
 The paper does not say whether the singular values are taken of centred embeddings; the default
 (center=False, normalize=True: the cosine geometry the encoder is scored with) is configurable.
+
+Neither statistic is a mean over items that a paired bootstrap could resample later, so resampled_geometry keeps
+their bootstrap replicates: replicate b of anisotropy is the mean over the P pairs resampled with replacement; of
+effective rank, that of the rows resampled with replacement (counts w_i), whose singular values are those of
+diag(sqrt w) X, i.e. sqrt(eig(X^T diag(w) X)). The resampled indices depend on (n, P, seed) alone (common random
+numbers), so two embedding sets of the same texts (two models, two seeds) see the same resamples, and a function of
+their replicates taken replicate by replicate is a paired bootstrap of that function of the statistics.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import torch
 from torch import Tensor
 
 ANISOTROPY_PAIRS = 10_000  # random pairs anisotropy averages (the concept paper's appendix H)
+GEOMETRY_RESAMPLES = 500    # bootstrap replicates resampled_geometry keeps (an SVD-sized step each for the rank)
 
 
 def check_embeddings(name: str, x, min_rows: int = 1) -> Tensor:
@@ -81,6 +90,35 @@ def effective_rank(x, *, normalize: bool = True, center: bool = False) -> float:
     p = s / total
     p = p[p > 0]
     return float(math.exp(float(-(p * p.log()).sum())))
+
+
+def resampled_geometry(x, n_resamples: int = GEOMETRY_RESAMPLES, *, n_pairs: int = ANISOTROPY_PAIRS, seed: int = 0,
+                       center: bool = False) -> dict[str, list[float]]:
+    """{"anisotropy": [...], "effective rank": [...]}: n_resamples bootstrap replicates of anisotropy(x, n_pairs,
+    seed) and effective_rank(x, center=center), under common random numbers (module docstring)."""
+    import numpy as np
+
+    x = check_embeddings("x", x, min_rows=2)
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    n = x.shape[0]
+    i, j = random_pairs(n, n_pairs, seed)
+    xn = torch.nn.functional.normalize(x.double(), dim=1)
+    cosines = (xn[i] * xn[j]).sum(1).numpy()
+    rng = np.random.default_rng([int(seed), 1])  # not the pairs' generator: the resamples are their own stream
+    aniso, rank = [], []
+    for _ in range(n_resamples):
+        aniso.append(float(cosines[rng.integers(0, n_pairs, n_pairs)].mean()))
+        w = torch.from_numpy(np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64))
+        gram = (xn * w[:, None]).T @ xn
+        if center:
+            mean = (w @ xn) / w.sum()
+            gram = gram - w.sum() * torch.outer(mean, mean)
+        s = torch.linalg.eigvalsh(gram).clamp(min=0).sqrt()
+        p = s / s.sum()
+        p = p[p > 0]
+        rank.append(math.exp(float(-(p * p.log()).sum())))
+    return {"anisotropy": aniso, "effective rank": rank}
 
 
 def pca_project(x, n_components: int = 2, seed: int = 0):

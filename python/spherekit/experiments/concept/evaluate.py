@@ -14,7 +14,9 @@ Per-item values (the claims' bootstraps, spherekit.experiments.uncertainty), in-
 term query (the evaluator's query order; lists, as claims.difference reads them), and per test pair the cosine of
 (term, definition) ("cosine (true pair)") and of (term, each rule's negative) ("cosine (<rule title>)", "-" where
 the rule did not apply), from which every stress ROC-AUC and the pair ROC-AUC (hard negatives) are recomputed on
-resampled test pairs (noise.py); R@10 per query of the NP paraphrase suite and of DBpedia when they ran. The
+resampled test pairs (noise.py); for anisotropy and effective rank, which are not means over items, their
+GEOMETRY_RESAMPLES bootstrap replicates under common random numbers ("anisotropy (bootstrap replicates)",
+spherekit.evaluation.geometry.resampled_geometry: the same resamples for every condition and seed); R@10 per query of the NP paraphrase suite and of DBpedia when they ran. The
 cosines are one string of space-separated 4-decimal numbers per key: six values per test pair in every run, and
 the card's JSON writes a list one value per line (about 20 bytes each; a string takes 7).
 """
@@ -25,6 +27,14 @@ import time
 
 from ..uncertainty import per_item
 from .spec import SOURCE_HOLDOUT
+
+REPLICATES = "bootstrap replicates"
+
+
+def replicates_key(metric: str) -> str:
+    """Where a run keeps the bootstrap replicates of a geometry metric ("in-domain/anisotropy" -> "in-domain/anisotropy
+    (bootstrap replicates)")."""
+    return f"{metric} ({REPLICATES})"
 
 
 def _prefixed(prefix: str, metrics: dict) -> dict:
@@ -66,6 +76,7 @@ def evaluate(model, data, cfg, *, source_holdout: bool = False, progress: bool =
     from ...evaluation.evaluators.geometry import GeometryEvaluator, split_texts
     from ...evaluation.evaluators.layerwise import LayerwiseEvaluator
     from ...evaluation.evaluators.stress import StressTestEvaluator
+    from ...evaluation.geometry import resampled_geometry
 
     start = time.perf_counter()
     cache = EmbeddingCache(model, batch_size=cfg.eval_batch_size, show_progress=progress)
@@ -85,7 +96,10 @@ def evaluate(model, data, cfg, *, source_holdout: bool = False, progress: bool =
         items.update({f"{kind}/{m} (term to definition)": per_item(t2d[m]) for m in ("R@10", "MRR")})
         items.update(stress_items(kind, es.records, es.negatives, stress))
         texts, labels = split_texts(es.records)
-        metrics.update(_prefixed(kind, GeometryEvaluator(texts, labels, seed=cfg.data_seed, batch_size=bs)(cache)))
+        geometry = GeometryEvaluator(texts, labels, seed=cfg.data_seed, batch_size=bs)
+        metrics.update(_prefixed(kind, geometry(cache)))
+        replicates = resampled_geometry(geometry.last_details["embeddings"], seed=cfg.data_seed)
+        items.update({replicates_key(f"{kind}/{k}"): per_item(v) for k, v in replicates.items()})
         terms, defs, t2d, _, _, _ = build_pools(es.records)
         layerwise = LayerwiseEvaluator(terms, defs, t2d, seed=cfg.data_seed, batch_size=bs)
         metrics.update(_prefixed(kind, layerwise(cache)))
