@@ -57,27 +57,81 @@ def test_every_claim_of_the_paper_shape_is_recorded():
 
 def test_paper_shaped_numbers_make_every_run_claim_hold():
     """Point values alone (no per-item values, one seed): every rule passes, and every verdict is inconclusive
-    because no noise was measured (the tests below add items and seeds), except the anisotropy of B0-WM and of the
-    final layer, whose noise is bounded without the pairs' values (Hoeffding) and which the paper-shaped gaps
-    clear."""
+    because no noise was measured (the tests below add items and seeds), except the anisotropy of the final layer,
+    whose noise is bounded without the pairs' values (Hoeffding) and which the paper-shaped gaps clear."""
     for claim_id, record in verdicts(paper_like()).items():
         if claim_id in ("NP", "DBpedia"):
             assert record["verdict"] == "not run" and "--data-dir" in record["measured"]
         else:
             assert record["point"] == "holds", claim_id
-            decided = record["sanity"] or claim_id in ("B0-WM (anisotropy)", "P2 (anisotropy)")
+            decided = record["sanity"] or claim_id == "P2 (anisotropy)"
             assert record["verdict"] == ("holds" if decided else "inconclusive"), claim_id
 
 
-@pytest.mark.parametrize("b0_wm, expected", [(0.30, "holds"), (0.16, "inconclusive"), (0.05, "does not hold")])
-def test_layer_mean_anisotropy_is_decided_by_hoeffdings_bound_over_the_pairs(b0_wm, expected):
-    """B0 0.13; per-pair differences in [-2, 2] over 10,000 pairs: half-width 4 sqrt(ln 40 / 20,000) = 0.0543."""
+SHARED = np.random.default_rng(7).normal(0.0, 1.0, 500)  # common random numbers: one resample, every model
+
+
+def with_replicates(units, condition, key, spread, own=0.0, seed=0):
+    """Give a unit's runs bootstrap replicates of `key` around each run's value: spread x SHARED (the part every
+    model sees on the same resample) plus `own` independent noise; as evaluate.py keeps them."""
+    rng = np.random.default_rng(seed)
+    for run in units[condition]["runs"]:
+        x = run["metrics"][key]
+        run.setdefault("per_item", {})[f"{key} (bootstrap replicates)"] = list(x + spread * SHARED
+                                                                               + own * rng.normal(0, 1, 500))
+    return units
+
+
+@pytest.mark.parametrize("b0_wm, expected", [(0.30, "holds"), (0.137, "inconclusive"), (0.10, "does not hold")])
+def test_layer_mean_anisotropy_is_decided_by_the_paired_replicates(b0_wm, expected):
+    """B0 0.13: shared resample noise (sd 0.05) cancels in the difference, the rest (sd 0.005) sets the interval."""
     units = paper_like()
     units["B0-WM"]["metrics"][P.ANISOTROPY] = b0_wm
+    units["B0-WM"]["runs"][0]["metrics"][P.ANISOTROPY] = b0_wm
+    for i, cond in enumerate(("B0", "B0-WM")):
+        with_replicates(units, cond, P.ANISOTROPY, 0.05, own=0.005, seed=i)
     record = verdicts(units)["B0-WM (anisotropy)"]
     lo, hi = record["interval"]
-    assert hi - lo == pytest.approx(2 * 4 * np.sqrt(np.log(40) / 20_000))
-    assert record["verdict"] == expected and "Hoeffding bound over 10,000" in record["uncertainty"]
+    assert 0.01 < hi - lo < 0.03  # sqrt(2) 0.005 x 2 x 1.96 = 0.028: the shared part is gone
+    assert record["verdict"] == expected and "paired bootstrap over the random pairs (500 replicates" in \
+        record["uncertainty"] and "no spread over seeds" in record["uncertainty"]
+
+
+def test_geometry_without_replicates_or_seeds_is_inconclusive():
+    record = verdicts(paper_like())["B0-WM (anisotropy)"]
+    assert record["point"] == "holds" and record["verdict"] == "inconclusive" and record["interval"] is None
+    assert "no bootstrap replicates" in record["uncertainty"]
+
+
+@pytest.mark.parametrize("b1_rank, expected", [(250.0, "holds"), (270.0, "inconclusive"), (290.0, "does not hold")])
+def test_effective_rank_ratio_is_bootstrapped_on_the_same_texts(b1_rank, expected):
+    """P1b: B1 / B0 - 1 within 10% (B0 247 -> 271.7 is the edge), the ratio taken replicate by replicate."""
+    units = paper_like()
+    units["B1"]["metrics"][P.RANK] = units["B1"]["runs"][0]["metrics"][P.RANK] = b1_rank
+    for i, cond in enumerate(("B0", "B1")):
+        with_replicates(units, cond, P.RANK, 5.0, own=1.0, seed=i)
+    record = verdicts(units)["P1b"]
+    assert record["value"] == pytest.approx(b1_rank / 247.0 - 1) and record["verdict"] == expected
+
+
+def test_geometry_interval_is_the_hull_of_items_and_seeds():
+    """H3 with three seeds each and replicates: the verdict needs both intervals; the seeds' spread here is far
+    wider than the items', so it alone sets the interval, and a rule the items alone would decide stays open."""
+    units = noisy_units()
+    for i, cond in enumerate(("B1", "B3")):
+        with_replicates(units, cond, P.ANISOTROPY, 0.01, own=0.0005, seed=i)
+    narrow = verdicts(units)["H3 (B1)"]
+    assert "t-interval over seeds (n = 3)" in narrow["uncertainty"] and "hull" in narrow["uncertainty"]
+    assert narrow["verdict"] == "holds"  # B3 0.152 vs 2 x 0.013: both intervals clear 0
+    for i, run in enumerate(units["B3"]["runs"]):  # B3 seeds far apart: 0.03, 0.15, 0.27 (mean 0.15)
+        run["metrics"][P.ANISOTROPY] = 0.03 + 0.12 * i
+    units["B3"]["metrics"][P.ANISOTROPY] = 0.15
+    with_replicates(units, "B3", P.ANISOTROPY, 0.01, own=0.0005, seed=3)
+    wide = verdicts(units)["H3 (B1)"]
+    lo, hi = wide["interval"]
+    assert lo < 0 < hi and wide["verdict"] == "inconclusive"
+    half = 4.303 * np.sqrt(0.12 ** 2 / 3 + 4 * 0.001 ** 2 / 3)  # t(0.975, 2) sqrt(s_B3^2 / 3 + 4 s_B1^2 / 3)
+    assert hi - lo == pytest.approx(2 * half, rel=1e-3)
 
 
 def test_opposite_numbers_break_the_claims():
@@ -185,7 +239,7 @@ def test_comparisons_carry_bootstrap_and_seed_intervals():
         assert got[claim]["interval"] is not None, claim
     assert "paired bootstrap over 600 items" in got["H1/P1"]["uncertainty"]
     assert "600 test pairs" in got["P3b (B1)"]["uncertainty"]
-    assert got["P1a"]["uncertainty"].startswith("t-interval over seeds (n = 3)")
+    assert got["P1a"]["uncertainty"] == "no bootstrap replicates kept by these runs; t-interval over seeds (n = 3), 95%"
     lo, hi = got["P3b (B1)"]["interval"]
     assert lo < got["P3b (B1)"]["value"] < hi and got["P3b (B1)"]["verdict"] == "holds"
     assert got["P3b-type (B1)"]["verdict"] == "holds" and got["P1a"]["verdict"] == "holds"

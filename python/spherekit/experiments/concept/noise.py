@@ -13,13 +13,17 @@ rules (pair ROC-AUC). The negatives are sorted once, so a resample costs O(pairs
 statistic is the mean over its runs (seeds) on the same resample; a claim's is a linear combination of those (a
 difference of two conditions, or one condition against a constant), so both sides see the same pairs (paired).
 
-Geometry (anisotropy over 10,000 random pairs, effective rank of the test texts) is compared through the spread
-over seeds: for value = sum_c a_c mean_c, the interval is value +- t(0.975, m - 1) sqrt(sum_c a_c^2 s_c^2 / n_c),
-s_c the sample std over condition c's n_c seeds and m the smallest n_c of the conditions with several seeds; a
-frozen condition (one run) adds no spread. The 10,000 pairs' own sampling error is left out there (the pairs are
-the same for every seed and condition, and their cosines are not kept); where two frozen conditions are compared
-(paper._layer_mean), and where one model's layers are compared on the same pairs (paper._final_layer), it is
-bounded by Hoeffding's inequality instead.
+Geometry (anisotropy over 10,000 random pairs, effective rank of the test texts) is a function value = f(mean_c)
+of the conditions' means (a difference, B3 - 2 B1, or a ratio, B1 / B0 - 1), with two intervals where the runs
+allow, and the verdict reads their hull (decided only when both clear the margin):
+  - evaluation items: each run keeps bootstrap replicates of its statistic under common random numbers (the same
+    resampled pairs and rows for every condition and seed, evaluate.py); f of the condition's replicates averaged
+    over its seeds, replicate by replicate, is a paired bootstrap of value (percentile interval);
+  - seeds: value +- t(0.975, m - 1) sqrt(sum_c g_c^2 s_c^2 / n_c), g_c = df/dmean_c at the means (the delta
+    method; exact for a linear f), s_c the sample std over condition c's n_c seeds and m the smallest n_c of the
+    conditions with several seeds; a frozen condition (one run) adds no spread.
+Where one model's layers are compared on the same pairs (paper._final_layer), the layers keep no replicates and the
+pairs' error is bounded by Hoeffding's inequality instead.
 
 Learned: a trained condition learned when, in every seed, its training loss fell by the experiment core's rule
 (spherekit.experiments.learning.judge_training: its probe by 5%, or where a run kept no probe, its logged losses'
@@ -30,12 +34,14 @@ that reads a condition that did not learn is inconclusive.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from ..claims import NO_ITEMS, Measured, NotRun
 from ..learning import judge_training
 from ..uncertainty import CONFIDENCE, bootstrap
+from .evaluate import replicates_key
 from .spec import SETUPS
 
 AUC_RESAMPLES = 1000
@@ -121,24 +127,59 @@ def auc_compare(scope, terms: list[tuple[float, str]], metric: str, op: str, mar
                             label=label)
 
 
-def seed_compare(scope, terms: list[tuple[float, str]], metric: str, op: str, margin: float, text: str, *,
-                 constant: float = 0.0, label: str | None = None) -> Measured:
-    """The rule `sum_c a_c metric_c + constant op margin` with the t-interval over seeds (module docstring)."""
+_RESAMPLED = {"anisotropy": "random pairs", "effective rank": "test texts"}
+
+
+def geometry_compare(scope, combine: Callable[[dict], float], conditions: list[str], metric: str, op: str,
+                     margin: float, text: str, *, label: str | None = None) -> Measured:
+    """The rule `combine({condition: mean metric}) op margin` for a geometry metric, with the hull of the items' and
+    the seeds' intervals (module docstring). combine must work on numbers and, element-wise, on numpy arrays."""
+    means = {c: scope.metric(c, metric) for c in conditions}
+    value = float(combine(means))
+    intervals, hows = [], []
+    try:
+        reps = {c: np.asarray(scope.items(c, replicates_key(metric)), dtype=np.float64) for c in conditions}
+    except NotRun:
+        hows.append("no bootstrap replicates kept by these runs")
+    else:
+        tail = (1 - CONFIDENCE) / 2
+        lo, hi = np.quantile(combine(reps), [tail, 1 - tail])
+        seeds = " vs ".join(str(len(scope.runs(c))) for c in conditions)
+        items = _RESAMPLED.get(metric.split("/", 1)[-1], "items")
+        intervals.append((float(lo), float(hi)))
+        hows.append(f"paired bootstrap over the {items} ({len(next(iter(reps.values()))):,} replicates; {seeds} "
+                    f"seed(s) averaged), {CONFIDENCE:.0%} interval")
+    spread = _seed_interval(scope, combine, means, metric)
+    if spread is None:
+        hows.append("one run per condition: no spread over seeds")
+    else:
+        intervals.append(spread[:2])
+        hows.append(spread[2])
+    if not intervals:
+        return Measured.compare(value, op, margin, text, uncertainty="; ".join(hows), label=label)
+    hull = (min(lo for lo, _ in intervals), max(hi for _, hi in intervals))
+    how = "; ".join(hows) + ("; the verdict reads the hull of both" if len(intervals) == 2 else "")
+    return Measured.compare(value, op, margin, text, interval=hull, uncertainty=how, label=label)
+
+
+def _seed_interval(scope, combine, means: dict, metric: str) -> tuple[float, float, str] | None:
+    """The delta-method t-interval over seeds of combine(means) (module docstring); None without a condition that
+    has several seeds."""
     from scipy.stats import t as student
 
-    value = sum(a * scope.metric(c, metric) for a, c in terms) + constant
-    var, dof = 0.0, []
-    for a, c in terms:
+    value, var, dof = float(combine(means)), 0.0, []
+    for c, mean in means.items():
         values = [r["metrics"][metric] for r in scope.runs(c) if r.get("metrics", {}).get(metric) is not None]
-        if len(values) > 1:
-            var += a * a * float(np.var(values, ddof=1)) / len(values)
-            dof.append(len(values) - 1)
+        if len(values) < 2:
+            continue
+        h = 1e-6 * max(1.0, abs(mean))
+        slope = (combine({**means, c: mean + h}) - combine({**means, c: mean - h})) / (2 * h)
+        var += slope * slope * float(np.var(values, ddof=1)) / len(values)
+        dof.append(len(values) - 1)
     if not dof:
-        return Measured.compare(value, op, margin, text, uncertainty="one run per condition: no spread over seeds",
-                                label=label)
+        return None
     half = float(student.ppf(0.5 + CONFIDENCE / 2, min(dof))) * math.sqrt(var)
-    return Measured.compare(value, op, margin, text, interval=(value - half, value + half), label=label,
-                            uncertainty=f"t-interval over seeds (n = {min(dof) + 1}), {CONFIDENCE:.0%}")
+    return value - half, value + half, f"t-interval over seeds (n = {min(dof) + 1}), {CONFIDENCE:.0%}"
 
 
 def not_learned(scope, conditions) -> list[str]:
@@ -155,4 +196,4 @@ def not_learned(scope, conditions) -> list[str]:
     return out
 
 
-__all__ = ["AUC_RESAMPLES", "auc_compare", "not_learned", "seed_compare"]
+__all__ = ["AUC_RESAMPLES", "auc_compare", "geometry_compare", "not_learned"]

@@ -18,7 +18,7 @@ from ..learning import unless_learned
 from ..plugin import slug
 from ..printed import Printed
 from ..uncertainty import CONFIDENCE, hoeffding_interval
-from .noise import auc_compare, not_learned, seed_compare
+from .noise import auc_compare, geometry_compare, not_learned
 from .spec import BCE_ABLATION, LAST_LAYER_INIT, split_condition
 
 T2D_R10 = "in-domain/R@10 (term to definition)"
@@ -122,13 +122,14 @@ def _improves(s):
 
 def _collapse(s):
     a0, a1 = s.metric("B0", ANISOTROPY), s.metric("B1", ANISOTROPY)
-    return seed_compare(s, [(1.0, "B1"), (-0.5, "B0")], ANISOTROPY, "<", 0.0, f"B0 {_f(a0)} -> B1 {_f(a1)}")
+    return geometry_compare(s, lambda v: v["B1"] - 0.5 * v["B0"], ["B0", "B1"], ANISOTROPY, "<", 0.0,
+                            f"B0 {_f(a0)} -> B1 {_f(a1)}")
 
 
 def _rank_kept(s):
     e0, e1 = s.metric("B0", RANK), s.metric("B1", RANK)
-    return seed_compare(s, [(1 / e0, "B1")], RANK, "within", RANK_UNCHANGED,
-                        f"B0 {e0:.1f} -> B1 {e1:.1f} ({(e1 - e0) / e0:+.1%})", constant=-1.0)
+    return geometry_compare(s, lambda v: v["B1"] / v["B0"] - 1.0, ["B0", "B1"], RANK, "within", RANK_UNCHANGED,
+                            f"B0 {e0:.1f} -> B1 {e1:.1f} ({(e1 - e0) / e0:+.1%})")
 
 
 def _negation(s):
@@ -152,18 +153,17 @@ def _auc_gain(metric):
 
 def _hard_negative_geometry(s, v):
     a1, a3 = s.metric(v, ANISOTROPY), s.metric("B3", ANISOTROPY)
-    return seed_compare(s, [(1.0, "B3"), (-2.0, v)], ANISOTROPY, ">", 0.0, f"B3 {_f(a3)} vs {v} {_f(a1)}", label=v)
+    return geometry_compare(s, lambda x: x["B3"] - 2.0 * x[v], ["B3", v], ANISOTROPY, ">", 0.0,
+                            f"B3 {_f(a3)} vs {v} {_f(a1)}", label=v)
 
 
 def _layer_mean(s):
-    """B0-WM against B0. Anisotropy: both frozen (one run each) and averaged over the same ANISOTROPY_PAIRS random
-    pairs of the same texts, so the per-pair difference cos_WM - cos_B0 lies in [-2, 2]; the pairs' cosines are
-    not kept, so the interval is Hoeffding's bound over the pairs (uncertainty.hoeffding_interval)."""
+    """B0-WM against B0: both frozen (one run each), the anisotropy over the same random pairs of the same texts
+    (its interval: the paired bootstrap of their replicates)."""
     aw, a0 = s.metric("B0-WM", ANISOTROPY), s.metric("B0", ANISOTROPY)
-    lo, hi, how = hoeffding_interval(aw - a0, ANISOTROPY_PAIRS, 4.0)
     return [difference(s, "B0", "B0-WM", T2D_R10, "<", 0.0, label="t2d R@10"),
-            Measured.compare(aw - a0, ">", 0.0, f"B0 {_f(a0)} -> B0-WM {_f(aw)} ({aw - a0:+.3f})", label="anisotropy",
-                             interval=(lo, hi), uncertainty=f"both frozen (no seeds); {how}")]
+            geometry_compare(s, lambda v: v["B0-WM"] - v["B0"], ["B0", "B0-WM"], ANISOTROPY, ">", 0.0,
+                             f"B0 {_f(a0)} -> B0-WM {_f(aw)} ({aw - a0:+.3f})", label="anisotropy")]
 
 
 def _start_weights(setup) -> list[float]:
