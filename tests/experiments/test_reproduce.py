@@ -166,6 +166,26 @@ def test_reevaluate_recomputes_metrics_from_the_saved_model(card, backbone_dir, 
     assert "exclude each other" in capsys.readouterr().err
 
 
+def test_reevaluate_keeps_a_trained_run_without_a_saved_model(card, backbone_dir, tmp_path, capsys):
+    """A trained run whose model is gone (restored from a card, say) is not retrained by --reevaluate: it keeps its
+    metrics and the log says why; a frozen condition (no model to keep) is evaluated again."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(card.parent.parent, out)
+    copy = out / "concept" / "tiny"
+    b3 = unit_dir(copy, "B3")
+    shutil.rmtree(b3 / "checkpoint")
+    before = (b3 / "metrics.json").read_bytes()
+    assert main(["reproduce", "concept", "--preset", "tiny", "--backbone", str(backbone_dir), "--conditions",
+                 "B0,B3", "--out", str(out), "--no-progress", "--reevaluate"]) == 0
+    err = capsys.readouterr().err
+    assert "B3/seed-0: kept as it is (no saved model to re-evaluate" in err
+    assert "B0/no-seed: re-evaluating its saved model" in err
+    assert (b3 / "metrics.json").read_bytes() == before and (b3 / "done").is_file()
+    assert not (b3 / "checkpoint").exists() and not (b3 / "trainer").exists()  # nothing trained
+
+
 def test_changed_config_restarts_a_run(tmp_path, capsys):
     d = tmp_path / "u"
     runner._start_run(d, "aaa", "x", "B1", 0, False, print)

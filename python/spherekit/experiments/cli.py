@@ -38,7 +38,8 @@ def add_arguments(parser) -> None:
                         help="override a config field (repeatable), e.g. --set dataset=goemotions")
     parser.add_argument("--force", action="store_true", help="redo finished units")
     parser.add_argument("--reevaluate", action="store_true",
-                        help="recompute the metrics of finished units from their saved models (no retraining)")
+                        help="recompute the metrics of finished units from their saved models (no retraining; a "
+                             "trained run without one, restored from a card, is kept as it is)")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--report-to", type=lambda s: [c for c in s.split(",") if c], default=[],
                         metavar="NAMES", help="every training also reports to these transformers integrations "

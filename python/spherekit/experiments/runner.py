@@ -26,7 +26,9 @@ it requires; the evaluation version (metrics.evaluation_version) is stored besid
 version it is re-evaluated (run_unit again: its saved model is loaded, or the run is redone); `force=True` redoes
 it; a run whose fingerprint changed starts over; an interrupted run continues from its last training checkpoint
 (or from its saved model when only the evaluation was cut off); `reevaluate=True` recomputes the metrics of
-finished runs from their saved models. Every file is written to a temporary name and renamed.
+finished runs from their saved models, and keeps as they are the finished runs of a seeded (trained) condition
+that have none (restored from a card, or a seed whose model the paper does not keep): re-scoring those would mean
+retraining them, which is --force's job. Every file is written to a temporary name and renamed.
 
 Under torchrun / accelerate every rank trains the conditions marked `distributed`; rank 0 alone runs the others,
 evaluates, and writes every file.
@@ -43,7 +45,7 @@ from pathlib import Path
 from .. import _atomic
 from . import card
 from .config import fingerprint, with_overrides
-from .context import RankDone, UnitContext
+from .context import CHECKPOINT, RankDone, UnitContext
 from .interrupt import Interrupted, check, graceful
 from .metrics import evaluation_version
 from .plugin import slug
@@ -242,6 +244,11 @@ def _run_one(experiment, cfg, store: RunStore, data, backbone, condition, seed, 
     if state == "done" and not force and not reevaluate:
         log(f"{label}: done earlier (reused; --force redoes it)")
         return
+    if state == "done" and reevaluate and experiment.conditions[condition].seeded \
+            and not (folder / CHECKPOINT / "modules.json").is_file():
+        log(f"{label}: kept as it is (no saved model to re-evaluate: restored from a card, or not the seed whose "
+            "model was kept; --force retrains it)")
+        return
     log(label + (": measured under another evaluation version; re-evaluating" if redo_eval and state == "stale"
                  else ": re-evaluating its saved model" if redo_eval else ""))
     unit_fp, fp = store.fingerprints(backbone, condition, seed)
@@ -293,7 +300,8 @@ def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_di
     other than 0).
 
     reevaluate: recompute the metrics of finished runs from their saved models (after a fix in an evaluator, say)
-    without retraining them; their earlier training and cache times are kept. report_to: where every training
+    without retraining them; their earlier training and cache times are kept; a finished trained run without a
+    saved model is kept as it is (the log says so). report_to: where every training
     also reports (transformers' integrations: "tensorboard", "wandb", ...; logs under <run>/logs/)."""
     if force and reevaluate:
         raise ValueError("force and reevaluate exclude each other: --force retrains, --reevaluate does not")
