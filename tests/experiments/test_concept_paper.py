@@ -386,3 +386,16 @@ def test_final_layer_mrr_without_per_item_values_is_inconclusive():
     got = verdicts(paper_like())
     assert got["P2 (MRR)"]["point"] == "holds" and got["P2 (MRR)"]["verdict"] == "inconclusive"
     assert got["P2 (MRR)"]["uncertainty"].startswith("none: these runs kept no per-item values")
+
+
+def test_geometry_bootstrap_is_recentred_on_the_value():
+    """Replicates that sit below the statistic (an effective rank of rows drawn with replacement does): the interval
+    keeps their spread around the measured value, so one condition against a constant is not judged on the shift."""
+    units = paper_like()
+    for i, cond in enumerate(("B0", "B1")):
+        with_replicates(units, cond, P.RANK, 1.0, own=0.5, seed=i)
+    key = f"{P.RANK} (bootstrap replicates)"  # B1's replicates 40 below its value: their ratio to B0's near -0.16
+    units["B1"]["runs"][0]["per_item"][key] = [x - 40.0 for x in units["B1"]["runs"][0]["per_item"][key]]
+    record = verdicts(units)["P1b"]
+    lo, hi = record["interval"]
+    assert lo < record["value"] < hi and hi - lo < 0.02 and "recentred" in record["uncertainty"]
