@@ -10,7 +10,7 @@ records where it came from), with the fingerprint that the current code computes
 A later `spherekit reproduce` with the same settings then skips those runs, runs the rest, and its card shows all of
 them; a run with other result-changing settings does not match the fingerprints and redoes them.
 
-A restored run has its metrics only, no trained model: `--reevaluate` cannot re-score it, and a condition that
+A restored run has its metrics only, no trained model: `--reevaluate` keeps it as it is, and a condition that
 starts from another condition's model (a later step of a chain) needs that model, so re-run the earlier one with
 `--force` first. The card must have been measured under this code's evaluation version, its configuration must use
 only fields that the current code's config has, and every field of the current config must be in the card (else
