@@ -16,9 +16,10 @@ term query (the evaluator's query order; lists, as claims.difference reads them)
 the rule did not apply), from which every stress ROC-AUC and the pair ROC-AUC (hard negatives) are recomputed on
 resampled test pairs (noise.py); for anisotropy and effective rank, which are not means over items, their
 GEOMETRY_RESAMPLES bootstrap replicates under common random numbers ("anisotropy (bootstrap replicates)",
-spherekit.evaluation.geometry.resampled_geometry: the same resamples for every condition and seed); R@10 per query of the NP paraphrase suite and of DBpedia when they ran. The
-cosines are one string of space-separated 4-decimal numbers per key: six values per test pair in every run, and
-the card's JSON writes a list one value per line (about 20 bytes each; a string takes 7).
+spherekit.evaluation.geometry.resampled_geometry: the same resamples for every condition and seed); R@10 per
+query of the NP paraphrase suite and of DBpedia when they ran. The cosines are one string of space-separated
+4-decimal numbers per key: six values per test pair in every run, and the card's JSON writes a list one value per
+line (about 20 bytes each; a string takes 7).
 """
 
 from __future__ import annotations
