@@ -83,7 +83,11 @@ def effective_rank(x, *, normalize: bool = True, center: bool = False) -> float:
         x = torch.nn.functional.normalize(x, dim=1)
     if center:
         x = x - x.mean(0, keepdim=True)
-    s = torch.linalg.svdvals(x)
+    return _entropy_rank(torch.linalg.svdvals(x))
+
+
+def _entropy_rank(s: Tensor) -> float:
+    """exp of the Shannon entropy of the L1-normalised singular values s."""
     total = s.sum()
     if total <= 0:
         raise ValueError("effective rank is undefined for an all-zero matrix")
@@ -102,9 +106,8 @@ def resampled_geometry(x, n_resamples: int = GEOMETRY_RESAMPLES, *, n_pairs: int
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
     n = x.shape[0]
-    i, j = random_pairs(n, n_pairs, seed)
+    cosines = cosine_pairs(x, n_pairs, seed).numpy()
     xn = torch.nn.functional.normalize(x.double(), dim=1)
-    cosines = (xn[i] * xn[j]).sum(1).numpy()
     rng = np.random.default_rng([int(seed), 1])  # not the pairs' generator: the resamples are their own stream
     aniso, rank = [], []
     for _ in range(n_resamples):
@@ -114,10 +117,7 @@ def resampled_geometry(x, n_resamples: int = GEOMETRY_RESAMPLES, *, n_pairs: int
         if center:
             mean = (w @ xn) / w.sum()
             gram = gram - w.sum() * torch.outer(mean, mean)
-        s = torch.linalg.eigvalsh(gram).clamp(min=0).sqrt()
-        p = s / s.sum()
-        p = p[p > 0]
-        rank.append(math.exp(float(-(p * p.log()).sum())))
+        rank.append(_entropy_rank(torch.linalg.eigvalsh(gram).clamp(min=0).sqrt()))
     return {"anisotropy": aniso, "effective rank": rank}
 
 
