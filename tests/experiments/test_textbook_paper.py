@@ -13,7 +13,8 @@ from spherekit.experiments.claims import NO_ITEMS, Scope, evaluate
 from spherekit.experiments.printed import find
 from spherekit.experiments.textbook import checks as K
 from spherekit.experiments.textbook import paper as P
-from spherekit.experiments.textbook.checks import EVAL_COSINE, EVAL_LABEL, GAP_ITEMS, RIGHT, f1_at
+from spherekit.experiments.textbook.checks import (EVAL_COSINE, EVAL_LABEL, GAP_ITEMS, PARAPHRASE_GAPS, RIGHT,
+                                                   ROLE_SWAPS, f1_at)
 from spherekit.experiments.learning import learned
 
 CONFIG = {"eval_k": 10, "num_negatives": 5, "random_dims": [384, 768], "std_tolerance": 0.05, "gap_range": [0.1, 0.3],
@@ -73,8 +74,9 @@ def ann(n_low=8, low=0.9, scanned=0.076):
                    f"hnsw/efSearch {AT}": 64, f"hnsw/speed-up {AT}": 0.94, f"hnsw/share scanned {AT}": scanned})
 
 
-def order(cos_right=40, verifier_right=55, losses=FALLING):
-    items = {RIGHT.format("pooled cosine"): hits(cos_right), RIGHT.format("verifier re-rank"): hits(verifier_right)}
+def order(cos_right=40, verifier_right=55, losses=FALLING, swaps=(0.93, 0.99)):
+    items = {RIGHT.format("pooled cosine"): hits(cos_right), RIGHT.format("verifier re-rank"): hits(verifier_right),
+             ROLE_SWAPS: np.linspace(*swaps, N)}
     details = {"nearmiss": {"binding": {"n": N - 3}}, "verifier_losses": losses}
     return unit(details, items, **{
         "chapter pair/cosine (role swap)": 0.978, "chapter pair/cosine (same meaning)": 0.963,
@@ -101,7 +103,8 @@ def mining_unit(hard=(36, 40), rand=(28, 29), curve=FALLING):
 def chapter_like():
     """Numbers shaped like the chapter's statements, far outside their noise: every claim holds."""
     return {
-        "listings": unit({"chapter_negatives": {"0": [3, 2, 4], "1": [0, 4, 1]}}, **{
+        "listings": unit({"chapter_negatives": {"0": [3, 2, 4], "1": [0, 4, 1]}},
+                         {PARAPHRASE_GAPS: np.linspace(0.3, 0.7, N)}, **{
             K.PARAPHRASE: 0.556, K.UNRELATED: 0.0756, K.MNRL_DIFF: 2.4e-7, K.MNRL_LOSS: 1.92,
             K.POSITIVES_RETURNED: 0, K.AGREES: True}),
         "concentration": unit(None, {GAP_ITEMS: np.linspace(0.15, 0.25, N)}, **{
@@ -129,10 +132,13 @@ def test_chapter_shaped_numbers_make_every_claim_hold():
     assert got["thresholds-1"]["margin"] == 0.05 and got["listings-2"]["margin"] == 1e-5
     assert got["thresholds-2"]["margin"] == 0.05 and got["thresholds-2"]["value"] == pytest.approx(0.5)
     assert "no threshold reaches precision 0.9" in got["thresholds-1"]["measured"]
-    for cid in ("concentration-2", "pooling-1", "pooling-2", "losses-1", "mining-1", "mining-2", "thresholds-2",
-                "ann-1", "order-2"):
+    for cid in ("listings-1", "concentration-2", "pooling-1", "pooling-2", "losses-1", "mining-1", "mining-2",
+                "thresholds-2", "ann-1", "order-1", "order-2"):
         assert got[cid]["interval"] is not None and "bootstrap" in got[cid]["uncertainty"], cid
-    assert got["listings-1"]["interval"] is None and got["listings-1"]["uncertainty"].startswith("none")
+    assert got["listings-1"]["uncertainty"] == "bootstrap over 60 sentences, 95% interval"
+    assert got["order-1"]["uncertainty"] == "bootstrap over 60 role swaps, 95% interval"
+    assert got["order-1"]["value"] == pytest.approx(0.96) and got["order-1"]["margin"] == K.ROLE_SWAP_COSINE
+    assert "0.9780 for the chapter's pair" in got["order-1"]["measured"]
     assert got["mining-1"]["value"] == pytest.approx((40 - 29) / N)
 
 
@@ -149,8 +155,8 @@ def test_opposite_numbers_break_every_claim():
     units["thresholds"] = thresholds(t_sentences=0.3, sentences=(0.4, 0.2, 0.1))  # one scale: nothing to lose
     units["thresholds"]["metrics"]["rule of thumb/F1"] = 0.62
     units["ann"] = ann(n_low=N, low=0.8)
-    units["order"] = order(cos_right=55, verifier_right=30)
-    units["order"]["metrics"]["chapter pair/cosine (role swap)"] = 0.8
+    units["listings"]["runs"][0]["per_item"][PARAPHRASE_GAPS] = list(np.linspace(-0.4, -0.1, N))
+    units["order"] = order(cos_right=55, verifier_right=30, swaps=(0.6, 0.85))
     for u in units.values():
         u["runs"][0]["metrics"] = dict(u["metrics"])
     got = verdicts(units)
@@ -212,6 +218,8 @@ def test_runs_without_per_item_values_keep_their_point_estimates_and_decide_noth
     assert {k: r["point"] for k, r in got.items()} == {k: "holds" for k in got}
     without_items = ("concentration-2", "pooling-1", "pooling-2", "losses-1", "mining-1", "mining-2", "thresholds-2",
                      "ann-1", "order-2")
+    for cid in ("listings-1", "order-1"):  # judged on the chapter's single example, which has no noise
+        assert got[cid]["interval"] is None and got[cid]["uncertainty"].startswith("none: one fixed example"), cid
     for cid in without_items:
         assert got[cid]["interval"] is None and got[cid]["uncertainty"] == NO_ITEMS, cid
         assert got[cid]["verdict"] == "inconclusive", cid
@@ -249,6 +257,20 @@ def test_edge_cases_of_the_rules():
     assert verdicts(units)["concentration-2"]["verdict"] == "holds"  # ... and so does a median near its upper end
     units["concentration"]["runs"][0]["per_item"][GAP_ITEMS] = list(np.linspace(0.2, 0.4, N))
     assert verdicts(units)["concentration-2"]["verdict"] == "inconclusive"  # median 0.3: the interval straddles
+
+
+def test_the_set_decides_the_single_example_claims_and_carries_their_noise():
+    units = chapter_like()
+    units["order"] = order(swaps=(0.8, 1.0))  # mean 0.9: on the margin
+    units["listings"]["runs"][0]["per_item"][PARAPHRASE_GAPS] = list(np.linspace(-0.3, 0.32, N))
+    got = verdicts(units)
+    for cid in ("listings-1", "order-1"):
+        lo, hi = got[cid]["interval"]
+        assert lo < got[cid]["margin"] < hi and got[cid]["verdict"] == "inconclusive", cid
+    # the chapter's example holds (0.978 > 0.9) but the set does not: the set decides
+    units["order"] = order(swaps=(0.7, 0.8))
+    got = verdicts(units)["order-1"]
+    assert got["verdict"] == "does not hold" and "0.9780 for the chapter's pair" in got["measured"]
 
 
 def test_thresholds_transfer_needs_a_loss_on_both_corpora():

@@ -15,8 +15,8 @@ from spherekit.experiments.textbook.paper import CLAIMS
 from spherekit.experiments.textbook.spec import EXPERIMENT, PRESETS, SECTIONS, TextbookConfig
 
 SANITY = {"listings-2", "listings-3", "concentration-1", "thresholds-1"}
-BOOTSTRAPPED = ("concentration-2", "pooling-1", "pooling-2", "losses-1", "mining-1", "mining-2", "thresholds-2",
-                "ann-1", "order-2")
+BOOTSTRAPPED = ("listings-1", "concentration-2", "pooling-1", "pooling-2", "losses-1", "mining-1", "mining-2",
+                "thresholds-2", "ann-1", "order-1", "order-2")
 
 
 def _run(backbone_dir, out, *extra):
@@ -81,13 +81,20 @@ def test_every_section_is_a_unit_with_metrics(card):
     assert details["mining"]["queries"] == "examples" and all(r["negatives_drawn"] > 0 for r in rounds)
     n_sentences = results["data"]["example_test_queries"]
     assert units["mining"]["metrics"]["count (test queries)"] == n_sentences > 0
-    per_item = {c: u["runs"][0]["per_item"] for c, u in units.items() if c != "listings"}
+    per_item = {c: u["runs"][0]["per_item"] for c, u in units.items()}
     assert all(len(v) == n_sentences for v in per_item["mining"].values()), per_item["mining"].keys()
     assert len(per_item["thresholds"]["sentences/label (evaluation pairs)"]) % 3 == 0
     n_terms = results["data"]["test_queries"]
     for section in ("concentration", "pooling", "losses"):
         assert per_item[section] and all(len(v) == n_terms for v in per_item[section].values()), section
-    assert len(per_item["ann"]) == len(details["ann"]["rows"]) and len(per_item["order"]) == 2
+    assert len(per_item["ann"]) == len(details["ann"]["rows"]) and len(per_item["order"]) == 3
+    # listing 1 and the role swaps on a set: one value per sentence with a synonym paraphrase / per role swap
+    gaps = per_item["listings"]["paraphrases/cosine gap (paraphrase - unrelated)"]
+    assert len(gaps) == m["paraphrases/count"] >= 2 and all(-2 <= g <= 2 for g in gaps)
+    assert m["paraphrases/cosine gap (mean)"] == pytest.approx(sum(gaps) / len(gaps), abs=1e-4)
+    swaps = per_item["order"]["role swaps/cosine"]
+    assert len(swaps) == units["order"]["metrics"]["role swaps/count"] >= 3  # the chapter's three pairs at least
+    assert swaps[-3] == pytest.approx(details["order"]["examples"][0]["cosine"]["role_swap"], abs=1e-6)
     curve = details["losses"]["curves"]["mnrl"]
     assert curve[0]["step"] == 0 and curve[-1]["step"] == results["config"]["steps"]
     ann = details["ann"]
@@ -125,3 +132,27 @@ def test_rerun_reuses_units_and_force_redoes_one(card, backbone_dir, capsys):
     after = _results(card)
     assert after["units"]["st/listings"]["metrics"] == before["units"]["st/listings"]["metrics"]
     assert after["units"]["st/concentration"]["metrics"] == before["units"]["st/concentration"]["metrics"]
+
+
+def test_listing_1_on_a_set_pairs_each_sentence_with_another_ones_text():
+    import numpy as np
+    from types import SimpleNamespace
+
+    from spherekit.data.nearmiss import NearMiss
+    from spherekit.experiments.textbook.sections.listings import paraphrase_gaps
+
+    class Encoder:  # one-hot by sentence number: a paraphrase ("pN") equals its sentence ("sN")
+        def encode(self, texts, normalize_embeddings=True):
+            return np.eye(8, dtype=np.float32)[[int(t[1:]) for t in texts]]
+
+    def item(i, kind="synonym", family="binding"):
+        return NearMiss(f"s{i}", f"p{i}" if kind == "synonym" else f"s{i}", f"n{i}", family, "edit", kind, "text")
+
+    near = SimpleNamespace(train=[item(0), item(0, family="negation"), item(1), item(2, "identity")],
+                           test=[item(3), item(4)])
+    metrics, gaps = paraphrase_gaps(Encoder(), near, seed=0)
+    # distinct anchors with a synonym paraphrase (0, 1, 3, 4): cos(s, p) = 1, cos(s, another sentence) = 0
+    assert metrics["paraphrases/count"] == 4 and gaps == [1.0] * 4
+    assert metrics["paraphrases/cosine (unrelated, mean)"] == 0.0
+    with pytest.raises(ValueError, match="nearmiss_per_family"):
+        paraphrase_gaps(Encoder(), SimpleNamespace(train=[item(0)], test=[]), seed=0)

@@ -41,7 +41,9 @@ def _columns(section: str, cfg: dict, units: dict) -> list[tuple]:
         return [("dimension", "dimension", 0), ("listing1/cosine (paraphrase)", "cos paraphrase", 4),
                 ("listing1/cosine (closest unrelated pair)", "cos unrelated (closer pair)", 4),
                 ("listing3/loss (random example)", "MNRL, random example", 4),
-                ("listing4/positives returned", "positives mined", 0)]
+                ("listing4/positives returned", "positives mined", 0),
+                ("paraphrases/cosine gap (mean)", "set: cos gap paraphrase - unrelated", 4),
+                ("paraphrases/count", "set: sentences", 0)]
     if section == "concentration":
         return [(STD_768, "random std, d=768", 4), (RELATIVE_ERROR, "largest relative error", 4),
                 ("passages/anisotropy", "passages: mean cos"), ("passages/cosine std", "passages: std of cos"),
@@ -81,7 +83,8 @@ def _columns(section: str, cfg: dict, units: dict) -> list[tuple]:
             ("examples/correct (pooled cosine)", "right first: cosine", 0),
             ("examples/correct (verifier re-rank)", "right first: re-rank", 0), ("examples/count", "examples", 0),
             ("near-misses/Acc (pooled cosine)", "near-miss Acc: cosine"),
-            ("near-misses/Acc (verifier re-rank)", "near-miss Acc: re-rank")]
+            ("near-misses/Acc (verifier re-rank)", "near-miss Acc: re-rank"),
+            ("role swaps/cosine (mean)", "set: cos role swap", 4), ("role swaps/count", "set: role swaps", 0)]
 
 
 def _section_table(section: str, units: dict, cfg: dict) -> str:

@@ -1,5 +1,9 @@
 """Section 1: the chapter's listings run as printed on the backbone (listing 2 needs BAAI/bge-m3 on CUDA, which
-is not available offline, and is skipped)."""
+is not available offline, and is skipped), and listing 1's point measured on a set: for every WordNet sentence of
+the near-miss set (spherekit.data.nearmiss, built with cfg.data_seed) that has a one-word synonym paraphrase, the
+gap cos(sentence, paraphrase) - cos(sentence, an unrelated sentence of the set), the unrelated partner drawn by a
+seeded derangement (one cycle through the sentences, so none is its own partner). The gaps are kept per item
+(per_item) for the claim's bootstrap."""
 
 from __future__ import annotations
 
@@ -43,7 +47,32 @@ def _spherekit_mnrl(model, q, p, temperature: float) -> float:
     return float(loss.compute_loss_from_embeddings([q, p], None))
 
 
+PARAPHRASE_GAPS = "paraphrases/cosine gap (paraphrase - unrelated)"  # per_item key
+
+
+def paraphrase_gaps(model, near, seed: int) -> tuple[dict, list[float]]:
+    """Listing 1 on a set: metrics and the per-sentence gaps cos(s, paraphrase) - cos(s, unrelated) over the
+    near-miss items' distinct anchors with a synonym paraphrase (module docstring)."""
+    pairs = dict.fromkeys((x.anchor, x.positive) for x in (*near.train, *near.test) if x.positive_kind == "synonym")
+    anchors, paraphrases = [a for a, _ in pairs], [p for _, p in pairs]
+    if len(anchors) < 2:
+        raise ValueError(f"listing 1 on a set needs at least 2 sentences with a synonym paraphrase, the near-miss "
+                         f"set has {len(anchors)}: raise nearmiss_per_family")
+    order = np.random.default_rng(seed).permutation(len(anchors))
+    partner = np.empty_like(order)
+    partner[order] = np.roll(order, -1)  # one cycle: a derangement
+    a, p = (torch.from_numpy(np.asarray(model.encode(t, normalize_embeddings=True))) for t in (anchors, paraphrases))
+    para, unrel = (a * p).sum(1), (a * a[torch.from_numpy(partner)]).sum(1)
+    gaps = (para - unrel).tolist()
+    metrics = {"paraphrases/count": len(anchors), "paraphrases/cosine (paraphrase, mean)": round(float(para.mean()), 4),
+               "paraphrases/cosine (unrelated, mean)": round(float(unrel.mean()), 4),
+               "paraphrases/cosine gap (mean)": round(float(np.mean(gaps)), 4)}
+    return metrics, gaps
+
+
 def run(ctx) -> dict:
+    from ....data.nearmiss import build_nearmiss
+    from ...uncertainty import per_item
     from ..data import Retrieval
     from ..mining import model_negatives
     from ..models import load
@@ -73,6 +102,9 @@ def run(ctx) -> dict:
     st_negs, _ = model_negatives(model, example, dataclasses.replace(cfg, mining_margin=0.0),  # the listing's rule
                                  random.Random(ctx.seed))
     qe, ce = (model.encode(list(texts), normalize_embeddings=True) for texts in (QUERIES, CORPUS))
+    near = build_nearmiss(n_per_family=cfg.nearmiss_per_family, seed=cfg.data_seed,
+                          cache=ctx.data.root / "data" / "nearmiss")
+    set_metrics, gaps = paraphrase_gaps(model, near, cfg.data_seed)
     metrics = {
         "dimension": int(emb.shape[1]),
         "listing1/cosine (paraphrase)": pairs["0-1"],
@@ -82,9 +114,10 @@ def run(ctx) -> dict:
         "listing4/positives returned": sum(len(set(chapter_negs[i]) & POSITIVES[i]) for i in chapter_negs),
         "listing4/agrees (sentence-transformers mine_hard_negatives)": all(chapter_negs[i] == st_negs[i]
                                                                             for i in chapter_negs),
+        **set_metrics,
     }
     details = {"similarities": pairs, "sentences": list(SENTENCES), "mnrl": mnrl,
                "chapter_negatives": {str(k): v for k, v in chapter_negs.items()},
                "st_negatives": {str(i): v for i, v in enumerate(st_negs)},
                "corpus_similarities": (ce @ qe.T).T.round(4).tolist()}
-    return {"metrics": metrics, "details": details}
+    return {"metrics": metrics, "per_item": {PARAPHRASE_GAPS: per_item(gaps)}, "details": details}

@@ -4,7 +4,10 @@ cosine (stage 1 of spherekit.retrieval.TwoStageRetriever) rank the same-meaning 
 and does a verifier re-rank (stage 2) fix it? The verifier (cfg.verifier, a small CNN over the token similarity
 map) is trained on the frozen backbone's tokens with spherekit.losses.train_verifier on structural near-misses
 (spherekit.data.nearmiss: negation, binding, spatial), and both stages are also scored on the held-out
-near-misses: the fraction of items where the positive outscores the near-miss. Per item (the held-out
+near-misses: the fraction of items where the positive outscores the near-miss. The chapter's point that role
+swaps "may embed similarly" is measured on a set too: the frozen backbone's cosine of every sentence of the
+near-miss set (train and test parts) and its subject-object swap, then the chapter's three pairs, kept per item
+(ROLE_SWAPS). Per item (the held-out
 near-misses, then the chapter's examples) whether each stage puts the right passage first is kept (per_item) for
 the claim's paired bootstrap, and the verifier's logged training losses for the claim's "learned" rule. The
 near-miss set is data (built with cfg.data_seed, shared by every seed); the verifier's initialisation and training
@@ -18,6 +21,8 @@ from ...uncertainty import per_item
 from ..chapter import ORDER_EXAMPLES
 
 RIGHT = "near-misses and examples/correct ({})"  # per_item keys, per stage
+ROLE_SWAPS = "role swaps/cosine"  # per_item key: cos(sentence, its subject-object swap)
+SWAP_EDIT = "subject-object swap"
 
 
 def build_verifier(cfg, seed: int):
@@ -79,6 +84,10 @@ def run(ctx) -> dict:
         if len(idx):
             per_family[fam] = {"n": len(idx), "cosine": round(float((cos_m[idx] > 0).float().mean()), 4),
                                "verifier": round(float((ver_m[idx] > 0).float().mean()), 4)}
+    swaps = [x for x in (*near.train, *near.test) if x.edit == SWAP_EDIT]
+    a, n = (model.encode([getattr(x, f) for x in swaps], normalize_embeddings=True) if swaps else None
+            for f in ("anchor", "near_miss"))
+    swap_cos = ([] if a is None else (a * n).sum(1).tolist()) + [e["cosine"]["role_swap"] for e in examples]
     chapter = examples[0]
     metrics = {
         "chapter pair/cosine (role swap)": round(chapter["cosine"]["role_swap"], 4),
@@ -88,11 +97,13 @@ def run(ctx) -> dict:
         "examples/count": len(examples),
         "near-misses/Acc (pooled cosine)": round(float((cos_m > 0).float().mean()), 4),
         "near-misses/Acc (verifier re-rank)": round(float((ver_m > 0).float().mean()), 4),
+        "role swaps/count": len(swap_cos), "role swaps/cosine (mean)": round(float(sum(swap_cos) / len(swap_cos)), 4),
     }
     items = {RIGHT.format(stage): per_item([float(x > 0) for x in margins.tolist()]
                                            + [float(e[key] == "same_meaning") for e in examples])
              for stage, margins, key in (("pooled cosine", cos_m, "stage1_first"),
                                          ("verifier re-rank", ver_m, "stage2_first"))}
+    items[ROLE_SWAPS] = per_item(swap_cos)
     details = {"examples": examples, "nearmiss": per_family, "nearmiss_info": near.info,
                "verifier_steps": len(history), "verifier_final_loss": history[-1]["loss"] if history else None,
                "verifier_losses": [round(float(h["loss"]), 5) for h in history]}
