@@ -101,6 +101,16 @@ def test_layerwise_final_layer_equals_model_readout(tiny_model, tmp_path):
     assert [p.rsplit("/", 1)[1] for p in paths] == ["layerwise_mrr_by_layer.png", "layerwise_anisotropy_by_layer.png"]
     with pytest.raises(ValueError, match="layers must lie"):
         LayerwiseEvaluator(queries, corpus, relevant, layers=[5])(tiny_model)
+    # resamples: per-layer first relevant ranks (their reciprocals average to the MRR) and anisotropy replicates
+    kept = LayerwiseEvaluator(queries, corpus, relevant, n_pairs=200, resamples=50)
+    assert kept(tiny_model) == m and "ranks" not in lw.last_details
+    for layer in (0, 1):
+        ranks = kept.last_details["ranks"][layer]
+        assert len(ranks) == len(queries) and all(1 <= r <= len(corpus) for r in ranks)
+        assert np.mean([1.0 / r for r in ranks]) == pytest.approx(m[f"MRR (layer {layer})"])
+        assert len(kept.last_details["anisotropy replicates"][layer]) == 50
+    with pytest.raises(ValueError, match="resamples"):
+        LayerwiseEvaluator(queries, corpus, relevant, resamples=-1)
 
 
 def test_np_paraphrase_by_family():

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from spherekit.evaluation.geometry import (anisotropy, cosine_pairs, effective_rank, mds_project, pca_project,
-                                           random_pairs, resampled_geometry)
+                                           random_pairs, resampled_anisotropy, resampled_geometry)
 
 
 def test_random_pairs_distinct_seeded_uniform():
@@ -89,6 +89,24 @@ def test_resampled_geometry_centres_on_the_statistics_and_pairs_models():
     assert np.std(np.array(other["effective rank"]) - r) < 0.2 * r.std()
     with pytest.raises(ValueError, match="n_resamples"):
         resampled_geometry(x, 0)
+
+
+def test_resampled_anisotropy_resamples_the_pairs_and_shares_them_across_sets():
+    x = torch.randn(50, 6, dtype=torch.float64) + 0.3
+    reps = resampled_anisotropy(x, 5, n_pairs=300, seed=3)
+    cos = cosine_pairs(x, 300, seed=3).numpy()
+    rng = np.random.default_rng([3, 2])
+    assert reps == pytest.approx([cos[rng.integers(0, 300, 300)].mean() for _ in range(5)], abs=1e-12)
+    # another set of the same size (another layer, another model on the same texts): the same pairs and resamples
+    y = torch.randn(50, 6, dtype=torch.float64)
+    other = resampled_anisotropy(y, 5, n_pairs=300, seed=3)
+    rng = np.random.default_rng([3, 2])
+    cos_y = cosine_pairs(y, 300, seed=3).numpy()
+    assert other == pytest.approx([cos_y[rng.integers(0, 300, 300)].mean() for _ in range(5)], abs=1e-12)
+    wide = np.asarray(resampled_anisotropy(x, 400, n_pairs=300, seed=3))
+    assert abs(wide.mean() - anisotropy(x, 300, seed=3)) < 0.2 * wide.std()
+    with pytest.raises(ValueError, match="n_resamples"):
+        resampled_anisotropy(x, 0)
 
 
 def test_pca_matches_sklearn_and_mds_preserves_cosine_distances():

@@ -382,6 +382,78 @@ def test_final_layer_anisotropy_is_decided_by_hoeffdings_bound_over_the_pairs(fi
     assert record["verdict"] == expected
 
 
+def with_layer_items(units, b0_ranks, b0_reps, b1_ranks=((5, 5, 1),), b1_reps=(0.3, 0.6, 0.01)):
+    """noisy_units whose B0 and B1 runs keep per-layer items (layers 0-2), their layer details computed from them:
+    ranks per layer (a tuple of per-term ranks, or one rank for every term) and anisotropy replicates per layer
+    (a list of replicates, or a mean the same shared noise is added to)."""
+    from spherekit.experiments.concept.evaluate import rank_key, replicates_key
+
+    noise_ = np.random.default_rng(0).normal(0.0, 0.004, 500)  # the same resamples at every layer and run
+
+    def kept(ranks, reps):
+        ranks = [np.full(N, r) if np.isscalar(r) else np.asarray(r) for r in ranks]
+        reps = [np.asarray(r) if not np.isscalar(r) else r + noise_ for r in reps]
+        items = {rank_key("in-domain", l): " ".join(str(int(x)) for x in r) for l, r in enumerate(ranks)}
+        items.update({replicates_key(f"in-domain/anisotropy (layer {l})"): list(r) for l, r in enumerate(reps)})
+        return layers([float((1.0 / r).mean()) for r in ranks], [float(np.mean(r)) for r in reps]), items
+
+    details, items = kept(b0_ranks, b0_reps)
+    units["B0"]["runs"][0]["details"] = details
+    units["B0"]["runs"][0]["per_item"].update(items)
+    for run in units["B1"]["runs"]:
+        run["details"], more = kept(b1_ranks[0], b1_reps)
+        run["per_item"].update(more)
+    return units
+
+
+def _split(gain: int, loss: int) -> tuple[np.ndarray, np.ndarray]:
+    """Ranks of layer 1 and of the final layer: `gain` terms rank 1 at the final layer (5 before), `loss` terms the
+    other way round, the rest rank 5 at both."""
+    earlier, final = np.full(N, 5), np.full(N, 5)
+    final[:gain], earlier[gain:gain + loss] = 1, 1
+    return earlier, final
+
+
+@pytest.mark.parametrize("gain, loss, expected", [(300, 0, "holds"), (30, 28, "inconclusive"),
+                                                  (0, 300, "does not hold")])
+def test_final_layer_mrr_is_a_paired_bootstrap_over_the_terms_where_runs_keep_their_ranks(gain, loss, expected):
+    earlier, final = _split(gain, loss)
+    units = with_layer_items(noisy_units(), (5, earlier, final), (0.3, 0.5, 0.15))
+    record = verdicts(units)["P2 (MRR)"]
+    assert record["value"] == pytest.approx(0.8 * (gain - loss) / N)  # B1's lead (0.8) is larger: B0's gap decides
+    assert record["verdict"] == expected, record["interval"]
+    assert record["uncertainty"] == ("paired bootstrap over 600 test terms of the smallest of the 4 gaps (every layer "
+                                     "and run on the same terms), 95% interval")
+
+
+@pytest.mark.parametrize("final, expected", [(0.15, "holds"), (0.499, "inconclusive"), (0.7, "does not hold")])
+def test_final_layer_anisotropy_differences_the_layers_replicates(final, expected):
+    units = with_layer_items(noisy_units(), (5, 5, 1), (0.3, 0.5, final))
+    record = verdicts(units)["P2 (anisotropy)"]
+    lo, hi = record["interval"]
+    assert record["value"] == pytest.approx(0.5 - final)
+    assert hi - lo < 1e-9  # the same shared noise at every layer: a paired difference has no spread
+    units["B0"]["runs"][0]["per_item"]["in-domain/anisotropy (layer 2) (bootstrap replicates)"] = list(
+        final + np.random.default_rng(1).normal(0.0, 0.004, 500))  # independent noise: the spread of a difference
+    record = verdicts(units)["P2 (anisotropy)"]
+    lo, hi = record["interval"]
+    assert 0.005 < hi - lo < 0.03 and record["verdict"] == expected
+    assert "500 replicates, the same resamples at every layer and run" in record["uncertainty"]
+
+
+def test_final_layer_falls_back_to_hoeffding_when_a_run_kept_no_layer_items_and_rejects_mixed_splits():
+    from spherekit.experiments.concept.evaluate import rank_key
+
+    units = with_layer_items(noisy_units(), (5, 5, 1), (0.3, 0.5, 0.15))
+    del units["B1"]["runs"][2]["per_item"][rank_key("in-domain", 1)]
+    assert "Hoeffding bound" in verdicts(units)["P2 (MRR)"]["uncertainty"]
+    assert "paired bootstrap" in verdicts(units)["P2 (anisotropy)"]["uncertainty"]
+    units = with_layer_items(noisy_units(), (5, 5, 1), (0.3, 0.5, 0.15))
+    units["B0"]["runs"][0]["per_item"][rank_key("in-domain", 2)] = "1 1 1"
+    with pytest.raises(ValueError, match="different test splits"):
+        verdicts(units)
+
+
 def test_final_layer_mrr_without_per_item_values_is_inconclusive():
     got = verdicts(paper_like())
     assert got["P2 (MRR)"]["point"] == "holds" and got["P2 (MRR)"]["verdict"] == "inconclusive"

@@ -46,6 +46,14 @@ def test_layout_and_metrics(card):
         for key in ("in-domain/anisotropy", "in-domain/effective rank"):  # the claims' paired bootstrap
             reps = result["per_item"][f"{key} (bootstrap replicates)"]
             assert len(reps) == GEOMETRY_RESAMPLES and min(reps) <= m[key] + 1e-6 and max(reps) >= m[key] - 1e-6
+        layer_ranks = result["per_item"].get("in-domain/first relevant rank (layer 6)")  # P2's paired bootstrap
+        assert (layer_ranks is not None) == (name in ("B0", "B1")), name
+        if layer_ranks is not None:
+            ranks = [int(r) for r in layer_ranks.split()]
+            assert len(ranks) == len(result["per_item"]["in-domain/MRR (term to definition)"]) and min(ranks) >= 1
+            assert sum(1 / r for r in ranks) / len(ranks) == pytest.approx(m["in-domain/MRR (layer 6)"], abs=1e-6)
+            reps = result["per_item"]["in-domain/anisotropy (layer 0) (bootstrap replicates)"]
+            assert len(reps) == GEOMETRY_RESAMPLES and min(reps) <= m["in-domain/anisotropy (layer 0)"] <= max(reps)
         assert ("train" in result["seconds"]) == cond.trained
         if cond.trained:
             curve = result["training"]["curve"]

@@ -7,6 +7,7 @@ Representation in Sentence Encoders" (arXiv:2606.06994) App. H, "Mapping the Cir
                          s the singular values of X (Roy & Vetterli 2007; rows L2-normalised first
                          when normalize=True, mean-centred first when center=True)
     resampled_geometry(X) -> bootstrap replicates of both (below)
+    resampled_anisotropy(X) -> bootstrap replicates of anisotropy alone (the pairs resampled)
     pca_project(X)     -> (n, 2) coordinates and the explained variance ratio of each component
     mds_project(X)     -> (n, 2) metric MDS of the cosine distances 1 - cos(x_i, x_j)
 
@@ -119,6 +120,21 @@ def resampled_geometry(x, n_resamples: int = GEOMETRY_RESAMPLES, *, n_pairs: int
             gram = gram - w.sum() * torch.outer(mean, mean)
         rank.append(_entropy_rank(torch.linalg.eigvalsh(gram).clamp(min=0).sqrt()))
     return {"anisotropy": aniso, "effective rank": rank}
+
+
+def resampled_anisotropy(x, n_resamples: int = GEOMETRY_RESAMPLES, *, n_pairs: int = ANISOTROPY_PAIRS,
+                         seed: int = 0) -> list[float]:
+    """n_resamples bootstrap replicates of anisotropy(x, n_pairs, seed): replicate b is the mean cosine of the P
+    random pairs resampled with replacement. The resampled indices depend on (P, seed) alone, so sets of the same
+    size (one model's layers, two models on the same texts) share both the pairs and their resamples (common random
+    numbers: a difference taken replicate by replicate is a paired bootstrap)."""
+    import numpy as np
+
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    cosines = cosine_pairs(x, n_pairs, seed).numpy()
+    rng = np.random.default_rng([int(seed), 2])  # the pairs' and resampled_geometry's streams are others
+    return [float(cosines[rng.integers(0, n_pairs, n_pairs)].mean()) for _ in range(n_resamples)]
 
 
 def pca_project(x, n_components: int = 2, seed: int = 0):

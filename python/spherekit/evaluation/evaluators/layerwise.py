@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from ..encode import encode_layers
-from ..geometry import anisotropy
+from ..geometry import anisotropy, resampled_anisotropy
 from ._base import SpherekitEvaluator, apply_limit, split_test
 from .concept import build_pools
 from .retrieval import first_relevant_rank
@@ -17,17 +17,22 @@ from .retrieval import first_relevant_rank
 
 class LayerwiseEvaluator(SpherekitEvaluator):
     """Args: queries, corpus, relevant (per query a set / dict of corpus indices); layers (indices to keep,
-    default all); n_pairs / seed for anisotropy. Returns "MRR (layer l)" and "anisotropy (layer l)"."""
+    default all); n_pairs / seed for anisotropy; resamples > 0 also keeps, per layer, the queries' first relevant
+    ranks and that many bootstrap replicates of the anisotropy (geometry.resampled_anisotropy: the same resamples
+    at every layer) in last_details["ranks"] / ["anisotropy replicates"], for paired bootstraps across layers and
+    models. Returns "MRR (layer l)" and "anisotropy (layer l)"."""
 
     def __init__(self, queries, corpus, relevant, *, layers=None, n_pairs: int = 10_000, seed: int = 0,
-                 name: str = "layerwise", batch_size: int = 32, show_progress: bool = False):
+                 resamples: int = 0, name: str = "layerwise", batch_size: int = 32, show_progress: bool = False):
         super().__init__(name=name, batch_size=batch_size, show_progress=show_progress)
         if len(relevant) != len(queries) or not queries or not corpus:
             raise ValueError(f"need non-empty queries and corpus and one relevant entry per query, got "
                              f"{len(queries)} queries, {len(corpus)} corpus items, {len(relevant)} relevant entries")
         self.queries, self.corpus, self.relevant = list(queries), list(corpus), list(relevant)
         self.layers = None if layers is None else [int(x) for x in layers]
-        self.n_pairs, self.seed = n_pairs, seed
+        if resamples < 0:
+            raise ValueError(f"resamples must be >= 0, got {resamples}")
+        self.n_pairs, self.seed, self.resamples = n_pairs, seed, resamples
 
     def get_config_dict(self):
         return {"n_queries": len(self.queries), "n_corpus": len(self.corpus), "layers": self.layers,
@@ -40,11 +45,18 @@ class LayerwiseEvaluator(SpherekitEvaluator):
         bad = [l for l in layers if not 0 <= l < q.shape[0]]
         if bad:
             raise ValueError(f"layers must lie in [0, {q.shape[0] - 1}] for this model, got {bad}")
-        mrr, aniso = {}, {}
+        mrr, aniso, ranks, replicates = {}, {}, {}, {}
         for l in layers:
-            mrr[l] = float((1.0 / first_relevant_rank(q[l], d[l], self.relevant).double()).mean())
-            aniso[l] = anisotropy(torch.cat([q[l], d[l]]), self.n_pairs, self.seed)
+            ranks[l] = first_relevant_rank(q[l], d[l], self.relevant)
+            mrr[l] = float((1.0 / ranks[l].double()).mean())
+            x = torch.cat([q[l], d[l]])
+            aniso[l] = anisotropy(x, self.n_pairs, self.seed)
+            if self.resamples:
+                replicates[l] = resampled_anisotropy(x, self.resamples, n_pairs=self.n_pairs, seed=self.seed)
         self.last_details = {"layers": layers, "MRR": mrr, "anisotropy": aniso}
+        if self.resamples:
+            self.last_details.update({"ranks": {l: r.tolist() for l, r in ranks.items()},
+                                      "anisotropy replicates": replicates})
         self.primary_metric = f"MRR (layer {layers[-1]})"
         return {**{f"MRR (layer {l})": v for l, v in mrr.items()}, **{f"anisotropy (layer {l})": v for l, v in aniso.items()}}
 

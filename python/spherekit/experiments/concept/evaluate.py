@@ -17,9 +17,12 @@ the rule did not apply), from which every stress ROC-AUC and the pair ROC-AUC (h
 resampled test pairs (noise.py); for anisotropy and effective rank, which are not means over items, their
 GEOMETRY_RESAMPLES bootstrap replicates under common random numbers ("anisotropy (bootstrap replicates)",
 spherekit.evaluation.geometry.resampled_geometry: the same resamples for every condition and seed); R@10 per
-query of the NP paraphrase suite and of DBpedia when they ran. The cosines are one string of space-separated
-4-decimal numbers per key: six values per test pair in every run, and the card's JSON writes a list one value per
-line (about 20 bytes each; a string takes 7).
+query of the NP paraphrase suite and of DBpedia when they ran. For the conditions the per-layer claim reads
+(LAYER_ITEM_CONDITIONS), per layer l the term queries' first relevant t2d ranks ("first relevant rank (layer l)",
+one string of integers) and GEOMETRY_RESAMPLES replicates of the layer's anisotropy ("anisotropy (layer l)
+(bootstrap replicates)", geometry.resampled_anisotropy: the same resamples at every layer and in every run). The
+cosines are one string of space-separated 4-decimal numbers per key: six values per test pair in every run, and the
+card's JSON writes a list one value per line (about 20 bytes each; a string takes 7).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from ..uncertainty import per_item
 from .spec import SOURCE_HOLDOUT
 
 REPLICATES = "bootstrap replicates"
+LAYER_ITEM_CONDITIONS = ("B0", "B1")  # whose runs keep per-layer items (the final-layer claim P2 reads them)
 
 
 def replicates_key(metric: str) -> str:
@@ -62,14 +66,21 @@ def stress_items(kind: str, records, negatives, stress) -> dict[str, list]:
     return out
 
 
+def rank_key(kind: str, layer: int) -> str:
+    """Where a run keeps the per-query first relevant t2d ranks of one layer ("in-domain/first relevant rank (layer
+    3)")."""
+    return f"{kind}/first relevant rank (layer {layer})"
+
+
 def packed(values) -> str:
     """Cosines as one string ("0.5123 - -0.0412"; "-" for None); noise.unpacked reads it back."""
     return " ".join("-" if v is None else f"{v:.4f}" for v in values)
 
 
-def evaluate(model, data, cfg, *, source_holdout: bool = False, progress: bool = False) -> tuple[dict, dict, dict]:
+def evaluate(model, data, cfg, *, source_holdout: bool = False, progress: bool = False,
+             layer_items: bool = False) -> tuple[dict, dict, dict]:
     """-> (metrics, details, per_item): details holds the per-layer curves and the encode count for the card;
-    per_item the in-domain values per item (module docstring).
+    per_item the in-domain values per item (module docstring; the per-layer ones with layer_items).
     A source-holdout model is evaluated on that split only (concept retrieval and stress tests); a main model
     on every other split and the data_dir suites."""
     from ...evaluation.cache import EmbeddingCache
@@ -77,7 +88,7 @@ def evaluate(model, data, cfg, *, source_holdout: bool = False, progress: bool =
     from ...evaluation.evaluators.geometry import GeometryEvaluator, split_texts
     from ...evaluation.evaluators.layerwise import LayerwiseEvaluator
     from ...evaluation.evaluators.stress import StressTestEvaluator
-    from ...evaluation.geometry import resampled_geometry
+    from ...evaluation.geometry import GEOMETRY_RESAMPLES, resampled_geometry
 
     start = time.perf_counter()
     cache = EmbeddingCache(model, batch_size=cfg.eval_batch_size, show_progress=progress)
@@ -102,10 +113,16 @@ def evaluate(model, data, cfg, *, source_holdout: bool = False, progress: bool =
         replicates = resampled_geometry(geometry.last_details["embeddings"], seed=cfg.data_seed)
         items.update({replicates_key(f"{kind}/{k}"): per_item(v) for k, v in replicates.items()})
         terms, defs, t2d, _, _, _ = build_pools(es.records)
-        layerwise = LayerwiseEvaluator(terms, defs, t2d, seed=cfg.data_seed, batch_size=bs)
+        layerwise = LayerwiseEvaluator(terms, defs, t2d, seed=cfg.data_seed, batch_size=bs,
+                                       resamples=GEOMETRY_RESAMPLES if layer_items else 0)
         metrics.update(_prefixed(kind, layerwise(cache)))
-        details["layers"] = {k: {str(layer): v for layer, v in layerwise.last_details[k].items()}
-                             for k in ("MRR", "anisotropy")}
+        layers = layerwise.last_details
+        details["layers"] = {k: {str(layer): v for layer, v in layers[k].items()} for k in ("MRR", "anisotropy")}
+        if layer_items:
+            for layer in layers["layers"]:
+                items[rank_key(kind, layer)] = " ".join(map(str, layers["ranks"][layer]))
+                items[replicates_key(f"{kind}/anisotropy (layer {layer})")] = per_item(
+                    layers["anisotropy replicates"][layer])
     if data.np_items and not source_holdout:
         from ...evaluation.evaluators.np_paraphrase import NPParaphraseEvaluator
 

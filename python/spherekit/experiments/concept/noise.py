@@ -25,8 +25,12 @@ allow, and the verdict reads their hull (decided only when both clear the margin
   - seeds: value +- t(0.975, m - 1) sqrt(sum_c g_c^2 s_c^2 / n_c), g_c = df/dmean_c at the means (the delta
     method; exact for a linear f), s_c the sample std over condition c's n_c seeds and m the smallest n_c of the
     conditions with several seeds; a frozen condition (one run) adds no spread.
-Where one model's layers are compared on the same pairs (paper._final_layer), the layers keep no replicates and the
-pairs' error is bounded by Hoeffding's inequality instead.
+Layers (paper._final_layer: the final layer against every earlier one, in B0 and each B1 seed): the smallest gap
+over layers and runs, with a percentile interval (not recentred: the smallest of noisy gaps sits low, which makes
+the interval conservative for "> 0"): for MRR a paired bootstrap over the test terms of the runs' per-layer first
+relevant ranks (the same terms in every run); for anisotropy, the layers' replicates (the same resampled pairs at
+every layer and in every run) differenced replicate by replicate. Runs that kept no per-layer items fall back to
+Hoeffding's inequality (paper._smallest_gap).
 
 Learned: a trained condition learned when, in every seed, its training loss fell by the experiment core's rule
 (spherekit.experiments.learning.judge_training: its probe by 5%, or where a run kept no probe, its logged losses'
@@ -44,7 +48,7 @@ import numpy as np
 from ..claims import NO_ITEMS, Measured, NotRun
 from ..learning import judge_training
 from ..uncertainty import CONFIDENCE, bootstrap
-from .evaluate import replicates_key
+from .evaluate import rank_key, replicates_key
 from .spec import SETUPS
 
 AUC_RESAMPLES = 1000
@@ -184,6 +188,38 @@ def _seed_interval(scope, combine, means: dict, metric: str) -> tuple[float, flo
         return None
     half = float(student.ppf(0.5 + CONFIDENCE / 2, min(dof))) * math.sqrt(var)
     return value - half, value + half, f"t-interval over seeds (n = {min(dof) + 1}), {CONFIDENCE:.0%}"
+
+
+def smallest_layer_gap(runs, split: str, measure: str) -> tuple[float, float, str] | None:
+    """Interval of the smallest final-layer gap over runs [(run, final layer, earlier layers)] (module docstring):
+    measure "MRR" (1/rank_final - 1/rank_l per test term) or "anisotropy" (anisotropy_l - anisotropy_final per
+    replicate); None when a run kept no per-layer items."""
+    per_run = []
+    for run, last, earlier in runs:
+        kept = run.get("per_item") or {}
+        keys = [rank_key(split, layer) if measure == "MRR" else replicates_key(f"{split}/anisotropy (layer {layer})")
+                for layer in (last, *earlier)]
+        if any(k not in kept for k in keys):
+            return None
+        per_run.append([np.asarray(unpacked(kept[k]), dtype=np.float64) for k in keys])
+    lengths = {len(v) for values in per_run for v in values}
+    if len(lengths) != 1:
+        raise ValueError(f"per-layer {measure} items of different lengths: {sorted(lengths)} (layers or runs "
+                         f"evaluated on different test splits)")
+    if measure == "MRR":  # ranks -> reciprocal ranks; the final layer's MRR above the earlier layers'
+        gaps = [1.0 / values[0] - 1.0 / v for values in per_run for v in values[1:]]
+    else:  # the final layer's anisotropy below the earlier layers'
+        gaps = [v - values[0] for values in per_run for v in values[1:]]
+    gaps = np.stack(gaps, axis=1)  # (terms or replicates, gaps)
+    if measure == "MRR":
+        lo, hi, _ = bootstrap(lambda idx: float(gaps[idx].mean(0).min()), gaps.shape[0])
+        return lo, hi, (f"paired bootstrap over {gaps.shape[0]:,} test terms of the smallest of the {gaps.shape[1]} "
+                        f"gaps (every layer and run on the same terms), {CONFIDENCE:.0%} interval")
+    tail = (1 - CONFIDENCE) / 2
+    lo, hi = np.quantile(gaps.min(axis=1), [tail, 1 - tail])
+    return float(lo), float(hi), (f"paired bootstrap over the random pairs of the smallest of the {gaps.shape[1]} "
+                                  f"gaps ({gaps.shape[0]:,} replicates, the same resamples at every layer and run), "
+                                  f"{CONFIDENCE:.0%} interval")
 
 
 def not_learned(scope, conditions) -> list[str]:

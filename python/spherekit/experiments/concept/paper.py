@@ -18,7 +18,7 @@ from ..learning import unless_learned
 from ..plugin import slug
 from ..printed import Printed
 from ..uncertainty import CONFIDENCE, hoeffding_interval
-from .noise import auc_compare, geometry_compare, not_learned
+from .noise import auc_compare, geometry_compare, not_learned, smallest_layer_gap
 from .spec import BCE_ABLATION, LAST_LAYER_INIT, split_condition
 
 T2D_R10 = "in-domain/R@10 (term to definition)"
@@ -245,13 +245,16 @@ def _layers_of(run) -> dict | None:
 @dataclass(frozen=True)
 class _LayerGaps:
     """One run's final layer against its earlier transformer layers l: MRR_final - MRR_l and
-    anisotropy_l - anisotropy_final, one gap per earlier layer."""
+    anisotropy_l - anisotropy_final, one gap per earlier layer (run: the run, for its per-layer items)."""
 
     name: str
     mrr: float
     mrr_gaps: list[float]
     anisotropy: float
     anisotropy_gaps: list[float]
+    run: dict
+    last: int
+    earlier: list[int]
 
 
 def _layer_gaps(s) -> list[_LayerGaps]:
@@ -273,18 +276,22 @@ def _layer_gaps(s) -> list[_LayerGaps]:
                 continue
             rows.append(_LayerGaps(cond if run["seed"] is None else f"{cond} seed {run['seed']}",
                                    mrr[last], [mrr[last] - mrr[k] for k in earlier],
-                                   aniso[last], [aniso[k] - aniso[last] for k in earlier]))
+                                   aniso[last], [aniso[k] - aniso[last] for k in earlier], run, last, earlier))
     if not rows:
         raise NotRun("B0 and B1")
     return rows
 
 
 def _smallest_gap(gaps: list[float], n_items: int | None, item_range: float, items: str, values: str, text: str,
-                  label: str) -> Measured:
-    """The rule min(gaps) > 0 with a simultaneous interval: each gap is a mean of n_items per-item differences of
+                  label: str, bootstrapped: tuple[float, float, str] | None = None) -> Measured:
+    """The rule min(gaps) > 0 with the runs' bootstrap interval where they kept per-layer items
+    (noise.smallest_layer_gap), else a simultaneous bound: each gap is a mean of n_items per-item differences of
     range item_range (the same items for every layer), bounded by Hoeffding's inequality at 1 - 0.05 / m for the m
     gaps (Bonferroni), so [min - h, min + h] holds the smallest true gap with 95% confidence."""
     value = min(gaps)
+    if bootstrapped is not None:
+        lo, hi, how = bootstrapped
+        return Measured.compare(value, ">", 0.0, text, interval=(lo, hi), label=label, uncertainty=how)
     if n_items is None:
         return Measured.compare(value, ">", 0.0, text, uncertainty=NO_ITEMS, label=label)
     level = 1 - (1 - CONFIDENCE) / len(gaps)
@@ -313,10 +320,12 @@ def _final_layer(s):
                          for r in rows)
     aniso_text = "; ".join(f"{r.name}: final-layer anisotropy {_f(r.anisotropy)} vs lowest earlier "
                            f"{_f(r.anisotropy + min(r.anisotropy_gaps))}" for r in rows)
+    runs = [(r.run, r.last, r.earlier) for r in rows]
     return [_smallest_gap([g for r in rows for g in r.mrr_gaps], _n_terms(s), 2.0, "test terms", "reciprocal ranks",
-                          mrr_text, "MRR"),
+                          mrr_text, "MRR", smallest_layer_gap(runs, "in-domain", "MRR")),
             _smallest_gap([g for r in rows for g in r.anisotropy_gaps], ANISOTROPY_PAIRS, 4.0,
-                          "random pairs (the same at every layer)", "cosines", aniso_text, "anisotropy")]
+                          "random pairs (the same at every layer)", "cosines", aniso_text, "anisotropy",
+                          smallest_layer_gap(runs, "in-domain", "anisotropy"))]
 
 
 @_learned(("B1",))

@@ -19,7 +19,7 @@ def prepare(cfg, root, progress: bool):
 def run_unit(ctx) -> dict:
     from ...models import load_backbone
     from ..training import train
-    from .evaluate import evaluate
+    from .evaluate import LAYER_ITEM_CONDITIONS, evaluate
     from .models import build_loss, build_model, readout_module
     from .spec import split_condition
 
@@ -41,7 +41,8 @@ def run_unit(ctx) -> dict:
     else:
         model = build_model(load_backbone(ctx.backbone), setup, cfg)
     with ctx.timed("eval"):
-        metrics, details, items = evaluate(model, data, cfg, source_holdout=source_holdout, progress=ctx.progress)
+        metrics, details, items = evaluate(model, data, cfg, source_holdout=source_holdout, progress=ctx.progress,
+                                           layer_items=ctx.condition.name in LAYER_ITEM_CONDITIONS)
     readout = readout_module(model)
     if readout is not None and readout.mode == "learned":
         details["layer_weights"] = _layer_weights(readout)
