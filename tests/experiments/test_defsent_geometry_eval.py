@@ -151,3 +151,28 @@ def test_the_evaluation_encodes_each_text_set_twice_for_three_poolings(monkeypat
     for pooling in ev.POOLINGS:
         alone = ev.evaluate_pooling_items(None, held, pooling, cfg)[0]
         assert {k: flat[ev.pooled(k, pooling)] for k in alone} == pytest.approx(alone, nan_ok=True), pooling
+
+
+def test_bank_replicates_resample_pairs_and_entries_and_pair_the_steps():
+    from spherekit.experiments.defsent.geometry import top1_share_replicates
+
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(600, 5, generator=gen, dtype=torch.float64) * torch.tensor([3.0, 1.0, 1.0, 1.0, 1.0]) + 0.5
+    g = bank_geometry(x, n_resamples=300)
+    cos, top1 = (np.asarray(g["replicates"][k]) for k in ("mean_cosine", "svd_top1_share"))
+    assert len(cos) == len(top1) == 300
+    assert abs(cos.mean() - g["mean_cosine"]) < 0.3 * cos.std() and abs(top1.mean() - g["svd_top1_share"]) < 0.3 * top1.std()
+    # the Rayleigh quotient at the bank's top direction against the exact top eigenvalue of each resample: a lower
+    # bound, off by a second-order term far inside the spread it measures (and shrinking as 1/E)
+    _, _, vt = torch.linalg.svd(x, full_matrices=False)
+    rng = np.random.default_rng([0, 3])
+    for r in top1_share_replicates(x, vt[0], 5):
+        rows = torch.from_numpy(rng.integers(0, 600, 600))
+        s = torch.linalg.svdvals(x[rows])
+        exact = float(s[0] ** 2 / (s ** 2).sum())
+        assert exact - 0.25 * top1.std() < r <= exact + 1e-12
+    # the next step's bank of the same entries sees the same resamples: a bank that only rescales the entries
+    # (the same directions) has the same replicates, so a step-to-step difference of replicates is paired
+    again = bank_geometry(2.0 * x, n_resamples=300)["replicates"]
+    for key in ("mean_cosine", "svd_top1_share"):
+        assert again[key] == pytest.approx(g["replicates"][key], abs=2e-6), key

@@ -4,6 +4,9 @@ the best run's pooling, NaN and missing units; the rules that make a verdict inc
 learn, a confounded comparison: the LR, the grid winner, a fixed number of pairs, DefSent's head); the printed
 numbers; the untrained pooler's reverse dictionary under Table 2; the departures."""
 
+import numpy as np
+import pytest
+
 from spherekit.experiments.claims import Scope, evaluate
 from spherekit.experiments.defsent import paper as P
 from spherekit.experiments.defsent.figures import table2
@@ -73,6 +76,34 @@ def test_geometry_claims_need_both_isotropy_measures_to_fall():
     assert verdicts(units)["F3 (3rd-a)"]["point"] == "does not hold"
     pst = [r for r in verdicts(units).values() if r["id"].startswith(("T2-PST", "T2-size"))]
     assert pst and "ICA" not in " ".join(r["statement"] for r in pst)  # the ICA step is not a PST step
+
+
+def with_replicates(g, spread=0.002, seed=0):
+    """A bank record with 500 bootstrap replicates of its two isotropy measures: the same resampling noise in every
+    bank (seed 0: paired, as the banks of one chain are) plus, with another seed, noise of its own."""
+    shared = np.random.default_rng(0).normal(0.0, spread, 500)
+    own = np.random.default_rng(seed).normal(0.0, spread, 500) if seed else 0.0
+    return {**g, "replicates": {k: list(g[k] + shared + own) for k in ("mean_cosine", "svd_top1_share")}}
+
+
+def test_bank_falls_carry_the_paired_bootstrap_of_their_replicates():
+    chain = [bank(0.20, 0.30), bank(0.10, 0.15), bank(0.05, 0.12)]
+    units = {n: unit(60.0 + i, bank=with_replicates(g, seed=i)) for i, (n, g) in enumerate(zip(("1st-a", "2nd-a",
+                                                                                               "3rd-a"), chain))}
+    got = verdicts(units)["F1-2 (dictionary a)"]
+    assert got["verdict"] == "holds" and got["value"] == pytest.approx(0.03)  # the 2nd -> 3rd step's top-1 fall
+    lo, hi = got["interval"]
+    assert 0 < lo < 0.03 < hi and "500 replicates, the same resamples for every step's bank" in got["uncertainty"]
+    assert "seeds' spread is not measured" in got["uncertainty"]
+    units["3rd-a"] = unit(62.0, bank=with_replicates(bank(0.05, 0.1495), seed=2))  # a fall of 0.0005: in the noise
+    got = verdicts(units)["F1-2 (dictionary a)"]
+    assert got["interval"][0] < 0 < got["interval"][1] and got["verdict"] == "inconclusive"
+    units["3rd-a"] = unit(62.0, bank=with_replicates(bank(0.12, 0.20), seed=2))  # rises again: does not hold
+    assert verdicts(units)["F1-2 (dictionary a)"]["verdict"] == "does not hold"
+    units["3rd-a"] = unit(62.0, bank=bank(0.05, 0.12))  # a bank without replicates: no interval, undecided
+    got = verdicts(units)["F1-2 (dictionary a)"]
+    assert got["interval"] is None and got["point"] == "holds" and got["verdict"] == "inconclusive"
+    assert got["uncertainty"].startswith("none: these banks kept no bootstrap replicates")
 
 
 def test_ica_step_against_its_plain_step():

@@ -158,7 +158,12 @@ def test_card_and_resume(card, backbone_dir, capsys):
     builder_learned = all(r["objective"]["learned"] for r in unit_runs(units["1st-c"]))  # it built the 2nd bank
     falls = "holds" if cos[0] > cos[1] and top1[0] > top1[1] else "does not hold"
     assert isotropic["point"] == (falls if builder_learned else None)
-    assert isotropic["verdict"] == "inconclusive"  # one bank per step: the seeds' spread is not measured
+    # each bank keeps bootstrap replicates of both measures: the smallest fall's paired interval decides
+    assert all(len(banks[n]["replicates"][k]) == 500 for n in banks for k in ("mean_cosine", "svd_top1_share"))
+    lo, hi = isotropic["interval"]
+    decided = "holds" if lo > 0 else "does not hold" if hi <= 0 else "inconclusive"
+    assert isotropic["verdict"] == (decided if builder_learned else "inconclusive")
+    assert "the same resamples for every step's bank" in isotropic["uncertainty"]
     assert isotropic["measured"].startswith(f"1st bank {cos[0]:.3f} / {top1[0]:.3f}, 2nd bank {cos[1]:.3f} / "
                                             f"{top1[1]:.3f}")
     ica, plain = banks["2nd-c-ica"], banks["2nd-c"]

@@ -12,7 +12,12 @@ For a bank X (E x d):
                      (Gaussian: 1%)
     abs_skew, excess_kurtosis   means over the d axes (Fig. 2: ICA axes have "big skewness and kurtosis")
 
-plus 1,000 sampled points of both 2-D views for the plots.
+plus 1,000 sampled points of both 2-D views for the plots, and GEOMETRY_RESAMPLES bootstrap replicates of
+mean_cosine (the random pairs resampled, spherekit.evaluation.geometry.resampled_anisotropy) and of svd_top1_share
+(the entries resampled with counts w_i: sum_i w_i (x_i . v_1)^2 / sum_i w_i |x_i|^2, the top direction v_1 held at
+the bank's: the Rayleigh quotient, the top eigenvalue's first-order change under the reweighting; exact at w = 1).
+The resamples depend on (E, seed) alone, so banks of the same entries (the steps of a PST chain) share them: a
+step-to-step difference taken replicate by replicate is a paired bootstrap.
 """
 
 from __future__ import annotations
@@ -25,10 +30,26 @@ import torch
 GAUSS_OUTSIDE_2D = math.exp(-4.5)
 
 
-def bank_geometry(bank: torch.Tensor, *, n_points: int = 1000, seed: int = 0) -> dict:
+def top1_share_replicates(x: torch.Tensor, v: torch.Tensor, n_resamples: int, seed: int = 0) -> list[float]:
+    """Bootstrap replicates of s_1^2 / sum_k s_k^2 of x (E, d) over its rows, v the top right singular vector of x
+    (module docstring: the Rayleigh quotient at v)."""
+    x = x.double()
+    along = ((x @ v.double()) ** 2).numpy()
+    energy = (x * x).sum(1).numpy()
+    n = x.shape[0]
+    rng = np.random.default_rng([int(seed), 3])
+    out = []
+    for _ in range(n_resamples):
+        w = np.bincount(rng.integers(0, n, n), minlength=n)
+        out.append(float(w @ along / (w @ energy)))
+    return out
+
+
+def bank_geometry(bank: torch.Tensor, *, n_points: int = 1000, seed: int = 0,
+                  n_resamples: int | None = None) -> dict:
     from scipy.stats import chi2, kurtosis, pearsonr, skew
 
-    from ...evaluation.geometry import anisotropy
+    from ...evaluation.geometry import GEOMETRY_RESAMPLES, anisotropy, resampled_anisotropy
 
     x = bank.double()
     _, s, vt = torch.linalg.svd(x, full_matrices=False)
@@ -43,6 +64,9 @@ def bank_geometry(bank: torch.Tensor, *, n_points: int = 1000, seed: int = 0) ->
     xn = x.numpy()
     rng = np.random.default_rng(seed)
     idx = rng.choice(x.shape[0], min(n_points, x.shape[0]), replace=False)
+    resamples = GEOMETRY_RESAMPLES if n_resamples is None else n_resamples
+    replicates = {"mean_cosine": resampled_anisotropy(bank.float(), resamples, n_pairs=10_000, seed=seed),
+                  "svd_top1_share": top1_share_replicates(x, vt[0], resamples, seed)}
     return {
         "entries": int(x.shape[0]), "dim": int(x.shape[1]),
         "svd_corr": float(pearsonr(svd2[:, 0].numpy(), svd2[:, 1].numpy()).statistic),
@@ -53,4 +77,5 @@ def bank_geometry(bank: torch.Tensor, *, n_points: int = 1000, seed: int = 0) ->
         "abs_skew": float(np.abs(skew(xn, axis=0)).mean()), "excess_kurtosis": float(kurtosis(xn, axis=0).mean()),
         "row_norm": float(x.norm(dim=1).mean()), "value_std": float(x.std(0).mean()),
         "points_svd": svd2[idx].float().tolist(), "points_white": white[idx, :2].float().tolist(),
+        "replicates": {k: [round(r, 6) for r in v] for k, v in replicates.items()},
     }
