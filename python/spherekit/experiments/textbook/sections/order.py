@@ -4,14 +4,13 @@ cosine (stage 1 of spherekit.retrieval.TwoStageRetriever) rank the same-meaning 
 and does a verifier re-rank (stage 2) fix it? The verifier (cfg.verifier, a small CNN over the token similarity
 map) is trained on the frozen backbone's tokens with spherekit.losses.train_verifier on structural near-misses
 (spherekit.data.nearmiss: negation, binding, spatial), and both stages are also scored on the held-out
-near-misses: the fraction of items where the positive outscores the near-miss. The chapter's point that role
-swaps "may embed similarly" is measured on a set too: the frozen backbone's cosine of every sentence of the
-near-miss set (train and test parts) and its subject-object swap, then the chapter's three pairs, kept per item
-(ROLE_SWAPS). Per item (the held-out
+near-misses: the fraction of items where the positive outscores the near-miss. Per item (the held-out
 near-misses, then the chapter's examples) whether each stage puts the right passage first is kept (per_item) for
 the claim's paired bootstrap, and the verifier's logged training losses for the claim's "learned" rule. The
-near-miss set is data (built with cfg.data_seed, shared by every seed); the verifier's initialisation and training
-order follow ctx.seed."""
+chapter's point that role swaps "may embed similarly" is measured on a set too: the frozen backbone's cosine of
+every sentence of the near-miss set (train and test parts) and its subject-object swap, then of the chapter's three
+pairs, kept per item (ROLE_SWAPS). The near-miss set is data (built with cfg.data_seed, shared by every seed); the
+verifier's initialisation and training order follow ctx.seed."""
 
 from __future__ import annotations
 
@@ -85,9 +84,11 @@ def run(ctx) -> dict:
             per_family[fam] = {"n": len(idx), "cosine": round(float((cos_m[idx] > 0).float().mean()), 4),
                                "verifier": round(float((ver_m[idx] > 0).float().mean()), 4)}
     swaps = [x for x in (*near.train, *near.test) if x.edit == SWAP_EDIT]
-    a, n = (model.encode([getattr(x, f) for x in swaps], normalize_embeddings=True) if swaps else None
-            for f in ("anchor", "near_miss"))
-    swap_cos = ([] if a is None else (a * n).sum(1).tolist()) + [e["cosine"]["role_swap"] for e in examples]
+    swap_cos = [e["cosine"]["role_swap"] for e in examples]
+    if swaps:
+        a, n = (model.encode(texts, normalize_embeddings=True) for texts in ([x.anchor for x in swaps],
+                                                                            [x.near_miss for x in swaps]))
+        swap_cos = (a * n).sum(1).tolist() + swap_cos
     chapter = examples[0]
     metrics = {
         "chapter pair/cosine (role swap)": round(chapter["cosine"]["role_swap"], 4),
