@@ -119,7 +119,7 @@ def test_card_checks_every_statement_with_a_verdict(card):
         assert claims[cid]["interval"] is not None and "bootstrap" in claims[cid]["uncertainty"], cid
     assert results["comparison"][0]["paper"] == 0.036 and results["comparison"][0]["ours"]["st"] is not None
     plots = sorted(p.name for p in (card / "textbook" / "tiny" / "plots").iterdir())
-    assert plots == ["ann.png", "concentration.png", "losses.png", "mining.png", "thresholds.png"]
+    assert plots == ["ann.png", "concentration.png", "losses.png", "mining.png", "order.png", "thresholds.png"]
 
 
 def test_rerun_reuses_units_and_force_redoes_one(card, backbone_dir, capsys):
@@ -156,3 +156,14 @@ def test_listing_1_on_a_set_pairs_each_sentence_with_another_ones_text():
     assert metrics["paraphrases/cosine (unrelated, mean)"] == 0.0
     with pytest.raises(ValueError, match="nearmiss_per_family"):
         paraphrase_gaps(Encoder(), SimpleNamespace(train=[item(0)], test=[]), seed=0)
+
+
+def test_order_plot_draws_the_role_swap_set_and_skips_runs_without_it(tmp_path):
+    from spherekit.experiments.textbook.figures import _order
+
+    kept = {"metrics": {"chapter pair/cosine (role swap)": 0.978},
+            "runs": [{"seed": 0, "metrics": {}, "per_item": {"role swaps/cosine": [0.95, 0.97, 0.99, 0.978]}}]}
+    old = {"metrics": {"chapter pair/cosine (role swap)": 0.978}, "runs": [{"seed": 0, "metrics": {}}]}
+    path = _order({"st": kept, "old": old}, {}, tmp_path)
+    assert path.name == "order.png" and path.stat().st_size > 0
+    assert _order({"old": old}, {}, tmp_path / "none") is None and not (tmp_path / "none").exists()

@@ -1,8 +1,8 @@
 """The textbook card's own tables (per section, what was measured on each backbone, the chapter's one number next
 to ours, the mining rounds, the ANN sweep, the order examples) and its plots (cosine distributions, retrieval while
-training, mining rounds, precision / recall against the threshold, ANN recall against speed-up). The claims and
-departures are rendered by the core (spherekit.experiments.card). Tables and plots that read a run's details show
-the first seed's."""
+training, mining rounds, precision / recall against the threshold, ANN recall against speed-up, the role swaps'
+cosines). The claims and departures are rendered by the core (spherekit.experiments.card). Tables and plots that
+read a run's details show the first seed's."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from ..claims import Scope
 from ..plugin import slug
 from ..printed import grid
 from ..units import unit_runs
-from .checks import AT_TARGET, CORPORA, GAP_HARDEST, GAP_RANDOM, IN_RANGE, RELATIVE_ERROR, STD_768
+from .checks import (AT_TARGET, CORPORA, GAP_HARDEST, GAP_RANDOM, IN_RANGE, RELATIVE_ERROR, ROLE_SWAP_COSINE,
+                     ROLE_SWAPS, STD_768)
 from .paper import PRINTED
 from .spec import LOSSES, POOLINGS, SECTIONS
 
@@ -255,10 +256,31 @@ def _ann(units, cfg, folder):
     return save_figure(fig, folder / "ann.png", dpi=110)
 
 
+def _order(units, cfg, folder):
+    """Histogram of cos(sentence, its role swap) over the set order-1 reads, the rule's 0.9 and the chapter's pair
+    marked; None when no run kept the set (cards measured before it)."""
+    swaps = {b: (unit_runs(u) or [{}])[0].get("per_item", {}).get(ROLE_SWAPS) for b, u in units.items()}
+    swaps = {b: v for b, v in swaps.items() if v}
+    if not swaps:
+        return None
+    fig, axes = _grid(len(swaps))
+    for ax, (backbone, values) in zip(axes, swaps.items()):
+        ax.hist(values, bins=30, color="tab:blue", alpha=0.8)
+        ax.axvline(ROLE_SWAP_COSINE, color="red", ls="--", label=f"order-1's threshold {ROLE_SWAP_COSINE}")
+        chapter = units[backbone]["metrics"].get("chapter pair/cosine (role swap)")
+        if chapter is not None:
+            ax.axvline(chapter, color="black", ls=":", label=f"the chapter's pair {chapter:.3f}")
+        ax.set(title=f"{backbone}: {len(values)} role swaps", xlabel="cos(sentence, its subject-object swap)",
+               ylabel="pairs")
+        ax.legend(fontsize=8)
+    return save_figure(fig, folder / "order.png", dpi=110)
+
+
 PLOTS = {"concentration": _concentration, "losses": _losses, "mining": _mining, "thresholds": _thresholds,
-         "ann": _ann}
+         "ann": _ann, "order": _order}
 
 
 def plots(results: dict, folder: Path) -> list[str]:
     sections = _by_section(results)
-    return [str(fn(sections[name], results["config"], folder)) for name, fn in PLOTS.items() if name in sections]
+    paths = (fn(sections[name], results["config"], folder) for name, fn in PLOTS.items() if name in sections)
+    return [str(p) for p in paths if p is not None]
