@@ -43,7 +43,8 @@ def test_presets_conditions_and_validation():
         EXPERIMENT.make_config(name)
     cfg = EXPERIMENT.make_config("cpu-small")
     assert cfg.backbones == ("all-MiniLM-L6-v2",) and cfg.seeds == (0, 1, 2)
-    assert cfg.conditions == ("base", "1st-c", "1st-c-printed", "1st-c-mean-word") and cfg.pooler == "mlm-dense"
+    assert cfg.conditions == ("base", "1st-c", "2nd-c", "1st-c-printed", "1st-c-mean-word")
+    assert cfg.pooler == "mlm-dense"
     assert EXPERIMENT.make_config("cpu").seeds == (0, 1, 2)
     assert EXPERIMENT.make_config("paper").seeds == tuple(range(10))
     narrowed = runner.make_config(EXPERIMENT, "cpu", conditions=["3rd-a-ica"])
