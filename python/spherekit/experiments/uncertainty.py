@@ -41,6 +41,14 @@ def bootstrap(statistic: Callable[[np.ndarray], float], n_items: int, *, n_resam
     return float(lo), float(hi), f"bootstrap over {n_items:,} items, {confidence:.0%} interval"
 
 
+def percentile_interval(replicates, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The central `confidence` percentile interval of bootstrap replicates of a statistic (kept replicates
+    differenced replicate by replicate, say, under common random numbers)."""
+    tail = (1 - confidence) / 2
+    lo, hi = np.quantile(np.asarray(replicates, dtype=np.float64), [tail, 1 - tail])
+    return float(lo), float(hi)
+
+
 def paired_bootstrap(a, b, *, n_resamples: int = RESAMPLES, confidence: float = CONFIDENCE,
                      seed: int = 0) -> tuple[float, float, str]:
     """Percentile interval of mean(b - a) over items resampled with replacement: (low, high, description).
@@ -52,9 +60,8 @@ def paired_bootstrap(a, b, *, n_resamples: int = RESAMPLES, confidence: float = 
     diff = b - a
     rng = np.random.default_rng(seed)
     means = diff[rng.integers(0, diff.size, size=(n_resamples, diff.size))].mean(axis=1)
-    tail = (1 - confidence) / 2
-    lo, hi = np.quantile(means, [tail, 1 - tail])
-    return float(lo), float(hi), f"paired bootstrap over {diff.size:,} items, {confidence:.0%} interval"
+    lo, hi = percentile_interval(means, confidence)
+    return lo, hi, f"paired bootstrap over {diff.size:,} items, {confidence:.0%} interval"
 
 
 def seed_interval(values, *, confidence: float = CONFIDENCE) -> tuple[float, float, str] | None:
@@ -96,4 +103,4 @@ def per_item(values, digits: int = 6) -> list[float]:
 
 
 __all__ = ["CONFIDENCE", "PER_ITEM", "RESAMPLES", "bootstrap", "hoeffding_interval", "paired_bootstrap", "per_item",
-           "seed_interval"]
+           "percentile_interval", "seed_interval"]

@@ -47,7 +47,7 @@ import numpy as np
 
 from ..claims import NO_ITEMS, Measured, NotRun
 from ..learning import judge_training
-from ..uncertainty import CONFIDENCE, bootstrap
+from ..uncertainty import CONFIDENCE, bootstrap, percentile_interval
 from .evaluate import rank_key, replicates_key
 from .spec import SETUPS
 
@@ -215,11 +215,10 @@ def smallest_layer_gap(runs, split: str, measure: str) -> tuple[float, float, st
         lo, hi, _ = bootstrap(lambda idx: float(gaps[idx].mean(0).min()), gaps.shape[0])
         return lo, hi, (f"paired bootstrap over {gaps.shape[0]:,} test terms of the smallest of the {gaps.shape[1]} "
                         f"gaps (every layer and run on the same terms), {CONFIDENCE:.0%} interval")
-    tail = (1 - CONFIDENCE) / 2
-    lo, hi = np.quantile(gaps.min(axis=1), [tail, 1 - tail])
-    return float(lo), float(hi), (f"paired bootstrap over the random pairs of the smallest of the {gaps.shape[1]} "
-                                  f"gaps ({gaps.shape[0]:,} replicates, the same resamples at every layer and run), "
-                                  f"{CONFIDENCE:.0%} interval")
+    lo, hi = percentile_interval(gaps.min(axis=1))
+    return lo, hi, (f"paired bootstrap over the random pairs of the smallest of the {gaps.shape[1]} gaps "
+                    f"({gaps.shape[0]:,} replicates, the same resamples at every layer and run), {CONFIDENCE:.0%} "
+                    f"interval")
 
 
 def not_learned(scope, conditions) -> list[str]:

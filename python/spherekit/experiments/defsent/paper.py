@@ -19,7 +19,7 @@ from .. import fmt
 from ..claims import Claim, Measured, NotRun
 from ..plugin import slug
 from ..printed import Printed
-from ..uncertainty import CONFIDENCE, seed_interval
+from ..uncertainty import CONFIDENCE, percentile_interval, seed_interval
 from . import noise
 from .spec import DEV_SIM, POOLINGS, PROBE, SIM, STEPS, STS, STEP_OF, WORD_BANK, DefSentConfig, pooled
 
@@ -214,9 +214,7 @@ def _bank_falls(banks: list[dict], text: str, label: str) -> Measured:
         return Measured.decided(None if _nan(*falls) else value > 0, text, label=label, uncertainty=(
             "none: these banks kept no bootstrap replicates (one bank per step, measured before banks kept them)"))
     drawn = np.min([np.asarray(a[k]) - np.asarray(b[k]) for a, b in zip(reps, reps[1:]) for k in ISOTROPY], axis=0)
-    tail = (1 - CONFIDENCE) / 2
-    lo, hi = np.quantile(drawn, [tail, 1 - tail])
-    return Measured.compare(value, ">", 0.0, text, interval=(float(lo), float(hi)), label=label, uncertainty=(
+    return Measured.compare(value, ">", 0.0, text, interval=percentile_interval(drawn), label=label, uncertainty=(
         f"paired bootstrap over the bank's entries and random pairs of the smallest of the {len(falls)} falls "
         f"({sizes.pop():,} replicates, the same resamples for every step's bank), {CONFIDENCE:.0%} interval; the "
         f"seeds' spread is not measured (one bank per step, built by the best run)"))
