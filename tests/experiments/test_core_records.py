@@ -33,6 +33,12 @@ EXACT = "exact"  # a measurement without sampling noise: the point value decides
     (0.01, "within", 0.02, (-0.01, 0.03), "inconclusive"),
     (0.05, "within", 0.02, (0.03, 0.07), "does not hold"),
     (float("nan"), ">", 0.0, EXACT, "inconclusive"),
+    (-0.05, ">", 0.0, (None, -0.01), "does not hold"),     # one-sided: bounded above, below the margin
+    (0.05, ">", 0.0, (None, 0.09), "inconclusive"),        # an open lower end never passes: cannot hold
+    (0.05, ">", 0.0, (0.01, None), "holds"),
+    (0.01, "<", 0.02, (None, 0.015), "holds"),
+    (0.01, "within", 0.02, (None, 0.015), "inconclusive"),
+    (0.05, "within", 0.02, (0.03, None), "does not hold"),
 ])
 def test_verdicts(value, op, margin, interval, expected):
     exact = interval == EXACT
@@ -53,6 +59,8 @@ def test_decided_and_bad_op():
     assert verdict(Measured.decided(None, "x")) == "inconclusive"
     with pytest.raises(ValueError, match="op must be one of"):
         Measured.compare(1.0, "!=", 0.0, "x")
+    with pytest.raises(ValueError, match="needs at least one end"):
+        Measured.compare(1.0, ">", 0.0, "x", interval=(None, None))
 
 
 def _units():
@@ -138,6 +146,8 @@ def test_formatters():
     assert (fmt.signed(0.012), fmt.signed(-0.3, 1), fmt.pm(0.5, 0.01), fmt.pm(0.5, None)) == \
         ("+0.012", "-0.3", "0.500 ± 0.010", "0.500")
     assert (fmt.pct(0.4567), fmt.count(12345), fmt.interval(-0.01, 0.02)) == ("45.7%", "12,345", "[-0.010, +0.020]")
+    assert (fmt.interval(None, -0.5), fmt.interval(0.25, None), fmt.interval(None, None)) == \
+        ("(-inf, -0.500]", "[+0.250, +inf)", "-")
     assert (fmt.duration(45), fmt.duration(372), fmt.duration(9000)) == ("45 s", "6.2 min", "2.5 h")
 
 

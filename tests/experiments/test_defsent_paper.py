@@ -4,10 +4,12 @@ the best run's pooling, NaN and missing units; the rules that make a verdict inc
 learn, a confounded comparison: the LR, the grid winner, a fixed number of pairs, DefSent's head); the printed
 numbers; the untrained pooler's reverse dictionary under Table 2; the departures."""
 
+import math
+
 import numpy as np
 import pytest
 
-from spherekit.experiments.claims import Scope, evaluate
+from spherekit.experiments.claims import Scope, evaluate, render
 from spherekit.experiments.defsent import paper as P
 from spherekit.experiments.defsent.figures import table2
 from spherekit.experiments.defsent.spec import DEV_SIM, PROBE, SIM, pooled, reverse_dictionary_key
@@ -104,6 +106,26 @@ def test_bank_falls_carry_the_paired_bootstrap_of_their_replicates():
     got = verdicts(units)["F1-2 (dictionary a)"]
     assert got["interval"] is None and got["point"] == "holds" and got["verdict"] == "inconclusive"
     assert got["uncertainty"].startswith("none: these banks kept no bootstrap replicates")
+
+
+def test_banks_without_replicates_are_bounded_above_by_their_mean_cosine_pairs():
+    chain = {"1st-a": bank(0.20, 0.30), "2nd-a": bank(0.10, 0.15), "3rd-a": bank(0.05, 0.12)}
+    units = {n: unit(60.0 + i, bank={**g, "entries": 5000}) for i, (n, g) in enumerate(chain.items())}
+    half = 4.0 * math.sqrt(math.log(2 / (0.05 / 2)) / (2 * 10_000))  # Hoeffding, range 4, Bonferroni over 2 falls
+    got = verdicts(units)["F1-2 (dictionary a)"]
+    assert got["value"] == pytest.approx(0.03) and got["point"] == "holds"
+    assert got["interval"][0] is None and got["interval"][1] == pytest.approx(0.05 + half)  # the smaller cos fall
+    assert got["verdict"] == "inconclusive"  # the top-1 share is not bounded: an open lower end never holds
+    assert "one-sided: Hoeffding bound over the 10,000 random pairs" in got["uncertainty"]
+    units["3rd-a"]["runs"][0]["bank"]["mean_cosine"] = 0.30  # the mean cosine rises by 0.20: far past the bound
+    got = verdicts(units)["F1-2 (dictionary a)"]
+    assert got["interval"][1] == pytest.approx(-0.20 + half) and got["verdict"] == "does not hold"
+    assert "(-inf, -0.141]" in render(evaluate(P.CLAIMS, [Scope("m", units)]))
+    units["3rd-a"]["runs"][0]["bank"]["mean_cosine"] = 0.13  # a rise of 0.03: inside the bound
+    assert verdicts(units)["F1-2 (dictionary a)"]["verdict"] == "inconclusive"
+    units["3rd-a"]["runs"][0]["bank"]["entries"] = 4000  # other pairs in another bank size: no bound
+    got = verdicts(units)["F1-2 (dictionary a)"]
+    assert got["interval"] is None and got["uncertainty"].startswith("none: these banks kept no bootstrap replicates")
 
 
 def test_ica_step_against_its_plain_step():

@@ -16,7 +16,9 @@ metric that did not run raises `NotRun`: the claim's verdict is then "not run" a
 Verdicts: "holds", "does not hold", "inconclusive", "not run". A comparison `Measured.compare(value, op, margin)`
 holds when `value op margin` holds for the point estimate; with an `interval` (the uncertainty of `value`, e.g. a
 paired bootstrap over evaluation items or the spread over seeds) it holds only when the whole interval does, does
-not hold when the whole interval fails, and is "inconclusive" when the interval straddles the margin. "within"
+not hold when the whole interval fails, and is "inconclusive" when the interval straddles the margin. An interval
+may be one-sided (an open end None: a bound on one side only, e.g. a smallest difference bounded above by one of
+its terms); its open end never passes a rule, so it can decide the closed end's way alone. "within"
 (|value| <= margin) is the symmetric rule of "unchanged" claims. A measurement without an interval decides only
 when it is `exact` (it has no sampling noise: one fixed example on a frozen encoder, a numerical identity, a count
 of a deterministic procedure); otherwise its noise is unknown (e.g. runs measured before per-item values were
@@ -75,7 +77,9 @@ class Measured:
         value = None if value is None else float(value)
         holds = None if value is None or math.isnan(value) else _passes(value, op, margin)
         if interval is not None:
-            interval = (float(interval[0]), float(interval[1]))
+            if interval[0] is None and interval[1] is None:
+                raise ValueError("an interval needs at least one end (None for no interval)")
+            interval = tuple(None if x is None else float(x) for x in interval)
         return cls(text, holds, value, op, float(margin), interval, uncertainty, label, exact)
 
     @classmethod
@@ -96,7 +100,8 @@ def verdict(m: Measured, *, sanity: bool = False) -> str:
         return INCONCLUSIVE
     if m.interval is None or m.op is None:
         return (HOLDS if m.holds else FAILS) if m.exact or sanity else INCONCLUSIVE
-    lo, hi = m.interval
+    lo, hi = (-math.inf if m.interval[0] is None else m.interval[0], math.inf if m.interval[1] is None else
+              m.interval[1])  # an open end: a one-sided bound
     if any(math.isnan(x) for x in (lo, hi)):
         return INCONCLUSIVE
     if m.op == "within":

@@ -6,6 +6,7 @@
     pct(0.4567)         "45.7%"
     count(12345)        "12,345"
     duration(372)       "6.2 min"      duration(45) "45 s"   duration(9000) "2.5 h"
+    interval(-0.01, 0.02) "[-0.010, +0.020]"               interval(None, 0.02) "(-inf, +0.020]"
 """
 
 from __future__ import annotations
@@ -65,10 +66,12 @@ def duration(seconds) -> str:
 
 
 def interval(lo, hi, digits: int = 3) -> str:
-    """"[lo, hi]" (signed, for differences); "-" when missing."""
-    if _missing(lo) or _missing(hi):
+    """"[lo, hi]" (signed, for differences); a one-sided bound with its open end as infinity ("(-inf, +0.020]");
+    "-" when both ends are missing."""
+    if _missing(lo) and _missing(hi):
         return MISSING
-    return f"[{signed(lo, digits)}, {signed(hi, digits)}]"
+    return (f"{'(-inf' if _missing(lo) else '[' + signed(lo, digits)}, "
+            f"{'+inf)' if _missing(hi) else signed(hi, digits) + ']'}")
 
 
 __all__ = ["MISSING", "count", "duration", "interval", "num", "pct", "pm", "signed"]

@@ -5,7 +5,8 @@ For a bank X (E x d):
     svd_corr         Pearson correlation of the coordinates on the top-2 right singular vectors of the
                      NON-centred X (Fig. 1's 2-D SVD; the paper's "regression line": negative = rotated ellipse)
     svd_top1_share   s_1^2 / sum_k s_k^2 (a narrow cone: one direction holds almost all the energy)
-    mean_cosine      mean cosine of 10,000 random pairs of rows (anisotropy)
+    mean_cosine      mean cosine of BANK_PAIRS = 10,000 random pairs of rows (anisotropy; seed 0, so banks of the
+                     same size average the same pairs)
     outside_2d       share of rows outside radius 3 of the whitened 2-D PCA (Figs. 2, 5, 6: entries "protruding
                      from the centred sphere"); a 2-D standard Gaussian has exp(-4.5) = 1.1%
     outside_full     share of rows whose whitened squared norm (all d PCs) exceeds the chi^2_d 99% quantile
@@ -28,6 +29,7 @@ import numpy as np
 import torch
 
 GAUSS_OUTSIDE_2D = math.exp(-4.5)
+BANK_PAIRS = 10_000  # the random pairs of entries mean_cosine averages
 
 
 def top1_share_replicates(x: torch.Tensor, v: torch.Tensor, n_resamples: int, seed: int = 0) -> list[float]:
@@ -65,13 +67,13 @@ def bank_geometry(bank: torch.Tensor, *, n_points: int = 1000, seed: int = 0,
     rng = np.random.default_rng(seed)
     idx = rng.choice(x.shape[0], min(n_points, x.shape[0]), replace=False)
     resamples = GEOMETRY_RESAMPLES if n_resamples is None else n_resamples
-    replicates = {"mean_cosine": resampled_anisotropy(bank.float(), resamples, n_pairs=10_000, seed=seed),
+    replicates = {"mean_cosine": resampled_anisotropy(bank.float(), resamples, n_pairs=BANK_PAIRS, seed=seed),
                   "svd_top1_share": top1_share_replicates(x, vt[0], resamples, seed)}
     return {
         "entries": int(x.shape[0]), "dim": int(x.shape[1]),
         "svd_corr": float(pearsonr(svd2[:, 0].numpy(), svd2[:, 1].numpy()).statistic),
         "svd_top1_share": float(s[0] ** 2 / (s ** 2).sum()),
-        "mean_cosine": float(anisotropy(bank.float(), n_pairs=10_000, seed=seed)),
+        "mean_cosine": float(anisotropy(bank.float(), n_pairs=BANK_PAIRS, seed=seed)),
         "outside_2d": float((r2 > 9).double().mean()), "outside_2d_gaussian": GAUSS_OUTSIDE_2D,
         "outside_full": float((full > chi2.ppf(0.99, x.shape[1])).double().mean()),
         "abs_skew": float(np.abs(skew(xn, axis=0)).mean()), "excess_kurtosis": float(kurtosis(xn, axis=0).mean()),
