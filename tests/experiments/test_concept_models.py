@@ -75,6 +75,26 @@ def test_readout_initialisation(backbone):
         build_model(backbone, dataclasses.replace(CONDITIONS["M2"], readout_init="last"), CFG)
 
 
+def test_a_paced_readout_learns_as_far_as_the_papers_steps_move_it(backbone):
+    """M1-last-paced: M1-last's start, and its mix's logits at head x 8,000 / steps x lr in the optimizer (the
+    rest of the model at the usual rates); at the paper's steps the pace is the head's."""
+    from spherekit.experiments.concept.spec import LAST_LAYER_INIT, paced_multiplier
+    from spherekit.experiments.optim import parameter_lrs
+
+    cfg = dataclasses.replace(CFG, steps=120, head_multiplier=5.0, lr=5e-5)
+    model = build_model(backbone, CONDITIONS["M1-last-paced"], cfg)
+    readout = readout_module(model)
+    assert float(torch.softmax(readout.w.detach(), 0)[-1]) == pytest.approx(LAST_LAYER_INIT)
+    assert readout.lr_multiplier == pytest.approx(5.0 * 8000 / 120) == paced_multiplier(5.0, 120)
+    lrs = parameter_lrs(model, cfg.lr, cfg.layer_decay, cfg.head_multiplier)
+    assert lrs["1.w"] == pytest.approx(5e-5 * 5.0 * 8000 / 120)
+    assert max(v for k, v in lrs.items() if k != "1.w") == pytest.approx(5e-5)  # the encoder's top rate
+    assert paced_multiplier(5.0, 8000) == paced_multiplier(5.0, 20000) == 5.0  # never slower than the head
+    assert not hasattr(readout_module(build_model(backbone, CONDITIONS["M1-last"], cfg)), "lr_multiplier")
+    with pytest.raises(ValueError, match="readout_paced needs a learned layer mix"):
+        build_model(backbone, dataclasses.replace(CONDITIONS["B1"], readout_paced=True), cfg)
+
+
 def test_gate_mixes_read_each_inputs_mix(backbone):
     """M2's gate summary: the mean mix and the mean per-input total variation from uniform, against each text's
     own forward pass; zero at the gate's start (a zero output layer), positive once the gate moves."""

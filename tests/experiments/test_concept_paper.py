@@ -286,6 +286,12 @@ def test_a_readout_started_on_the_last_layer_can_beat_b1():
     got = verdicts(units)
     assert got["H2-last (M1-last)"]["verdict"] == "does not hold" and got["H2-uniform (M1)"]["verdict"] == "holds"
     assert got["H2-uniform (M1)"]["sanity"] and not got["H2-last (M1-last)"]["sanity"]
+    units["M1-last-paced"] = trained([measured(0.50, 0.3, training=curve()) for _ in range(3)])
+    for run in units["M1-last-paced"]["runs"]:
+        run["details"] = {"layer_weights": [0.1, 0.1, 0.2, 0.6]}  # moved 0.35 from its start: the rule decides
+    got = verdicts(units)
+    assert got["H2-last (M1-last-paced)"]["verdict"] == "holds" and got["H2-last (M1-last)"]["verdict"] == \
+        "does not hold"
 
 
 @pytest.mark.parametrize("weights, moved", [([0.0167, 0.0167, 0.0166, 0.95], False),  # its start: 95% on the last

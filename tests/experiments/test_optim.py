@@ -1,5 +1,5 @@
-"""Layerwise learning-rate decay and the head multiplier: the exact learning rate of every parameter, the
-groups the trainer's AdamW receives, weight decay exclusions, and bad arguments."""
+"""Layerwise learning-rate decay and the head multiplier: the exact learning rate of every parameter, a module's own
+lr_multiplier, the groups the trainer's AdamW receives, weight decay exclusions, and bad arguments."""
 
 import pytest
 import torch
@@ -38,6 +38,23 @@ def test_every_parameter_gets_its_layer_rate(mixed):
     # the embeddings are the lowest, the readout the highest
     assert min(lrs.values()) == pytest.approx(LR * DECAY ** N_LAYERS)
     assert lrs["1.w"] == pytest.approx(LR * HEAD)
+
+
+def test_a_module_after_the_transformer_can_set_its_own_multiplier(mixed):
+    mixed[1].lr_multiplier = 300.0  # the layer mix's logits: a readout that must move faster than the head rate
+    lrs = parameter_lrs(mixed, LR, DECAY, HEAD)
+    assert lrs["1.w"] == pytest.approx(LR * 300.0)
+    assert all(lr == pytest.approx(expected_lr(n)) for n, lr in lrs.items() if n != "1.w")  # the rest unchanged
+    groups = param_groups(mixed, LR, layer_decay=DECAY, head_multiplier=HEAD)
+    assert [g["lr"] for g in groups if "1.w" in g["names"]] == [pytest.approx(LR * 300.0)]
+    for bad in (0.0, -1.0, "fast"):
+        mixed[1].lr_multiplier = bad
+        with pytest.raises(ValueError, match="lr_multiplier must be a number > 0"):
+            parameter_lrs(mixed, LR, DECAY, HEAD)
+    del mixed[1].lr_multiplier
+    mixed[0].lr_multiplier = 2.0  # inside the Transformer, layer_decay rules
+    with pytest.raises(ValueError, match="lr_multiplier is for modules after the Transformer"):
+        parameter_lrs(mixed, LR, DECAY, HEAD)
 
 
 def test_frozen_parameters_are_left_out(backbone):

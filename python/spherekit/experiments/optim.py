@@ -4,6 +4,7 @@ For a SentenceTransformer whose first module is a Transformer with L layers, a p
 
     lr(p) = base_lr * decay ** (L - depth(p))      inside the Transformer
     lr(p) = base_lr * head_multiplier               in every later module (pooling heads, readouts)
+    lr(p) = base_lr * module.lr_multiplier          in a later module that sets `lr_multiplier` (its own rate)
 
 depth = 0 for the embeddings (the lowest rate), l + 1 for the l-th layer (0-based, as numbered in the
 parameter name: `encoder.layer.3.`, `layers.3.`, `h.3.`, `blocks.3.`), and L for the rest of the
@@ -56,6 +57,7 @@ def parameter_lrs(model: nn.Module, lr: float, layer_decay: float = 1.0, head_mu
     first = model[0]
     n_layers = num_transformer_layers(first)
     inner = {id(p): n for n, p in first.named_parameters()}
+    own = _own_multipliers(model, inner)
     out = {}
     for name, p in model.named_parameters():
         if not p.requires_grad:
@@ -63,7 +65,24 @@ def parameter_lrs(model: nn.Module, lr: float, layer_decay: float = 1.0, head_mu
         if id(p) in inner:
             out[name] = lr * layer_decay ** (n_layers - transformer_depth(inner[id(p)], n_layers))
         else:
-            out[name] = lr * head_multiplier
+            out[name] = lr * own.get(id(p), head_multiplier)
+    return out
+
+
+def _own_multipliers(model: nn.Module, inner: dict) -> dict[int, float]:
+    """{id(parameter): multiplier} for the parameters of modules after the Transformer that set `lr_multiplier`."""
+    out = {}
+    for name, module in model.named_modules():
+        multiplier = getattr(module, "lr_multiplier", None)
+        if multiplier is None:
+            continue
+        if not isinstance(multiplier, (int, float)) or not multiplier > 0:
+            raise ValueError(f"module {name!r}: lr_multiplier must be a number > 0, got {multiplier!r}")
+        params = list(module.parameters())
+        if any(id(p) in inner for p in params):
+            raise ValueError(f"module {name!r}: lr_multiplier is for modules after the Transformer (its layers "
+                             "follow layer_decay)")
+        out.update({id(p): float(multiplier) for p in params})
     return out
 
 

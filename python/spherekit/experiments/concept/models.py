@@ -4,7 +4,9 @@ Encoder: the backbone's Transformer with the condition's readout: sentence-trans
 "cls") of the final layer, or spherekit.nn.LayerMixPooling over the last K layers ("uniform", "learned",
 "gated"; M3 adds training-only per-layer heads). max_seq_length is set for every condition, B0 included. A learned
 mix starts at the uniform mix (LayerMixPooling's zero logits) or, for readout_init "last" (M1-last), with logits
-w_last = log(p (K - 1) / (1 - p)), the others 0, so that softmax(w) puts p = LAST_LAYER_INIT on the last layer.
+w_last = log(p (K - 1) / (1 - p)), the others 0, so that softmax(w) puts p = LAST_LAYER_INIT on the last layer. A
+paced readout (M1-last-paced) sets the mix's lr_multiplier (experiments.optim) to head_multiplier x max(1,
+PAPER_STEPS / steps): the sum of its per-step rates, and so how far Adam can move its logits, is the paper's.
 
 Objective, one ConceptEquivalenceLoss per view, summed per step (spherekit.experiments.training.MultiViewLoss):
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 import math
 
 from ..training import MultiViewLoss, distributed_world_size
-from .spec import LAST_LAYER_INIT, Setup
+from .spec import LAST_LAYER_INIT, Setup, paced_multiplier
 
 
 def build_model(backbone, condition: Setup, cfg):
@@ -51,6 +53,8 @@ def build_model(backbone, condition: Setup, cfg):
         with torch.no_grad():
             readout.w.zero_()
             readout.w[-1] = math.log(LAST_LAYER_INIT * (condition.layers - 1) / (1 - LAST_LAYER_INIT))
+    if condition.readout_paced:  # a learned mix (Setup checks)
+        readout_module(model).lr_multiplier = paced_multiplier(cfg.head_multiplier, cfg.steps)
     return model
 
 

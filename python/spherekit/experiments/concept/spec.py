@@ -32,7 +32,9 @@ class Setup:
     starts: "uniform" (logits 0: the uniform mix, B0-WM's readout; the paper does not say) or "last" (weight
     LAST_LAYER_INIT on the last layer: B1's readout up to that mix, so a readout that gains from the other
     layers can show it; Adam moves each logit by about the head learning rate per step, so the mix stays near
-    where it starts).  trained: fine-tuned (False: the frozen backbone).  hard_negatives: None (no hard-negative
+    where it starts).  readout_paced: the mix's logits learn at head_multiplier x lr x PAPER_STEPS / steps (never
+    below the head rate): a short preset gives the readout the movement the paper's 8,000 steps give it (M1-last-
+    paced; the encoder keeps the preset's rates).  trained: fine-tuned (False: the frozen backbone).  hard_negatives: None (no hard-negative
     term), "bce" (the BCE term, weight 0.5) or "softmax" (B1-unified: hard negatives in the InfoNCE
     denominator, no BCE).  bce_bias / bce_positive: this condition's BCE logit bias and positive term (None:
     the config's bce_bias / bce_positive; the ablation conditions B1-biased and B1-negonly set them).
@@ -46,11 +48,17 @@ class Setup:
     hard_negatives: str | None = "bce"
     deep_supervision: bool = False
     readout_init: str = "uniform"
+    readout_paced: bool = False
     bce_bias: float | None = None
     bce_positive: bool | None = None
 
+    def __post_init__(self):
+        if self.readout_paced and self.readout != "learned":
+            raise ValueError(f"readout_paced needs a learned layer mix (readout 'learned'), got {self.readout!r}")
+
 
 LAST_LAYER_INIT = 0.95  # M1-last: softmax weight of the last layer at the start of training
+PAPER_STEPS = 8000      # Figure 2: the paper's training steps (M1-last-paced's readout pace)
 SIGLIP_BIAS = -10.0     # B1-biased: the BCE logit 20 cos - 10 (SigLIP's initial bias; this library's loss default)
 
 
@@ -65,6 +73,9 @@ SETUPS: dict[str, Setup] = {
                     "learned", 4),
     "M1-last": Setup(f"as M1, the layer weights starting at {LAST_LAYER_INIT:.0%} on the last layer (B1's readout) "
                      "instead of the uniform mix", "learned", 4, readout_init="last"),
+    "M1-last-paced": Setup(f"as M1-last, the layer weights learning {PAPER_STEPS:,} / steps times faster than the "
+                           "head rate: the readout can move as far as in the paper's 8,000 steps",
+                           "learned", 4, readout_init="last", readout_paced=True),
     "M1-K6": Setup("as M1 with the last K=6 layers", "learned", 6),
     "M2": Setup("fine-tuned, per-input MLP gate over the last K=4 layers, hard negatives", "gated", 4),
     "M3": Setup("fine-tuned, deep supervision (a projection head and an InfoNCE loss per layer in training), "
@@ -78,6 +89,11 @@ SETUPS: dict[str, Setup] = {
                         bce_positive=False),
 }
 BCE_ABLATION = ("B1", "B1-biased", "B1-negonly")
+
+
+def paced_multiplier(head_multiplier: float, steps: int) -> float:
+    """A paced readout's learning-rate multiplier: the head's, times PAPER_STEPS / steps when the run is shorter."""
+    return head_multiplier * max(1.0, PAPER_STEPS / steps)
 
 
 @dataclass(frozen=True)
@@ -127,7 +143,7 @@ class ConceptConfig:
     gate_hidden: int | None = choice(None, "hidden width of M2's gate MLP (None: d // 2)")
     deep_weight: float = choice(1.0, "M3: weight of the per-layer InfoNCE sum relative to the view loss")
     # training (section 4.4, appendix E)
-    steps: int = paper(8000, "Figure 2: 8k steps")
+    steps: int = paper(PAPER_STEPS, "Figure 2: 8k steps")
     batch_size: int = paper(16, "Figure 2: batch 16")
     lr: float = choice(2e-5, "base learning rate (appendix E's table is missing from the text)")
     warmup_steps: int = paper(100, "section 4.4: linear warmup of 100 steps, then linear decay to 0")
@@ -178,10 +194,11 @@ PRESETS: dict[str, dict] = {
                       warmup_steps=12, lr=5e-5, negatives_per_pair=2, eval_splits=("in-domain",), n_test=1000,
                       source_holdout_conditions=(), save_steps=100, logging_steps=5),
     # what decides P3 and H2 on cpu-small (three seeds, as cpu-small; items bootstrapped): the BCE logit's bias
-    # (B1-biased) and positive term (B1-negonly) against B1 and B3, and a layer mix started on the last layer (M1-last)
-    # against B1; B0, B1 and B3 are cpu-small's units (the same fingerprints: restore that card's runs here)
+    # (B1-biased) and positive term (B1-negonly) against B1 and B3, and a layer mix started on the last layer (M1-last,
+    # and M1-last-paced: free to move as far as in the paper's 8,000 steps) against B1; B0, B1 and B3 are cpu-small's
+    # units (the same fingerprints: restore that card's runs here)
     "cpu-small-ablation": dict(backbones=("all-MiniLM-L6-v2",), conditions=("B0", "B1", "B3", "B1-biased",
-                                                                           "B1-negonly", "M1-last"),
+                                                                           "B1-negonly", "M1-last", "M1-last-paced"),
                                seeds=(0, 1, 2), steps=120, warmup_steps=12, lr=5e-5, negatives_per_pair=2,
                                eval_splits=("in-domain",), n_test=1000, source_holdout_conditions=(), save_steps=100,
                                logging_steps=5),
