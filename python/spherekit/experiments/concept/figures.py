@@ -14,7 +14,7 @@ from .paper import (ANISOTROPY, D2T_R10, DBPEDIA_R10, HH_T2D_R10, NEGATION, NP_R
                     PAPER_BACKBONE, PRINTED, RANK, T2D_MRR, T2D_R10, TYPE_SWAP)
 from .spec import BCE_ABLATION, EXPERIMENT, SETUPS, SH_SUFFIX
 
-OURS = ("M1-last", "B1-biased", "B1-negonly")  # conditions the paper does not have
+OURS = ("M1-last", "M1-last-paced", "B1-biased", "B1-negonly")  # conditions the paper does not have
 
 MAIN_COLUMNS = ((T2D_R10, "t2d R@10"), (T2D_MRR, "t2d MRR"), (D2T_R10, "d2t R@10"), (HH_T2D_R10, "HH t2d R@10"),
                 (PAIR_HARD, "pair ROC-AUC (hard negatives)"), (PAIR_RANDOM, "pair ROC-AUC (random negative)"),

@@ -10,6 +10,7 @@ our random-negative pair ROC-AUC is reported too).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from ...evaluation.geometry import ANISOTROPY_PAIRS
@@ -67,7 +68,11 @@ FAILS_NEGATION = 0.6             # "the frozen encoder fails negation": its ROC-
 FIXES_NEGATION = 0.2             # "fine-tuning fixes it": at least this far above the frozen encoder
 READOUTS = ("B2", "M2")                 # readouts free to move from where they start (M1-last: its own claim)
 STUCK_READOUTS = ("M1", "M1-K6", "M3")  # one logit per layer from the uniform mix: Adam moves it ~5 lr per step
-MIX_MOVED = 0.05  # a learned layer mix that ends closer than this (total variation) to its start did not move
+MIX_MOVED = 0.05  # a per-input gate whose mixes end closer than this (total variation) to uniform did not move
+# a learned layer mix whose log-odds between every two layers changed by less than this did not move: at the uniform
+# K = 4 start, the least change that moves the mix by total variation 0.05; unlike total variation it also sees a
+# mix started near a corner move further into it (M1-last's 95% can gain at most 0.05 towards the last layer)
+MIX_MOVED_LOG_ODDS = 0.25
 
 
 def _f(x) -> str:
@@ -175,19 +180,24 @@ def _start_weights(setup) -> list[float]:
 
 
 def _stuck(s, condition: str) -> list[str]:
-    """The runs of `condition` whose learned layer mix ended within MIX_MOVED (total variation) of where it started:
-    such a readout measures its initialisation, not what training found. A per-input gate (M2) is read by its mean
-    distance per input (details 'gate_moved', run.py); runs without recorded weights: none."""
+    """The runs of `condition` whose readout stayed where it started, so it measures its initialisation, not what
+    training found: a learned layer mix whose log-odds between every two layers changed by less than
+    MIX_MOVED_LOG_ODDS (max_k d_k - min_k d_k < 0.25, d_k = log w_k(end) - log w_k(start)); a per-input gate (M2)
+    whose mixes end on average within MIX_MOVED (total variation per input) of uniform (details 'gate_moved',
+    run.py). Runs without recorded weights: none."""
     start = _start_weights(split_condition(condition)[0])
     out = []
     for run in s.runs(condition):
         details = run.get("details", {})
-        end = details.get("layer_weights")
-        moved = details.get("gate_moved")
-        if moved is None and end and len(end) == len(start):
-            moved = 0.5 * sum(abs(a - b) for a, b in zip(end, start))
-        if moved is not None and moved < MIX_MOVED:
-            out.append(f"{condition} seed {run['seed']} (moved {moved:.4f})")
+        end, gate = details.get("layer_weights"), details.get("gate_moved")
+        if gate is not None:
+            if gate < MIX_MOVED:
+                out.append(f"{condition} seed {run['seed']} (gate moved {gate:.4f} per input, under {MIX_MOVED})")
+        elif end and len(end) == len(start) and min(end) > 0:
+            change = [math.log(w) - math.log(w0) for w, w0 in zip(end, start)]
+            if max(change) - min(change) < MIX_MOVED_LOG_ODDS:
+                out.append(f"{condition} seed {run['seed']} (log-odds moved {max(change) - min(change):.3f}, under "
+                           f"{MIX_MOVED_LOG_ODDS})")
     return out
 
 
@@ -203,8 +213,7 @@ def _readouts(readouts):
             m = unless_learned(difference(s, "B1", c, T2D_R10, "<=", NO_BENEFIT, label=c), not_learned(s, ["B1", c]))
             stuck = _stuck(s, c)
             if stuck:
-                m = replace(m, text=f"{m.text}; the layer mix stayed at its start (total variation under "
-                                    f"{MIX_MOVED}): {', '.join(stuck)}", holds=None)
+                m = replace(m, text=f"{m.text}; the readout stayed at its start: {', '.join(stuck)}", holds=None)
             elif gates := _gate_notes(s, c):
                 m = replace(m, text=f"{m.text}; {gates}")
             out.append(m)
@@ -378,7 +387,8 @@ CLAIMS = [
           "t2d R@10 of the learned layer mix started on the last layer (M1-last: B1's readout, free to take weight "
           f"from the other layers if they help; M1-last-paced: the same, its mix learning {PAPER_STEPS:,} / steps "
           f"times faster, as far as the paper's steps move it) at most {NO_BENEFIT} above B1's; inconclusive when the "
-          f"mix ends within {MIX_MOVED} (total variation) of its start: it then measures its initialisation",
+          f"mix's log-odds between every two layers changed by under {MIX_MOVED_LOG_ODDS} (it then measures its "
+          "initialisation; total variation cannot show a mix at 95% moving further onto the last layer)",
           _readouts(("M1-last", "M1-last-paced"))),
     Claim("H2-uniform", "... nor do the learned layer mixes M1, M1-K6 and M3", "section 5.3",
           f"their t2d R@10 at most {NO_BENEFIT} above B1's; they start at the uniform mix (B0-WM's "
@@ -490,6 +500,7 @@ def _rule_departures(cfg: dict, data: dict) -> list[str]:
 
 def _objective_departures(cfg: dict) -> list[str]:
     """Choices of the objective and the readouts the paper does not state."""
+    pace = paced_multiplier(cfg["head_multiplier"], cfg["steps"])  # M1-last-paced's readout multiplier
     bias, positive = cfg.get("bce_bias", 0.0), cfg.get("bce_positive", True)
     return [
         f"BCE term: logit {cfg['bce_scale']:g} cos {bias:+g}, "
@@ -505,7 +516,7 @@ def _objective_departures(cfg: dict) -> list[str]:
          "moves each of the K mix logits by about the head learning rate per step (5 x lr), so in 500-8,000 steps "
          "those mixes stay near their start, while M2's gate (an MLP over the pooled last layer) can move its "
          "per-input mixes further (the claims read how far each mix moved); the paper does not say"
-         + (f"; M1-last-paced's mix learns at {paced_multiplier(cfg['head_multiplier'], cfg['steps']):g} x lr (the head's "
+         + (f"; M1-last-paced's mix learns at {pace:.0f} x lr = {pace * cfg['lr']:.2g} (the head's "
             f"{cfg['head_multiplier']:g} x {PAPER_STEPS:,} / {cfg['steps']:,} steps), so it can move as far as the "
             "paper's 8,000 steps move a mix (ours)" if "M1-last-paced" in cfg.get("conditions", ()) else "")),
     ]
