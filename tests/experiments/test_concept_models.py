@@ -93,6 +93,9 @@ def test_a_paced_readout_learns_as_far_as_the_papers_steps_move_it(backbone):
     assert not hasattr(readout_module(build_model(backbone, CONDITIONS["M1-last"], cfg)), "lr_multiplier")
     with pytest.raises(ValueError, match="readout_paced needs a learned layer mix"):
         build_model(backbone, dataclasses.replace(CONDITIONS["B1"], readout_paced=True), cfg)
+    # the short presets run it; the paper preset leaves it out (at 8,000 steps it is M1-last)
+    assert "M1-last-paced" in preset_config("cpu-small-ablation").conditions
+    assert "M1-last-paced" not in preset_config("paper").conditions and "M1-last" in preset_config("paper").conditions
 
 
 def test_gate_mixes_read_each_inputs_mix(backbone):
