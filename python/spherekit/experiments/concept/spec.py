@@ -27,18 +27,18 @@ SH_SUFFIX = "@" + SOURCE_HOLDOUT  # "B1@source-holdout": B1 trained in the sourc
 class Setup:
     """The encoder of one condition of the paper's Table 1 / appendix F.
 
-    readout: "mean" | "cls" (sentence-transformers Pooling of the final layer), "uniform" | "learned" |
-    "gated" (spherekit.nn.LayerMixPooling over the last `layers` layers).  readout_init: where a learned mix
-    starts: "uniform" (logits 0: the uniform mix, B0-WM's readout; the paper does not say) or "last" (weight
-    LAST_LAYER_INIT on the last layer: B1's readout up to that mix, so a readout that gains from the other
-    layers can show it; Adam moves each logit by about the head learning rate per step, so the mix stays near
-    where it starts).  readout_paced: the mix's logits learn at head_multiplier x lr x PAPER_STEPS / steps (never
-    below the head rate): a short preset gives the readout the movement the paper's 8,000 steps give it (M1-last-
-    paced; the encoder keeps the preset's rates).  trained: fine-tuned (False: the frozen backbone).  hard_negatives: None (no hard-negative
-    term), "bce" (the BCE term, weight 0.5) or "softmax" (B1-unified: hard negatives in the InfoNCE
-    denominator, no BCE).  bce_bias / bce_positive: this condition's BCE logit bias and positive term (None:
-    the config's bce_bias / bce_positive; the ablation conditions B1-biased and B1-negonly set them).
-    deep_supervision: M3's per-layer projection heads and per-layer InfoNCE in training.
+    readout: "mean" | "cls" (sentence-transformers Pooling of the final layer), "uniform" | "learned" | "gated"
+    (spherekit.nn.LayerMixPooling over the last `layers` layers). readout_init: where a learned mix starts:
+    "uniform" (logits 0: the uniform mix, B0-WM's readout; the paper does not say) or "last" (weight LAST_LAYER_INIT
+    on the last layer: B1's readout up to that mix, so a readout that gains from the other layers can show it; Adam
+    moves each logit by about the head learning rate per step, so the mix stays near where it starts).
+    readout_paced: the mix's logits learn at head_multiplier x lr x PAPER_STEPS / steps (never below the head rate):
+    a short preset gives the readout the movement the paper's 8,000 steps give it (M1-last-paced; the encoder keeps
+    the preset's rates). trained: fine-tuned (False: the frozen backbone). hard_negatives: None (no hard-negative
+    term), "bce" (the BCE term, weight 0.5) or "softmax" (B1-unified: hard negatives in the InfoNCE denominator, no
+    BCE). bce_bias / bce_positive: this condition's BCE logit bias and positive term (None: the config's bce_bias /
+    bce_positive; the ablation conditions B1-biased and B1-negonly set them). deep_supervision: M3's per-layer
+    projection heads and per-layer InfoNCE in training.
     """
 
     description: str
