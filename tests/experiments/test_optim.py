@@ -47,7 +47,7 @@ def test_a_module_after_the_transformer_can_set_its_own_multiplier(mixed):
     assert all(lr == pytest.approx(expected_lr(n)) for n, lr in lrs.items() if n != "1.w")  # the rest unchanged
     groups = param_groups(mixed, LR, layer_decay=DECAY, head_multiplier=HEAD)
     assert [g["lr"] for g in groups if "1.w" in g["names"]] == [pytest.approx(LR * 300.0)]
-    for bad in (0.0, -1.0, "fast"):
+    for bad in (0.0, -1.0, "fast", True):
         mixed[1].lr_multiplier = bad
         with pytest.raises(ValueError, match="lr_multiplier must be a number > 0"):
             parameter_lrs(mixed, LR, DECAY, HEAD)

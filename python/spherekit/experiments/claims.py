@@ -100,8 +100,8 @@ def verdict(m: Measured, *, sanity: bool = False) -> str:
         return INCONCLUSIVE
     if m.interval is None or m.op is None:
         return (HOLDS if m.holds else FAILS) if m.exact or sanity else INCONCLUSIVE
-    lo, hi = (-math.inf if m.interval[0] is None else m.interval[0], math.inf if m.interval[1] is None else
-              m.interval[1])  # an open end: a one-sided bound
+    lo, hi = m.interval
+    lo, hi = (-math.inf if lo is None else lo), (math.inf if hi is None else hi)  # an open end: a one-sided bound
     if any(math.isnan(x) for x in (lo, hi)):
         return INCONCLUSIVE
     if m.op == "within":

@@ -76,7 +76,7 @@ def _own_multipliers(model: nn.Module, inner: dict) -> dict[int, float]:
         multiplier = getattr(module, "lr_multiplier", None)
         if multiplier is None:
             continue
-        if not isinstance(multiplier, (int, float)) or not multiplier > 0:
+        if isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)) or not multiplier > 0:
             raise ValueError(f"module {name!r}: lr_multiplier must be a number > 0, got {multiplier!r}")
         params = list(module.parameters())
         if any(id(p) in inner for p in params):

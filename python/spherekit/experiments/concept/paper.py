@@ -500,7 +500,6 @@ def _rule_departures(cfg: dict, data: dict) -> list[str]:
 
 def _objective_departures(cfg: dict) -> list[str]:
     """Choices of the objective and the readouts the paper does not state."""
-    pace = paced_multiplier(cfg["head_multiplier"], cfg["steps"])  # M1-last-paced's readout multiplier
     bias, positive = cfg.get("bce_bias", 0.0), cfg.get("bce_positive", True)
     return [
         f"BCE term: logit {cfg['bce_scale']:g} cos {bias:+g}, "
@@ -516,10 +515,18 @@ def _objective_departures(cfg: dict) -> list[str]:
          "moves each of the K mix logits by about the head learning rate per step (5 x lr), so in 500-8,000 steps "
          "those mixes stay near their start, while M2's gate (an MLP over the pooled last layer) can move its "
          "per-input mixes further (the claims read how far each mix moved); the paper does not say"
-         + (f"; M1-last-paced's mix learns at {pace:.0f} x lr = {pace * cfg['lr']:.2g} (the head's "
-            f"{cfg['head_multiplier']:g} x {PAPER_STEPS:,} / {cfg['steps']:,} steps), so it can move as far as the "
-            "paper's 8,000 steps move a mix (ours)" if "M1-last-paced" in cfg.get("conditions", ()) else "")),
+         + _pace_departure(cfg)),
     ]
+
+
+def _pace_departure(cfg: dict) -> str:
+    """M1-last-paced's readout rate, where the condition runs ("" elsewhere)."""
+    if "M1-last-paced" not in cfg.get("conditions", ()):
+        return ""
+    pace = paced_multiplier(cfg["head_multiplier"], cfg["steps"])
+    return (f"; M1-last-paced's mix learns at {pace:.0f} x lr = {pace * cfg['lr']:.2g} (the head's "
+            f"{cfg['head_multiplier']:g} x {PAPER_STEPS:,} / {cfg['steps']:,} steps), so it can move as far as the "
+            f"paper's {PAPER_STEPS:,} steps move a mix (ours)")
 
 
 __all__ = ["CLAIMS", "PAPER_BACKBONE", "PRINTED", "departures"]

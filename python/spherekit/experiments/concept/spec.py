@@ -74,7 +74,7 @@ SETUPS: dict[str, Setup] = {
     "M1-last": Setup(f"as M1, the layer weights starting at {LAST_LAYER_INIT:.0%} on the last layer (B1's readout) "
                      "instead of the uniform mix", "learned", 4, readout_init="last"),
     "M1-last-paced": Setup(f"as M1-last, the layer weights learning {PAPER_STEPS:,} / steps times faster than the "
-                           "head rate: the readout can move as far as in the paper's 8,000 steps",
+                           f"head rate: the readout can move as far as in the paper's {PAPER_STEPS:,} steps",
                            "learned", 4, readout_init="last", readout_paced=True),
     "M1-K6": Setup("as M1 with the last K=6 layers", "learned", 6),
     "M2": Setup("fine-tuned, per-input MLP gate over the last K=4 layers, hard negatives", "gated", 4),
