@@ -44,6 +44,16 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
+def full_checks():
+    """The test runs inside spherekit.checks("full"): the opt-in value scans (NaN / Inf, index ranges, masks with
+    an all-padding row, tensor temperatures) raise their named errors."""
+    import spherekit
+
+    with spherekit.checks("full"):
+        yield
+
+
+@pytest.fixture
 def one_thread():
     """Tiny models and ops run far faster single-threaded on a shared, busy CPU."""
     before = torch.get_num_threads()

@@ -6,6 +6,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from . import ops, reference  # noqa: E402
+from .ops.checks import checks  # noqa: E402  (spherekit.checks("full"): the value scans, opt-in)
 
 
 def info(print_it: bool = True) -> dict:

@@ -11,6 +11,9 @@ import torch
 from spherekit.ops import circular_cse
 from tests.ops._errors_cases import EMBEDDINGS, call_with, labelled_embeddings
 
+# every case here runs with the opt-in value scans on (spherekit.checks("full"))
+pytestmark = pytest.mark.usefixtures("full_checks")
+
 ANGLES = torch.arange(3, dtype=torch.float64) * (math.pi / 6)  # 3 labels, i * 30 degrees
 
 

@@ -8,6 +8,9 @@ import pytest
 from spherekit.ops import global_avg_sim
 from tests.ops._errors_cases import PAIRED, apply_case, call, ids
 
+# every case here runs with the opt-in value scans on (spherekit.checks("full"))
+pytestmark = pytest.mark.usefixtures("full_checks")
+
 
 @pytest.mark.parametrize("override, error, match", PAIRED, ids=ids(PAIRED))
 def test_common_errors(override, error, match):

@@ -9,6 +9,9 @@ import torch.nn.functional as F
 from spherekit.ops import info_nce
 from tests.ops._errors_cases import TEMPERATURE
 
+# every case here runs with the opt-in value scans on (spherekit.checks("full"))
+pytestmark = pytest.mark.usefixtures("full_checks")
+
 
 def _qc(B=4, N=5, d=8, dtype=torch.float32):
     return F.normalize(torch.randn(B, d), dim=-1).to(dtype), F.normalize(torch.randn(N, d), dim=-1).to(dtype)

@@ -10,6 +10,9 @@ import torch
 from spherekit.ops import maxsim
 from tests.ops._errors_cases import COMMON, apply_case, call, good, ids
 
+# every case here runs with the opt-in value scans on (spherekit.checks("full"))
+pytestmark = pytest.mark.usefixtures("full_checks")
+
 VARIANTS = {
     "maxsim": maxsim,
     "maxsim_pairwise": lambda *a, **k: maxsim(*a, pairwise=True, **k),

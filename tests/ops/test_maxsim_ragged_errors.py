@@ -9,6 +9,9 @@ import torch
 from spherekit.ops import maxsim_ragged
 from tests.ops._errors_cases import NAN
 
+# every case here runs with the opt-in value scans on (spherekit.checks("full"))
+pytestmark = pytest.mark.usefixtures("full_checks")
+
 
 def _ragged():
     gen = torch.Generator().manual_seed(0)

@@ -11,6 +11,9 @@ from spherekit import _backend, ops
 from spherekit.ops import ngpt as ngpt_ops
 from spherekit.reference import ngpt as ref
 
+# every case here runs with the opt-in value scans on (spherekit.checks("full"))
+pytestmark = pytest.mark.usefixtures("full_checks")
+
 D = 41
 
 

@@ -11,6 +11,9 @@ import torch
 from spherekit.ops import sincere
 from tests.ops._errors_cases import EMBEDDINGS, TEMPERATURE, call_with, labelled_embeddings
 
+# every case here runs with the opt-in value scans on (spherekit.checks("full"))
+pytestmark = pytest.mark.usefixtures("full_checks")
+
 
 @pytest.mark.parametrize(
     "kwargs, error, match",

@@ -9,6 +9,9 @@ import torch
 from spherekit.ops import soft_align
 from tests.ops._errors_cases import INF, NAN, PAIRED, apply_case, call, good, ids
 
+# every case here runs with the opt-in value scans on (spherekit.checks("full"))
+pytestmark = pytest.mark.usefixtures("full_checks")
+
 
 @pytest.mark.parametrize("override, error, match", PAIRED, ids=ids(PAIRED))
 def test_common_errors(override, error, match):

@@ -37,10 +37,61 @@ bool / uint8 / int8 (KERNEL_MASK_DTYPES), read through a uint8 view without a co
 
 from __future__ import annotations
 
+import os
+from contextlib import contextmanager
+
 import torch
 from torch import Tensor
 
 from .. import _backend
+
+# ---- check modes ------------------------------------------------------------------------------------------------
+
+CHECK_MODES = ("fast", "full")
+CHECKS_ENV = "SPHEREKIT_CHECKS"
+
+
+def _mode_from_env() -> str:
+    mode = os.environ.get(CHECKS_ENV, "fast") or "fast"
+    if mode not in CHECK_MODES:
+        raise ValueError(f"{CHECKS_ENV} must be one of {CHECK_MODES}, got {mode!r}")
+    return mode
+
+
+_MODE = _mode_from_env()
+
+
+def check_mode() -> str:
+    """The validation mode every op obeys now: "fast" (the default) or "full"."""
+    return _MODE
+
+
+def full_checks() -> bool:
+    """True inside spherekit.checks("full") or with SPHEREKIT_CHECKS=full: the value scans run."""
+    return _MODE == "full"
+
+
+@contextmanager
+def checks(mode: str):
+    """Set the validation mode of every spherekit op for the block (process-wide; restored on exit).
+
+    "fast" (the default): the ops check only host metadata (types, shapes, dtypes, devices, strides, options),
+    read no tensor data and never synchronise with the device; a NaN or Inf in the input gives a NaN or Inf out,
+    never a finite wrong number. "full": also the value scans that read the data and sync the host (NaN / Inf
+    in inputs, index ranges, masks with an all-padding row, degenerate denominators, tensor temperatures), each
+    raising an error that names the argument. SPHEREKIT_CHECKS=full sets "full" for the whole process.
+
+        with spherekit.checks("full"):
+            loss = info_nce(q, d)   # raises "NaN or Inf found in queries" instead of returning NaN
+    """
+    global _MODE
+    check_choice("mode", mode, CHECK_MODES)
+    previous, _MODE = _MODE, mode
+    try:
+        yield
+    finally:
+        _MODE = previous
+
 
 KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 FLOAT_DTYPES = KERNEL_DTYPES + (torch.float64,)
@@ -107,8 +158,11 @@ def check_tokens(name: str, x, ndims: int | tuple[int, ...], *, dtypes=FLOAT_DTY
 
 
 def check_finite(**tensors: Tensor | None) -> None:
-    """Raise naming each float tensor holding NaN or +-Inf. One aminmax reduction per tensor (NaN propagates
-    to min and max; an Inf shows up as one of them): no tensor-sized temporary, one host sync for all."""
+    """In the "full" check mode: raise naming each float tensor holding NaN or +-Inf. One aminmax reduction per
+    tensor (NaN propagates to min and max; an Inf shows up as one of them): no tensor-sized temporary, one host
+    sync for all. In the "fast" mode (the default) nothing is read: a non-finite input gives a non-finite output."""
+    if not full_checks():
+        return
     named = [(n, t.detach()) for n, t in tensors.items() if t is not None and t.is_floating_point() and t.numel()]
     if not named:
         return
@@ -120,13 +174,16 @@ def check_finite(**tensors: Tensor | None) -> None:
 
 
 def check_log_weights(name: str, x: Tensor) -> None:
-    """Log-weights: -inf is allowed (weight 0), NaN and +inf are not."""
-    if bool((torch.isnan(x) | torch.isposinf(x)).any()):
+    """Log-weights: -inf is allowed (weight 0), NaN and +inf are not ("full" check mode only)."""
+    if full_checks() and bool((torch.isnan(x) | torch.isposinf(x)).any()):
         raise ValueError(f"{name} contains NaN or +Inf (-Inf is allowed and means weight 0)")
 
 
 def check_index_range(name: str, x: Tensor, low: int, high: int, *, ignore: int | None = None) -> None:
-    """All entries in [low, high) (entries equal to `ignore` are allowed)."""
+    """All entries in [low, high) (entries equal to `ignore` are allowed); "full" check mode only (the kernels
+    turn an out-of-range index into a NaN loss or score in the "fast" mode, see each op)."""
+    if not full_checks():
+        return
     vals = x if ignore is None else x[x != ignore]
     if vals.numel() == 0:
         return
@@ -145,8 +202,10 @@ def check_mask(name: str, mask, shape: tuple[int, ...], device: torch.device, *,
 
     dtypes: the accepted dtypes (bool for the ops, KERNEL_MASK_DTYPES for the launchers); zero_one=True
     accepts any dtype holding only 0/1 values instead (an attention mask) and converts it to bool.
-    what: name of a row ("query", "document", "text"): every row (the last dim) needs a valid token; None
-    skips this value check (the launchers). like_name: the device errors say "the device of <like_name>"."""
+    what: name of a row ("query", "document", "text"): in the "full" check mode every row (the last dim) needs a
+    valid token; None skips this value check (the launchers). like_name: the device errors say "the device of
+    <like_name>". In the "fast" mode no mask value is read: an all-padding row gets its op's documented value and
+    a 0/1 mask is taken as mask != 0."""
     if mask is None:
         return torch.ones(shape, dtype=torch.bool, device=device)
     bool_only = tuple(dtypes) == (torch.bool,) and not zero_one
@@ -163,10 +222,10 @@ def check_mask(name: str, mask, shape: tuple[int, ...], device: torch.device, *,
         where = f"the device of {like_name} ({device})" if like_name else f"device {device}"
         raise ValueError(f"{name} must be on {where}, got {mask.device}")
     if zero_one and mask.dtype != torch.bool:
-        if bool(((mask != 0) & (mask != 1)).any()):
+        if full_checks() and bool(((mask != 0) & (mask != 1)).any()):
             raise ValueError(f"{name} must be bool or hold only 0/1 values (dtype {mask.dtype})")
         mask = mask != 0
-    if what is not None:
+    if what is not None and full_checks():
         empty = ~mask.any(-1)
         if mask.dim() == 1 and bool(empty):
             raise ValueError(f"{name}: the {what} has no valid token (it needs at least one)")
@@ -218,6 +277,7 @@ def check_verifier_pair(q: Tensor, q_mask, d: Tensor, d_mask, *, d_ndim: int = 3
 # +-1e4 and d_temperature (~ dot / temperature^2) within ~1e8, far inside fp32 even for dot products of 1e20.
 # Far smaller ones leave fp32: 1e-39 is subnormal and 1 / 1e-39 overflows, which gave NaN losses.
 MIN_TEMPERATURE = 1e-4
+_MIN_TEMPERATURE_AS = {dt: torch.tensor(MIN_TEMPERATURE, dtype=dt).item() for dt in FLOAT_DTYPES}  # as rounded
 
 
 def check_temperature(name: str, value: float, dtype: torch.dtype = torch.float64) -> None:
@@ -228,45 +288,57 @@ def check_temperature(name: str, value: float, dtype: torch.dtype = torch.float6
         raise ValueError(f"{name} must be > 0, got {value}")
     if value == float("inf"):
         raise ValueError(f"{name} must be finite, got {value}")
-    if value < torch.tensor(MIN_TEMPERATURE, dtype=dtype).item():
+    if value < _MIN_TEMPERATURE_AS.get(dtype, MIN_TEMPERATURE):
         raise ValueError(f"{name} must be >= {MIN_TEMPERATURE:g} (and finite), got {value}: the logits are dot "
                          f"products / {name}, and below that they and their gradients (~ 1/{name}^2) leave fp32")
 
 
+def guard_scalar(value: Tensor, *, temperature: bool) -> Tensor:
+    """A 0-dim tensor argument checked on the device, without a host sync: NaN where it is not finite (or, for a
+    temperature, below MIN_TEMPERATURE), so that a bad value gives a NaN result, never a finite wrong one."""
+    ok = torch.isfinite(value)
+    if temperature:
+        ok = ok & (value >= MIN_TEMPERATURE)
+    return torch.where(ok, value, torch.full_like(value, float("nan")))
+
+
+def _check_scalar_tensor(name: str, value: Tensor, device: torch.device, where: str) -> None:
+    if value.dim() != 0 or not value.is_floating_point():
+        raise ValueError(f"{name} must be a float or a 0-dim floating tensor, got shape {tuple(value.shape)} "
+                         f"dtype {value.dtype}")
+    if value.device != device:
+        raise ValueError(f"{name} must be on {where} ({device}), got {value.device}")
+
+
 def as_temperature(temperature, device: torch.device) -> Tensor:
-    """A float or 0-dim floating tensor obeying check_temperature -> 0-dim fp32 tensor on `device` (grad kept)."""
+    """A float obeying check_temperature, or a 0-dim floating tensor -> 0-dim fp32 tensor on `device` (grad kept).
+    A tensor's value is checked on the host in the "full" check mode only (a sync); in the "fast" mode an invalid
+    value becomes NaN on the device (guard_scalar) and so does the loss."""
     if isinstance(temperature, Tensor):
-        if temperature.dim() != 0 or not temperature.is_floating_point():
-            raise ValueError(
-                f"temperature must be a float or a 0-dim floating tensor, got shape {tuple(temperature.shape)} "
-                f"dtype {temperature.dtype}"
-            )
-        if temperature.device != device:
-            raise ValueError(f"temperature must be on device {device}, got {temperature.device}")
-        check_temperature("temperature", float(temperature.detach()), temperature.dtype)
-        return temperature.float()
+        _check_scalar_tensor("temperature", temperature, device, "device")
+        if full_checks():
+            check_temperature("temperature", float(temperature.detach()), temperature.dtype)
+        return guard_scalar(temperature.float(), temperature=True)
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
         raise TypeError(f"temperature must be a float or a 0-dim tensor, got {type(temperature).__name__}")
     check_temperature("temperature", float(temperature))
-    return torch.tensor(float(temperature), dtype=torch.float32, device=device)
+    return torch.full((), float(temperature), dtype=torch.float32, device=device)
 
 
 def as_scalar(name: str, value, device: torch.device, dtype: torch.dtype, *, temperature: bool) -> Tensor:
     """A finite float or 0-d floating tensor (grad kept) -> 0-d tensor of `dtype` on `device`; a temperature
-    also obeys the ops' temperature rule (> 0 and >= MIN_TEMPERATURE)."""
+    also obeys the ops' temperature rule (> 0 and >= MIN_TEMPERATURE). A tensor's value: as in as_temperature."""
     if isinstance(value, Tensor):
-        if value.dim() != 0 or not value.is_floating_point():
-            raise ValueError(f"{name} must be a float or a 0-dim floating tensor, got shape {tuple(value.shape)} "
-                             f"dtype {value.dtype}")
-        if value.device != device:
-            raise ValueError(f"{name} must be on the device of q ({device}), got {value.device}")
+        _check_scalar_tensor(name, value, device, "the device of q")
+        if not full_checks():
+            return guard_scalar(value.to(dtype), temperature=temperature)
         x, x_dtype = float(value.detach()), value.dtype
         out = value.to(dtype)
     elif isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a float or a 0-dim tensor, got {type(value).__name__}")
     else:
         x, x_dtype = float(value), torch.float64
-        out = torch.tensor(x, dtype=dtype, device=device)
+        out = torch.full((), x, dtype=dtype, device=device)
     if x != x or abs(x) == float("inf") or (temperature and not x > 0):
         raise ValueError(f"{name} must be a finite float{' > 0' if temperature else ''}, got {x}")
     if temperature:
