@@ -124,8 +124,11 @@ def _tokens(dtype):
         qm, dm, dm4 = torch.ones(4, 32, dtype=torch.bool), torch.ones(4, 180, dtype=torch.bool), \
             torch.ones(4, 3, 180, dtype=torch.bool)
         arg = torch.zeros(4, 3, 32, dtype=torch.int32)
+        long4 = _unit(4, 3, 300, h, dtype=dtype)
         yield f"maxsim h={h}", lambda: (
-            maxsim.maxsim_fwd(q, qm, d4, dm4, shared=False), maxsim.row_max(q, qm, d, dm),
+            maxsim.maxsim_fwd(q, qm, d4, dm4, shared=False),  # training: mean, argmax stored
+            maxsim.maxsim_fwd(q[:1], None, d4[:1], dm4[:1], shared=True, mean=False, store_argmax=False),  # rerank
+            maxsim.maxsim_fwd(q, qm, long4, None, shared=False, store_argmax=False),  # n > 256: the tile loop
             maxsim.maxsim_bwd(torch.ones(4, 3), q, qm, d4, dm4, arg, shared=False))
         yield f"soft_align h={h}", lambda: (
             soft_align.soft_align_fwd(q, qm, d, dm, 0.1, 0.05),

@@ -116,3 +116,10 @@ def dot_tile(a_ptr, stride_a0, stride_a1, o_a, m_a, b_ptr, stride_b0, stride_b1,
                       mask=m_b[:, None] & m_d[None, :], other=0.0)
         acc = tl.dot(b_a, tl.trans(b_b), acc, input_precision=PRECISION)
     return acc
+
+
+@triton.jit
+def nan_max(a, b):
+    """max(a, b) propagating NaN: the GPU's plain max (tl.maximum, tl.max) returns the other operand, which would turn
+    a NaN similarity into a finite maximum. Also a tl.reduce combine function: tl.reduce(x, axis, nan_max)."""
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)

@@ -20,7 +20,7 @@ def unit_last(x: torch.Tensor) -> torch.Tensor:
 def mask_arg(name: str, mask, shape: tuple, device: torch.device) -> tuple[torch.Tensor, bool]:
     """-> (uint8 view of the mask, or a 1-element dummy when mask is None; has_mask)."""
     if mask is None:
-        return torch.ones(1, dtype=torch.uint8, device=device), False
+        return torch.empty(1, dtype=torch.uint8, device=device), False  # never read: no fill launch
     mask = check_mask(name, mask, shape, device, dtypes=KERNEL_MASK_DTYPES)
     return mask.view(torch.uint8), True
 

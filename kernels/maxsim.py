@@ -1,20 +1,47 @@
-"""Triton kernels for MaxSim (late interaction, "Training for Compositional Sensitivity Reduces Dense Retrieval
-Generalization" (arXiv:2604.16351) eq. 6) over unified candidate layouts.
+"""Triton kernels for MaxSim (late interaction; ColBERT's score, and F1 of "Training for Compositional Sensitivity
+Reduces Dense Retrieval Generalization" (arXiv:2604.16351) eq. 6) over unified candidate layouts.
 
-    score[a, k] = (1 / |valid q_a|) * sum_{valid i} max_{valid j} <q[a, i], d[a, k, j]>
+    score[a, k] = c_a * sum_{valid i} max_{valid j} <q[a, i], d[a, k, j]>
+    c_a = 1 (MEAN=False: the sum, ColBERT / PyLate) or 1 / |valid q_a| (MEAN=True: the mean, the paper's F1)
 
-The tokens arrive L2-normalised (the op normalises outside), so <.,.> is the cosine M_ij. Candidates
-come as d4 (Bq_or_1, K, n, h) with a mask (Bq_or_1, K, n); `shared` (all-pairs layout, d4 = d[None])
-reads d4[0] for every query (batch stride 0). M is never written: a forward program owns (query a,
-candidate k, block of query tokens) and streams document-token tiles through a tl.dot over h slices,
-keeping a running max and argmax per query token; it writes the argmax (B, K, m) int32 (-1 for padding
-query tokens, and for every token when the document has no valid token) and the block's sum of maxima
-times 1/|valid q_a|; the launcher adds the blocks (deterministic, no atomics).
+The tokens arrive as the op wants them compared (normalised outside when the op normalises). Candidates come as
+d4 (Bq_or_1, K, n, h) with a mask (Bq_or_1, K, n); `shared` (all-pairs layout, d4 = d[None]) reads d4[0] for every
+query (batch stride 0). M is never written.
 
-Conventions: a query without valid tokens scores 0; a document without valid tokens contributes 0 per
-query token (max over an empty set := 0) and no gradient. Ties go to the first (lowest-index) token.
+Conventions (the public op documents them): a query without valid tokens scores 0; a document without valid
+tokens contributes 0 per query token (a max over the empty set := 0) and no gradient; ties go to the first
+(lowest-index) token. The max propagates NaN (tl.maximum with PropagateNan.ALL; the GPU's plain max returns the
+other operand), so a NaN similarity of a valid pair gives a NaN score, never a finite wrong one.
 
-Backward: the gradient flows only through the argmax entries. With w_ak = g[a, k] / |valid q_a|:
+Forward: one persistent kernel. Program (query a, query-token block, slot s) loads its query tile once (all of h
+when h <= BLOCK_H), computes c_a from the query mask itself (no 1 / count tensor, nothing when there is no mask or
+the reduction is the sum), then walks the candidates k = s, s + SLOTS, ... in a tl.range pipelined num_stages
+deep, so the next documents' loads are in flight while one is reduced. Each document is ONE masked tile of
+BLOCK_N = next_pow2(n) tokens (capped at _config's BLOCK_N, 256: longer documents loop over tiles of that size),
+S^T = D Q^T (BLOCK_N x BLOCK_M: the document tokens are the MMA's long side), the NaN-propagating max over the valid
+document tokens (axis 0), the sum over the valid query tokens, times c_a. Only with STORE_ARG (a gradient is needed)
+is the first argmax computed and written: (Bq, K, m) int32, -1 at padding query tokens and empty documents. SLOTS
+per query make about PROGRAMS_PER_SM resident programs per SM over the whole grid.
+
+Roofline of the goal row (issue 57: rerank, 1 query of m = 32 tokens x K = 10,000 documents of n = 180 tokens,
+h = 128, bf16, document mask given, no gradient), at the H200 ceilings measured before (benches/results/gpu/
+h200_ceilings.csv: copy 4,106 GB/s, bf16 matmul 764 TFLOP/s):
+
+    FLOPs       2 m K n h                  = 14.75 GFLOP useful (the 256-token tile executes 20.97 GFLOP)
+    HBM bytes   documents K n h 2          = 460.80 MB
+                document mask K n          =   1.80 MB   (none without a mask)
+                query m h 2 + scores K 4   =   0.05 MB   (+ argmax K m 4 = 1.28 MB only with a gradient)
+                total                      = 462.65 MB
+    time        462.65 MB / 4,106 GB/s     = 0.1127 ms   (compute: 14.75 GFLOP / 764 TFLOP/s = 0.0193 ms;
+                                                          intensity 32 FLOP/B, ridge 186 FLOP/B: memory-bound)
+    goal        >= 5x the masked einsum's device time, which no run has measured yet: the masked einsum took
+                0.663 ms by wall clock (h200_bench.csv) and the unmasked einsum + amax + mean 0.319 ms on CUDA
+                events (h200_tune.csv). At this row's 0.1127 ms the goal holds only if the masked einsum's device
+                time is >= 0.563 ms; against 0.663 ms it asks for <= 0.133 ms, i.e. >= 85% of the copy ceiling.
+    before      the previous kernel (one program per (query, document), the n-tile loop not pipelined, the
+                argmax always written): 0.369 ms alone, 0.262 ms at its best configuration (1,248-1,758 GB/s).
+
+Backward: the gradient flows only through the argmax entries. With w_ak = g[a, k] * c_a:
     grad_q[a, i] = sum_k w_ak * d[a, k, argmax[a, k, i]]                 (a gather, no atomics)
     grad_d[a, k, argmax[a, k, i]] += w_ak * q[a, i]                      (fp32 atomics, then cast)
 One program owns (query a, block of query tokens, h slice) and loops over the candidates starting at
@@ -24,70 +51,120 @@ fp32 math; fp16/bf16 operands go to tl.dot as loaded, fp32 with "ieee" precision
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import triton
 import triton.language as tl
 
-from ._common import INTERPRET, dot_precision, dot_tile, span, token_block
+from ._common import INTERPRET, dot_precision, dot_tile, load_valid, named, nan_max, span, token_block
 from ..ops.checks import KERNEL_DTYPES, check_same, check_shape, check_tokens
-from ._sim_map_common import inv_valid_count, mask_arg, mask_strides, unit_last
+from ._sim_map_common import mask_arg, mask_strides, unit_last
 
 # pointer types for benches/triton_resources.py (None: the embedding dtype)
 PTR_TYPES = {"q_ptr": None, "d_ptr": None, "dq_ptr": None, "qm_ptr": "*u8", "dm_ptr": "*u8",
-             "arg_ptr": "*i32", "part_ptr": "*fp32", "max_ptr": "*fp32", "inv_ptr": "*fp32", "g_ptr": "*fp32",
-             "dd_ptr": "*fp32"}
+             "arg_ptr": "*i32", "score_ptr": "*fp32", "g_ptr": "*fp32", "dd_ptr": "*fp32"}
+
+
+@triton.jit
+def _query_scale(qm_ptr, stride_qmb, stride_qmm, a, M, HAS_QMASK: tl.constexpr, MEAN: tl.constexpr,
+                 BLOCK_M: tl.constexpr):
+    """c_a: 1 for the sum; 1 / |valid q_a| for the mean (1 / M without a mask, 0 for a query without valid tokens),
+    counted from the mask row here (M bytes, once per program)."""
+    scale = tl.full((), 1.0, tl.float32)
+    if MEAN:
+        if HAS_QMASK:
+            count = tl.zeros((), dtype=tl.float32)
+            for m0 in range(0, M, BLOCK_M):
+                _, valid = load_valid(qm_ptr, stride_qmb, stride_qmm, a, m0 + tl.arange(0, BLOCK_M), M, True)
+                count += tl.sum(valid.to(tl.float32), axis=0)
+            scale = tl.where(count > 0, 1.0 / tl.maximum(count, 1.0), 0.0)
+        else:
+            scale = scale / M
+    return scale
+
+
+@triton.jit
+def _doc_sims(b_q, p_q, stride_qm, stride_qd, o_m, m_m, p_d, stride_dn, stride_dd, o_n, m_n, H,
+              ONE_H: tl.constexpr, PRECISION: tl.constexpr,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr):
+    """S^T (BLOCK_N, BLOCK_M) fp32: <d_j, q_i> over all of h; ONE_H: one masked document tile against the query tile
+    b_q loaded by the caller, else an h loop that reloads the query slices (L1 / L2 hits)."""
+    if ONE_H:
+        o_h = tl.arange(0, BLOCK_H)
+        b_d = tl.load(p_d + o_n[:, None] * stride_dn + o_h[None, :] * stride_dd,
+                      mask=m_n[:, None] & (o_h < H)[None, :], other=0.0)
+        x = tl.dot(b_d, tl.trans(b_q), input_precision=PRECISION)
+    else:
+        x = dot_tile(p_d, stride_dn, stride_dd, o_n, m_n, p_q, stride_qm, stride_qd, o_m, m_m, H,
+                     BLOCK_N, BLOCK_M, BLOCK_H, PRECISION)
+    return x
+
+
+@triton.jit
+def _running_max(run_max, run_arg, x, valid_n, n0, STORE_ARG: tl.constexpr):
+    """One document tile x (BLOCK_N, BLOCK_M) into the running (max, first argmax) per query token (axis 1)."""
+    x = tl.where(valid_n[:, None], x, float("-inf"))
+    t_max = tl.reduce(x, 0, nan_max)
+    if STORE_ARG:
+        t_arg = tl.argmax(x, 0, tie_break_left=True).to(tl.int32) + n0
+        run_arg = tl.where(t_max > run_max, t_arg, run_arg)  # strict: an equal later maximum keeps the earlier
+    return nan_max(run_max, t_max), run_arg
 
 
 @triton.jit
 def _maxsim_fwd_kernel(
-    part_ptr, stride_pa, stride_pk,
+    score_ptr, stride_sa, stride_sk,
     arg_ptr, stride_ga, stride_gk,
-    max_ptr,
     q_ptr, stride_qb, stride_qm, stride_qd,
     qm_ptr, stride_qmb, stride_qmm,
     d_ptr, stride_db, stride_dk, stride_dn, stride_dd,
     dm_ptr, stride_dmb, stride_dmk, stride_dmn,
-    inv_ptr,
-    K, M, N, H,
-    HAS_QMASK: tl.constexpr, HAS_DMASK: tl.constexpr, STORE_MAX: tl.constexpr, PRECISION: tl.constexpr,
+    K, M, N, H, SLOTS,
+    HAS_QMASK: tl.constexpr, HAS_DMASK: tl.constexpr, MEAN: tl.constexpr, STORE_ARG: tl.constexpr,
+    ONE_N: tl.constexpr, ONE_H: tl.constexpr, PRECISION: tl.constexpr, NUM_STAGES: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
 ):
-    """Program (a * K + k, query-token block): running max/argmax over document-token tiles.
-    Writes argmax[a, k, block] (int32, contiguous last axis), part[a, k, block] = inv[a] * sum of the
-    valid maxima, and with STORE_MAX the maxima themselves (0 where invalid) at max_ptr, laid out like argmax."""
-    pid = tl.program_id(0).to(tl.int64)
+    """Program (query a, query-token block, slot s): candidates k = s, s + SLOTS, ... Writes score[a, k, block] =
+    c_a * the block's sum of valid maxima (the launcher adds the blocks when there are several) and, with
+    STORE_ARG, argmax[a, k, block] (int32, contiguous last axis)."""
+    a = tl.program_id(0).to(tl.int64)
     pid_m = tl.program_id(1).to(tl.int64)
-    a = pid // K
-    k = pid % K
+    slot = tl.program_id(2).to(tl.int64)  # the loop over candidates runs in int64: k * stride_dk may pass 2^31
     o_m, m_m, valid_m = token_block(qm_ptr, stride_qmb, stride_qmm, a, pid_m * BLOCK_M, M, HAS_QMASK, BLOCK_M)
+    scale = _query_scale(qm_ptr, stride_qmb, stride_qmm, a, M, HAS_QMASK, MEAN, BLOCK_M)
     p_q = q_ptr + a * stride_qb
-    p_d = d_ptr + a * stride_db + k * stride_dk
-
-    run_max = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
-    run_arg = tl.full((BLOCK_M,), -1, dtype=tl.int32)
-    for n0 in range(0, N, BLOCK_N):
-        o_n, m_n = span(n0, N, BLOCK_N)
-        valid_n = m_n
-        if HAS_DMASK:
-            valid_n = m_n & (tl.load(dm_ptr + a * stride_dmb + k * stride_dmk + o_n * stride_dmn, mask=m_n,
-                                     other=0) != 0)
-        x = dot_tile(p_q, stride_qm, stride_qd, o_m, m_m, p_d, stride_dn, stride_dd, o_n, m_n, H,
-                     BLOCK_M, BLOCK_N, BLOCK_H, PRECISION)
-        x = tl.where(valid_n[None, :], x, float("-inf"))
-        t_max = tl.max(x, axis=1)
-        t_arg = tl.argmax(x, axis=1, tie_break_left=True).to(tl.int32) + n0
-        upd = t_max > run_max  # strict: an equal later maximum keeps the earlier index
-        run_arg = tl.where(upd, t_arg, run_arg)
-        run_max = tl.where(upd, t_max, run_max)
-
-    found = valid_m & (run_arg >= 0)
-    b_max = tl.where(found, run_max, 0.0)
-    b_arg = tl.where(found, run_arg, -1)
-    tl.store(arg_ptr + a * stride_ga + k * stride_gk + o_m, b_arg, mask=m_m)
-    if STORE_MAX:
-        tl.store(max_ptr + a * stride_ga + k * stride_gk + o_m, b_max, mask=m_m)
-    inv = tl.load(inv_ptr + a)
-    tl.store(part_ptr + a * stride_pa + k * stride_pk + pid_m, tl.sum(b_max, axis=0) * inv)
+    b_q = tl.zeros((BLOCK_M, BLOCK_H), dtype=q_ptr.dtype.element_ty)
+    if ONE_H:  # the query tile, loaded once for every candidate of the program
+        o_h = tl.arange(0, BLOCK_H)
+        b_q = tl.load(p_q + o_m[:, None] * stride_qm + o_h[None, :] * stride_qd,
+                      mask=m_m[:, None] & (o_h < H)[None, :], other=0.0)
+    p_dm = dm_ptr + a * stride_dmb
+    for k in tl.range(slot, K, SLOTS, num_stages=NUM_STAGES):
+        p_d = d_ptr + a * stride_db + k * stride_dk
+        run_max = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
+        run_arg = tl.full((BLOCK_M,), -1, dtype=tl.int32)
+        if ONE_N:  # the whole document is one masked tile: no inner loop, so the candidate loop is pipelined
+            o_n = tl.arange(0, BLOCK_N)
+            m_n, valid_n = load_valid(p_dm, stride_dmk, stride_dmn, k, o_n, N, HAS_DMASK)
+            x = _doc_sims(b_q, p_q, stride_qm, stride_qd, o_m, m_m, p_d, stride_dn, stride_dd, o_n, m_n, H,
+                          ONE_H, PRECISION, BLOCK_M, BLOCK_N, BLOCK_H)
+            run_max, run_arg = _running_max(run_max, run_arg, x, valid_n, 0, STORE_ARG)
+            seen = tl.max(valid_n.to(tl.int32), axis=0)
+        else:
+            seen = tl.zeros((), dtype=tl.int32)
+            for n0 in range(0, N, BLOCK_N):
+                o_n, _ = span(n0, N, BLOCK_N)
+                m_n, valid_n = load_valid(p_dm, stride_dmk, stride_dmn, k, o_n, N, HAS_DMASK)
+                x = _doc_sims(b_q, p_q, stride_qm, stride_qd, o_m, m_m, p_d, stride_dn, stride_dd, o_n, m_n, H,
+                              ONE_H, PRECISION, BLOCK_M, BLOCK_N, BLOCK_H)
+                run_max, run_arg = _running_max(run_max, run_arg, x, valid_n, n0, STORE_ARG)
+                seen = tl.maximum(seen, tl.max(valid_n.to(tl.int32), axis=0))
+        found = valid_m & (seen > 0)
+        b_max = tl.where(found, run_max, 0.0)
+        tl.store(score_ptr + a * stride_sa + k * stride_sk + pid_m, tl.sum(b_max, axis=0) * scale)
+        if STORE_ARG:
+            tl.store(arg_ptr + a * stride_ga + k * stride_gk + o_m, tl.where(found, run_arg, -1), mask=m_m)
 
 
 @triton.jit
@@ -95,12 +172,13 @@ def _maxsim_bwd_kernel(
     dq_ptr, stride_dqb, stride_dqm, stride_dqd,
     dd_ptr, stride_ddb, stride_ddk, stride_ddn, stride_ddd,
     g_ptr, stride_gra, stride_grk,
-    inv_ptr,
     arg_ptr, stride_ga, stride_gk,
     q_ptr, stride_qb, stride_qm, stride_qd,
+    qm_ptr, stride_qmb, stride_qmm,
     d_ptr, stride_db, stride_dk, stride_dn, stride_dd,
     K, M, H,
-    NEED_DQ: tl.constexpr, NEED_DD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_HV: tl.constexpr,
+    HAS_QMASK: tl.constexpr, MEAN: tl.constexpr, NEED_DQ: tl.constexpr, NEED_DD: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_HV: tl.constexpr,
 ):
     """Program (query a, query-token block, h slice): grad_q by gathering the argmax rows of every
     candidate; grad_d by atomically adding w_ak * q[a, i] into the argmax rows (fp32 buffer)."""
@@ -109,7 +187,7 @@ def _maxsim_bwd_kernel(
     pid_v = tl.program_id(2).to(tl.int64)
     o_m, m_m = span(pid_m * BLOCK_M, M, BLOCK_M)
     o_v, m_v = span(pid_v * BLOCK_HV, H, BLOCK_HV)
-    inv = tl.load(inv_ptr + a)
+    scale = _query_scale(qm_ptr, stride_qmb, stride_qmm, a, M, HAS_QMASK, MEAN, BLOCK_M)
     b_q = tl.zeros((BLOCK_M, BLOCK_HV), dtype=tl.float32)
     if NEED_DD:
         b_q = tl.load(q_ptr + a * stride_qb + o_m[:, None] * stride_qm + o_v[None, :] * stride_qd,
@@ -117,7 +195,7 @@ def _maxsim_bwd_kernel(
     acc = tl.zeros((BLOCK_M, BLOCK_HV), dtype=tl.float32)
     for kk in range(0, K):
         k = (kk + a) % K  # stagger the candidate order across queries (fewer colliding atomics)
-        w = tl.load(g_ptr + a * stride_gra + k * stride_grk) * inv
+        w = tl.load(g_ptr + a * stride_gra + k * stride_grk) * scale
         b_arg = tl.load(arg_ptr + a * stride_ga + k * stride_gk + o_m, mask=m_m, other=-1)
         ok = b_arg >= 0
         rows = tl.where(ok, b_arg, 0).to(tl.int64)
@@ -134,24 +212,56 @@ def _maxsim_bwd_kernel(
                  mask=m_m[:, None] & m_v[None, :])
 
 
+# Launch options worth sweeping on a GPU (scripts/gpu_tune.py merges each into _config()'s result; {} = the
+# default). The forward's document tile is next_pow2(n) up to BLOCK_N: 256 keeps a 180-token document one tile;
+# 128 splits it in two (less shared memory per stage, an inner loop, so no pipelining across documents). Shared
+# memory per stage at h = 128 bf16: BLOCK_N x BLOCK_H x 2 B = 64 KB (256 x 128), so 3 stages fit an H100's 227 KB
+# and 4 do not. PROGRAMS_PER_SM sets the persistent grid (programs beyond one per SM queue behind it).
+TUNE_CANDIDATES = [
+    {},
+    dict(num_warps=4),
+    dict(num_stages=2),
+    dict(num_stages=2, num_warps=4),
+    dict(num_stages=3, PROGRAMS_PER_SM=2),
+    dict(num_stages=2, PROGRAMS_PER_SM=2, num_warps=4),
+    dict(num_stages=1, PROGRAMS_PER_SM=2),
+    dict(BLOCK_H=64),
+    dict(BLOCK_H=64, num_stages=4),
+    dict(BLOCK_N=128, num_stages=3),
+    dict(BLOCK_N=128, BLOCK_H=64, num_warps=4, num_stages=4),
+    dict(BLOCK_M=16, num_warps=4),
+    dict(num_warps=2, num_stages=2, PROGRAMS_PER_SM=4),
+]
+
+
 def _config(D: int, dtype: torch.dtype) -> dict:
-    """Block sizes and launch options (D = h). The interpreter wants small tiles. GPU: a first guess (to be
-    tuned on a GPU); compiled for sm_90 (benches/triton_resources.py) no kernel spills at h = 128 or 768 in
-    fp16/bf16 or fp32 with 8 warps and BLOCK_H = 32 (registers: fwd 128, bwd 170); 4 warps or BLOCK_H = 64
-    spill. The launcher shrinks BLOCK_M to the query length. On an H200 (bf16 rerank, 1 query x 10,000 documents of
-    180 tokens, h = 128) the forward kernel alone took 0.369 ms with these options and 0.262 ms with BLOCK_N =
-    BLOCK_H = 64, 2 warps, 3 stages, without masks (scripts/gpu_tune.py, benches/results/gpu/h200_tune.csv); but
-    the public maxsim() with masks measured 1.32 ms with those options against 1.07 ms with these (3 repeats each,
-    benches/results/gpu/h200_bench_tuned.csv vs h200_bench.csv), so the defaults stay until a sweep of the
-    masked path decides."""
+    """Launch options (D = h); every key is a tunable (TUNE_CANDIDATES). Forward: BLOCK_M the query tile (shrunk
+    to the query length), BLOCK_N the largest document tile (one tile per document up to it), BLOCK_H the largest h
+    tile (one tile up to it: the query stays in registers), num_warps, num_stages (documents in flight; the h or
+    n tiles in flight when a document takes several),
+    PROGRAMS_PER_SM (the persistent grid). Backward: BLOCK_HV its h slice, bwd_num_warps. The interpreter wants
+    small tiles (and they exercise the multi-tile paths in the tests). GPU: a first guess from the roofline (to be
+    swept on a GPU: the previous kernel's measurements do not carry over)."""
     if INTERPRET:
-        return dict(BLOCK_M=16, BLOCK_N=16, BLOCK_H=32, BLOCK_HV=32, num_warps=1, num_stages=1)
-    return dict(BLOCK_M=64, BLOCK_N=64, BLOCK_H=32, BLOCK_HV=max(16, min(64, triton.next_power_of_2(D))),
-                num_warps=8, num_stages=2)
+        return dict(BLOCK_M=16, BLOCK_N=16, BLOCK_H=32, BLOCK_HV=32, num_warps=1, num_stages=2, PROGRAMS_PER_SM=2,
+                    bwd_num_warps=1)
+    wide = dtype == torch.float32  # a 256 x 128 fp32 tile is 128 KB: two stages of 256 x 64 fit instead
+    return dict(BLOCK_M=64, BLOCK_N=256, BLOCK_H=max(16, min(64 if wide else 128, triton.next_power_of_2(D))),
+                BLOCK_HV=max(16, min(64, triton.next_power_of_2(D))), num_warps=8, num_stages=2 if wide else 3,
+                PROGRAMS_PER_SM=1, bwd_num_warps=8)
 
 
-def _block_m(cfg: dict, M: int) -> int:
-    return min(cfg["BLOCK_M"], max(16, triton.next_power_of_2(max(M, 1))))
+@functools.lru_cache(maxsize=None)
+def _multiprocessors(device: torch.device) -> int:
+    """Streaming multiprocessors of a CUDA device (1 for CPU tensors under the interpreter): host metadata."""
+    if device.type != "cuda":
+        return 1
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _pow2(x: int, low: int, high: int) -> int:
+    """next_pow2(x) within [low, high] (high a power of two)."""
+    return max(low, min(high, triton.next_power_of_2(max(x, 1))))
 
 
 def _check(q, q_mask, d4, d_mask4, shared):
@@ -172,89 +282,83 @@ def _check(q, q_mask, d4, d_mask4, shared):
     return (Bq, K, M, N, H), (qm, has_qm), (dm, has_dm)
 
 
-def _forward(q, q_mask, d4, d_mask4, shared, inv, store_max):
+def _shared_args(argmax, q, qm, has_qm, d4, shared) -> dict:
+    """The arguments both kernels take, by name: the argmax, the query tokens and mask, the candidates (batch
+    stride 0 when shared)."""
+    return dict(**named("arg_ptr stride_ga stride_gk", (argmax, *argmax.stride()[:2])),
+                **named("q_ptr stride_qb stride_qm stride_qd", (q, *q.stride())),
+                **named("qm_ptr stride_qmb stride_qmm", (qm, *mask_strides(qm, has_qm, 2))),
+                **named("d_ptr stride_db stride_dk stride_dn stride_dd", (d4, 0 if shared else d4.stride(0),
+                                                                          *d4.stride()[1:])))
+
+
+def _forward(q, q_mask, d4, d_mask4, shared, mean=True, store_argmax=True):
+    """-> (scores (Bq, K) fp32, argmax (Bq, K, m) int32 or None); one kernel launch (two when m > BLOCK_M: the
+    blocks' partial scores are added)."""
     (Bq, K, M, N, H), (qm, has_qm), (dm, has_dm) = _check(q, q_mask, d4, d_mask4, shared)
-    if inv is None:
-        inv = inv_valid_count(q_mask, Bq, M, q.device)
     q, d4 = unit_last(q), unit_last(d4)
     cfg = _config(H, q.dtype)
-    block_m = _block_m(cfg, M)
+    block_m = _pow2(M, 16, cfg["BLOCK_M"])
+    block_n = _pow2(N, 16, cfg["BLOCK_N"])
+    block_h = _pow2(H, 16, cfg["BLOCK_H"])
     mb = triton.cdiv(M, block_m)
+    slots = max(1, min(K, triton.cdiv(cfg["PROGRAMS_PER_SM"] * _multiprocessors(q.device), Bq * mb)))
     part = torch.empty((Bq, K, mb), dtype=torch.float32, device=q.device)
-    argmax = torch.empty((Bq, K, M), dtype=torch.int32, device=q.device)
-    maxima = torch.empty((Bq, K, M), dtype=torch.float32, device=q.device) if store_max else part
-    sdb = 0 if shared else d4.stride(0)
+    argmax = torch.empty((Bq, K, M) if store_argmax else (1, 1, 1), dtype=torch.int32, device=q.device)
     smb, smk, smn = mask_strides(dm, has_dm, 3)
-    smb = 0 if shared else smb
-    _maxsim_fwd_kernel[(Bq * K, mb)](
-        part_ptr=part, stride_pa=part.stride(0), stride_pk=part.stride(1),
-        arg_ptr=argmax, stride_ga=argmax.stride(0), stride_gk=argmax.stride(1),
-        max_ptr=maxima,
-        q_ptr=q, stride_qb=q.stride(0), stride_qm=q.stride(1), stride_qd=q.stride(2),
-        qm_ptr=qm, **dict(zip(("stride_qmb", "stride_qmm"), mask_strides(qm, has_qm, 2))),
-        d_ptr=d4, stride_db=sdb, stride_dk=d4.stride(1), stride_dn=d4.stride(2), stride_dd=d4.stride(3),
-        dm_ptr=dm, stride_dmb=smb, stride_dmk=smk, stride_dmn=smn,
-        inv_ptr=inv, K=K, M=M, N=N, H=H,
-        HAS_QMASK=has_qm, HAS_DMASK=has_dm, STORE_MAX=store_max, PRECISION=dot_precision(q.dtype),
-        BLOCK_M=block_m, BLOCK_N=cfg["BLOCK_N"], BLOCK_H=cfg["BLOCK_H"],
-        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+    _maxsim_fwd_kernel[(Bq, mb, slots)](
+        score_ptr=part, stride_sa=part.stride(0), stride_sk=part.stride(1),
+        **_shared_args(argmax, q, qm, has_qm, d4, shared),
+        dm_ptr=dm, stride_dmb=0 if shared else smb, stride_dmk=smk, stride_dmn=smn,
+        K=K, M=M, N=N, H=H, SLOTS=slots,
+        HAS_QMASK=has_qm, HAS_DMASK=has_dm, MEAN=bool(mean), STORE_ARG=bool(store_argmax), ONE_N=N <= block_n,
+        ONE_H=H <= block_h, PRECISION=dot_precision(q.dtype), NUM_STAGES=cfg["num_stages"],
+        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_H=block_h, num_warps=cfg["num_warps"],
+        num_stages=cfg["num_stages"],  # the inner loops of long documents / wide h pipeline as deep
     )
-    scores = part[..., 0] if mb == 1 else part.sum(-1)
-    return scores, argmax, (maxima if store_max else None)
+    scores = part.view(Bq, K) if mb == 1 else part.sum(-1)
+    return scores, (argmax if store_argmax else None)
 
 
-def maxsim_fwd(q, q_mask, d4, d_mask4, *, shared: bool):
-    """-> (scores (Bq, K) fp32, argmax (Bq, K, m) int32). q (Bq, m, h); d4 (Bq or 1, K, n, h), same dtype;
-    masks bool (or uint8/int8) of the token axes, or None (all valid). See the module docstring."""
-    scores, argmax, _ = _forward(q, q_mask, d4, d_mask4, bool(shared), None, False)
-    return scores, argmax
+def maxsim_fwd(q, q_mask, d4, d_mask4, *, shared: bool, mean: bool = True, store_argmax: bool = True):
+    """-> (scores (Bq, K) fp32, argmax (Bq, K, m) int32, None when not store_argmax). q (Bq, m, h); d4 (Bq or 1, K,
+    n, h), same dtype; masks bool (or uint8/int8) of the token axes, or None (all valid); mean: divide by the valid
+    query tokens (else the sum). See the module docstring."""
+    return _forward(q, q_mask, d4, d_mask4, bool(shared), mean, store_argmax)
 
 
-def row_max(x, x_mask, y, y_mask):
-    """Per-row statistics of M = x y^T over valid tokens (used by sim_map for the rowmax/colmax channels):
-    x (B, R, h), y (B, S, h) -> (max_j M_ij (B, R) fp32, argmax (B, R) int32); both 0 / -1 for a padding
-    row or when y has no valid token."""
-    y_mask4 = None if y_mask is None else y_mask[:, None]
-    _, argmax, maxima = _forward(x, x_mask, y[:, None], y_mask4, False, None, True)
-    return maxima[:, 0], argmax[:, 0]
-
-
-def maxsim_bwd(grad, q, q_mask, d4, d_mask4, argmax, *, shared: bool, need_dq: bool = True, need_dd: bool = True):
+def maxsim_bwd(grad, q, q_mask, d4, d_mask4, argmax, *, shared: bool, mean: bool = True, need_dq: bool = True,
+               need_dd: bool = True):
     """-> (grad_q like q, grad_d4 like d4); a gradient not asked for is None. grad (Bq, K);
-    argmax from maxsim_fwd."""
-    (Bq, K, M, N, H), _, _ = _check(q, q_mask, d4, d_mask4, shared)
+    argmax from maxsim_fwd; mean as given to it."""
+    (Bq, K, M, N, H), (qm, has_qm), _ = _check(q, q_mask, d4, d_mask4, shared)
     check_shape("grad", grad, (Bq, K))
     check_shape("argmax", argmax, (Bq, K, M))
     if not isinstance(grad, torch.Tensor) or not grad.is_floating_point():
         raise TypeError(f"grad must be a floating-point torch.Tensor, got {type(grad).__name__}")
     if argmax.dtype != torch.int32:
         raise TypeError(f"argmax must have dtype torch.int32, got {argmax.dtype}")
+    if not (need_dq or need_dd):
+        return None, None
     q, d4 = unit_last(q), unit_last(d4)
     argmax = argmax.contiguous()
     g = grad.to(torch.float32)
-    inv = inv_valid_count(q_mask, Bq, M, q.device)
     cfg = _config(H, q.dtype)
-    block_m = _block_m(cfg, M)
+    block_m = _pow2(M, 16, cfg["BLOCK_M"])
     dq = torch.empty_like(q) if need_dq else q.new_empty((1, 1, 1))
     dd = torch.zeros(d4.shape, dtype=torch.float32, device=q.device) if need_dd else q.new_empty((1, 1, 1, 1),
                                                                                                 dtype=torch.float32)
-    sdb = 0 if shared else d4.stride(0)
-    sddb = 0 if (shared or not need_dd) else dd.stride(0)
-    grid = (Bq, triton.cdiv(M, block_m), triton.cdiv(H, cfg["BLOCK_HV"]))
-    if need_dq or need_dd:
-        dq_strides = dq.stride() if need_dq else (0, 0, 0)
-        dd_strides = dd.stride()[1:] if need_dd else (0, 0, 0)
-        _maxsim_bwd_kernel[grid](
-            dq_ptr=dq, stride_dqb=dq_strides[0], stride_dqm=dq_strides[1], stride_dqd=dq_strides[2],
-            dd_ptr=dd, stride_ddb=sddb, stride_ddk=dd_strides[0], stride_ddn=dd_strides[1], stride_ddd=dd_strides[2],
-            g_ptr=g, stride_gra=g.stride(0), stride_grk=g.stride(1),
-            inv_ptr=inv,
-            arg_ptr=argmax, stride_ga=argmax.stride(0), stride_gk=argmax.stride(1),
-            q_ptr=q, stride_qb=q.stride(0), stride_qm=q.stride(1), stride_qd=q.stride(2),
-            d_ptr=d4, stride_db=sdb, stride_dk=d4.stride(1), stride_dn=d4.stride(2), stride_dd=d4.stride(3),
-            K=K, M=M, H=H,
-            NEED_DQ=bool(need_dq), NEED_DD=bool(need_dd), BLOCK_M=block_m, BLOCK_HV=cfg["BLOCK_HV"],
-            num_warps=cfg["num_warps"],
-        )
+    dq_strides = dq.stride() if need_dq else (0, 0, 0)
+    dd_strides = dd.stride()[1:] if need_dd else (0, 0, 0)
+    _maxsim_bwd_kernel[(Bq, triton.cdiv(M, block_m), triton.cdiv(H, cfg["BLOCK_HV"]))](
+        dq_ptr=dq, stride_dqb=dq_strides[0], stride_dqm=dq_strides[1], stride_dqd=dq_strides[2],
+        dd_ptr=dd, stride_ddb=0 if (shared or not need_dd) else dd.stride(0), stride_ddk=dd_strides[0],
+        stride_ddn=dd_strides[1], stride_ddd=dd_strides[2],
+        g_ptr=g, stride_gra=g.stride(0), stride_grk=g.stride(1),
+        **_shared_args(argmax, q, qm, has_qm, d4, shared),
+        K=K, M=M, H=H,
+        HAS_QMASK=has_qm, MEAN=bool(mean), NEED_DQ=bool(need_dq), NEED_DD=bool(need_dd), BLOCK_M=block_m,
+        BLOCK_HV=cfg["BLOCK_HV"], num_warps=cfg["bwd_num_warps"],
+    )
     grad_d = (dd if d4.dtype == torch.float32 else dd.to(d4.dtype)) if need_dd else None
     return (dq if need_dq else None), grad_d

@@ -6,17 +6,17 @@ Paired q (B, m, h), d (B, n, h), L2-normalised (M = q d^T is the cosine map), ma
     channel "sim"    M'_ij
     channel "rowmax" max_{valid j'} M'_ij'   (broadcast along j)
     channel "colmax" max_{valid i'} M'_i'j   (broadcast along i)
-every channel 0 where i or j is padding. Output, in out_dtype: the map (B, m, n, C) with the channels in
-the order asked, or with patch = p the patch sequence (B, ceil(m/p) * ceil(n/p), p * p * C): patches
+every channel 0 where i or j is padding; the clamp and the maxima propagate NaN. Output, in out_dtype: the map
+(B, m, n, C) with the channels in the order asked, or with patch = p the patch sequence
+(B, ceil(m/p) * ceil(n/p), p * p * C): patches
 row-major over the patch grid (gi, gj), features inside a patch ordered (pi, pj, c), i.e. feature
 (pi * p + pj) * C + c of patch gi * ceil(n/p) + gj holds map[gi p + pi, gj p + pj, c], 0 beyond m or n
 (spherekit.reference.sim_map.patchify: einops "b (gm p1) (gn p2) c -> b (gm gn) (p1 p2 c)").
 
 What is fused. Forward: rowmax / colmax need a full row / column before anything is written, so they
-come first, from the MaxSim row-statistics kernel (kernels/maxsim.py: row_max over q vs d and over d vs
-q, one streaming GEMM pass each, only when the channel is asked for; they also give the argmax for the
-backward); then ONE kernel per (pair, row tile, column tile) computes the M tile with tl.dot (skipped
-when "sim" is not asked) and writes every channel straight into the map or patch layout, padding
+come first, from the row-statistics kernel (over q vs d and over d vs q, one streaming GEMM pass each,
+only when the channel is asked for; they also give the argmax for the backward); then ONE kernel per
+(pair, row tile, column tile) computes the M tile with tl.dot (skipped when "sim" is not asked) and writes every channel straight into the map or patch layout, padding
 included, in out_dtype. The map is never written in another layout and never copied.
 Backward (G = incoming gradient, read in place from the map or patch layout, un-patched by address
 arithmetic inside the kernels):
@@ -44,7 +44,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import INTERPRET, dot_precision, dot_tile, load_valid, named
+from ._common import INTERPRET, dot_precision, dot_tile, load_valid, named, nan_max
 from ..ops.checks import check_shape
 from ._sim_map_common import check_paired, mask_strides, unit_last
 
@@ -63,6 +63,12 @@ def _layout_offsets(o_m, o_n, P: tl.constexpr, stride_pr, stride_r, stride_pc, s
         return o_m[:, None] * stride_pr + o_n[None, :] * stride_pc
     return ((o_m // P) * stride_pr + (o_m % P) * stride_r)[:, None] + ((o_n // P) * stride_pc
                                                                       + (o_n % P) * stride_c)[None, :]
+
+
+@triton.jit
+def _clip(x):
+    """clamp(x, -1, 1) keeping NaN (as torch.clamp does; the GPU's plain min / max would turn NaN into -1 or 1)."""
+    return tl.clamp(x, -1.0, 1.0, propagate_nan=tl.PropagateNan.ALL)
 
 
 @triton.jit
@@ -95,18 +101,20 @@ def _sim_map_rowstat_kernel(
     m_m, valid_m = load_valid(xm_ptr, stride_xmb, stride_xmr, bx, o_m, R, HAS_XMASK)
     best = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
     arg = tl.full((BLOCK_M,), -1, dtype=tl.int32)
+    seen = tl.zeros((), dtype=tl.int32)  # y has a valid token
     for n0 in range(0, S, BLOCK_N):
         o_n = n0 + tl.arange(0, BLOCK_N)
         m_n, valid_n = load_valid(ym_ptr, stride_ymb, stride_yms, by, o_n, S, HAS_YMASK)
+        seen = tl.maximum(seen, tl.max(valid_n.to(tl.int32), axis=0))
         x = dot_tile(x_ptr + bx * stride_xb, stride_xr, stride_xd, o_m, m_m, y_ptr + by * stride_yb, stride_ys,
                      stride_yd, o_n, m_n, H, BLOCK_M, BLOCK_N, BLOCK_H, PRECISION)
         x = tl.where(valid_n[None, :], x, float("-inf"))
-        t_max = tl.max(x, axis=1)
+        t_max = tl.reduce(x, 1, nan_max)  # a NaN entry makes the row's max NaN (the plain max would drop it)
         t_arg = tl.min(tl.where(x == t_max[:, None], o_n[None, :].to(tl.int32), 2147483647), axis=1)
         better = t_max > best  # strictly: an earlier tile keeps a tie (first index)
         arg = tl.where(better, t_arg, arg)
-        best = tl.where(better, t_max, best)
-    keep = valid_m & (arg >= 0)
+        best = nan_max(best, t_max)
+    keep = valid_m & (seen > 0)
     tl.store(max_ptr + p * R + o_m, tl.where(keep, best, 0.0), mask=m_m)
     tl.store(arg_ptr + p * R + o_m, tl.where(keep, arg, -1), mask=m_m)
 
@@ -139,17 +147,17 @@ def _sim_map_fwd_kernel(
         x = dot_tile(q_ptr + bq * stride_qb, stride_qm, stride_qd, o_m, m_m, d_ptr + bd * stride_db, stride_dn,
                      stride_dd, o_n, m_n, H, BLOCK_M, BLOCK_N, BLOCK_H, PRECISION)
         if CLIP:
-            x = tl.minimum(tl.maximum(x, -1.0), 1.0)
+            x = _clip(x)
         tl.store(p_out + CH_SIM, tl.where(valid, x, 0.0).to(out_ptr.dtype.element_ty), mask=m_out)
     if CH_ROW >= 0:
         r = tl.load(rmax_ptr + b * M + o_m, mask=m_m, other=0.0)
         if CLIP:
-            r = tl.minimum(tl.maximum(r, -1.0), 1.0)
+            r = _clip(r)
         tl.store(p_out + CH_ROW, tl.where(valid, r[:, None], 0.0).to(out_ptr.dtype.element_ty), mask=m_out)
     if CH_COL >= 0:
         c = tl.load(cmax_ptr + b * N + o_n, mask=m_n, other=0.0)
         if CLIP:
-            c = tl.minimum(tl.maximum(c, -1.0), 1.0)
+            c = _clip(c)
         tl.store(p_out + CH_COL, tl.where(valid, c[None, :], 0.0).to(out_ptr.dtype.element_ty), mask=m_out)
 
 

@@ -5,7 +5,8 @@ For one pair (q (m, h), d (n, h), L2-normalised, so M = q d^T is the cosine map)
     z_ij = (M_ij - lam * |i - j|) / tau,   A_ij = softmax_j z_ij,   s_i = sum_j A_ij M_ij,
     score = (1 / |valid q|) sum_{valid i} s_i
 (i, j are the padded token positions; a query without valid tokens scores 0; a row whose document has
-no valid token has s_i = 0, lse_i = -inf and no gradient).
+no valid token has s_i = 0, lse_i = -inf and no gradient; a NaN in a valid entry gives NaN). lam and tau are read
+from 1-element fp32 device tensors inside the kernels (no host copy).
 
 Forward (flash-attention-like, M never written): a program owns (pair b, block of query tokens) and
 streams document-token tiles through an online softmax with V = M itself (it accumulates sum_j p_ij M_ij);
@@ -32,7 +33,13 @@ from ._sim_map_common import check_paired, inv_valid_count, mask_strides, unit_l
 
 PTR_TYPES = {"q_ptr": None, "d_ptr": None, "dq_ptr": None, "dd_ptr": None, "qm_ptr": "*u8", "dm_ptr": "*u8",
              "part_ptr": "*fp32", "lse_ptr": "*fp32", "s_ptr": "*fp32", "inv_ptr": "*fp32", "g_ptr": "*fp32",
-             "plam_ptr": "*fp32", "ptau_ptr": "*fp32"}
+             "plam_ptr": "*fp32", "ptau_ptr": "*fp32", "lam_ptr": "*fp32", "tau_ptr": "*fp32"}
+
+
+@triton.jit
+def _scalars(lam_ptr, tau_ptr):
+    """(lam, 1 / tau) read on the device (1-element fp32 tensors): the launch needs no host copy of either."""
+    return tl.load(lam_ptr), 1.0 / tl.load(tau_ptr)
 
 
 @triton.jit
@@ -51,12 +58,13 @@ def _soft_align_fwd_kernel(
     dm_ptr, stride_dmb, stride_dmn,
     inv_ptr,
     M, N, H, MB,
-    lam, inv_tau,
+    lam_ptr, tau_ptr,
     HAS_QMASK: tl.constexpr, HAS_DMASK: tl.constexpr, PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
 ):
     """Program (pair b, query block): lse (B, M), s (B, M) contiguous; part (B, MB) = inv[b] * sum of valid s_i."""
     b = tl.program_id(0).to(tl.int64)
+    lam, inv_tau = _scalars(lam_ptr, tau_ptr)
     pid_m = tl.program_id(1).to(tl.int64)
     o_m, m_m, valid_m = token_block(qm_ptr, stride_qmb, stride_qmm, b, pid_m * BLOCK_M, M, HAS_QMASK, BLOCK_M)
     p_q = q_ptr + b * stride_qb
@@ -65,17 +73,20 @@ def _soft_align_fwd_kernel(
     max_run = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
     sum_run = tl.zeros((BLOCK_M,), dtype=tl.float32)
     acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    seen = tl.zeros((), dtype=tl.int32)  # the document has a valid token
     for n0 in range(0, N, BLOCK_N):
         o_n, m_n, valid_n = token_block(dm_ptr, stride_dmb, stride_dmn, b, n0, N, HAS_DMASK, BLOCK_N)
+        seen = tl.maximum(seen, tl.max(valid_n.to(tl.int32), axis=0))
         x = dot_tile(p_q, stride_qm, stride_qd, o_m, m_m, p_d, stride_dn, stride_dd, o_n, m_n, H,
                      BLOCK_M, BLOCK_N, BLOCK_H, PRECISION)
         z, _ = _logits(x, o_m, o_n, valid_n[None, :], lam, inv_tau)
         max_run, rescale, p = online_softmax_step(max_run, z)
         sum_run = sum_run * rescale + tl.sum(p, axis=1)
         acc = acc * rescale + tl.sum(p * x, axis=1)
-    has = sum_run > 0.0
-    s = tl.where(has, acc / tl.where(has, sum_run, 1.0), 0.0)
-    lse = tl.where(has, max_run + tl.log(tl.where(has, sum_run, 1.0)), float("-inf"))
+    # an empty document (no valid token: by the mask, not by the values) gives s_i = 0, lse_i = -inf; otherwise
+    # a NaN anywhere in the row (or logits that are all -inf) leaves s_i NaN, never a finite wrong value
+    s = tl.where(seen > 0, acc / sum_run, 0.0)
+    lse = tl.where(seen > 0, max_run + tl.log(sum_run), float("-inf"))
     tl.store(lse_ptr + b * M + o_m, lse, mask=m_m)
     tl.store(s_ptr + b * M + o_m, s, mask=m_m)
     inv = tl.load(inv_ptr + b)
@@ -101,13 +112,14 @@ def _soft_align_bwd_dq_kernel(
     d_ptr, stride_db, stride_dn, stride_dd,
     dm_ptr, stride_dmb, stride_dmn,
     M, N, H, MB,
-    lam, inv_tau,
+    lam_ptr, tau_ptr,
     HAS_QMASK: tl.constexpr, HAS_DMASK: tl.constexpr, PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_HV: tl.constexpr,
 ):
     """Program (pair b, query block, h slice): grad_q[b, block, slice] = c_b P d; the slice-0 programs
     write the block's parts of grad_lam and grad_tau at plam/ptau (B, MB)."""
     b = tl.program_id(0).to(tl.int64)
+    lam, inv_tau = _scalars(lam_ptr, tau_ptr)
     pid_m = tl.program_id(1).to(tl.int64)
     pid_v = tl.program_id(2).to(tl.int64)
     o_m, m_m, valid_m = token_block(qm_ptr, stride_qmb, stride_qmm, b, pid_m * BLOCK_M, M, HAS_QMASK, BLOCK_M)
@@ -149,12 +161,13 @@ def _soft_align_bwd_dd_kernel(
     d_ptr, stride_db, stride_dn, stride_dd,
     dm_ptr, stride_dmb, stride_dmn,
     M, N, H,
-    lam, inv_tau,
+    lam_ptr, tau_ptr,
     HAS_QMASK: tl.constexpr, HAS_DMASK: tl.constexpr, PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_HV: tl.constexpr,
 ):
     """Program (pair b, document block, h slice): grad_d[b, block, slice] = c_b P^T q over all query blocks."""
     b = tl.program_id(0).to(tl.int64)
+    lam, inv_tau = _scalars(lam_ptr, tau_ptr)
     pid_n = tl.program_id(1).to(tl.int64)
     pid_v = tl.program_id(2).to(tl.int64)
     o_n, m_n, valid_n = token_block(dm_ptr, stride_dmb, stride_dmn, b, pid_n * BLOCK_N, N, HAS_DMASK, BLOCK_N)
@@ -190,10 +203,19 @@ def _config(D: int, dtype: torch.dtype) -> dict:
                 num_warps=8, num_stages=2)
 
 
+def _scalar(name: str, x, device: torch.device) -> torch.Tensor:
+    """A float or a 0-dim / 1-element tensor -> a 1-element fp32 tensor on device (a tensor's value is not read)."""
+    if isinstance(x, torch.Tensor):
+        if x.numel() != 1:
+            raise ValueError(f"{name} must be a float or a 1-element tensor, got shape {tuple(x.shape)}")
+        return x.detach().reshape(1).to(device=device, dtype=torch.float32)
+    if name == "tau" and not float(x) > 0.0:
+        raise ValueError(f"tau must be > 0, got {x}")
+    return torch.full((1,), float(x), dtype=torch.float32, device=device)
+
+
 def _prepare(q, q_mask, d, d_mask, lam, tau):
     (B, M, N, H), (qm, has_qm), (dm, has_dm) = check_paired(q, q_mask, d, d_mask)
-    if not float(tau) > 0.0:
-        raise ValueError(f"tau must be > 0, got {tau}")
     cfg = _config(H, q.dtype)
     block_m = min(cfg["BLOCK_M"], max(16, triton.next_power_of_2(M)))
     qu, du = unit_last(q), unit_last(d)
@@ -203,16 +225,18 @@ def _prepare(q, q_mask, d, d_mask, lam, tau):
         qm_ptr=qm, stride_qmb=stride_qmb, stride_qmm=stride_qmm,
         d_ptr=du, stride_db=du.stride(0), stride_dn=du.stride(1), stride_dd=du.stride(2),
         dm_ptr=dm, stride_dmb=stride_dmb, stride_dmn=stride_dmn,
-        inv_ptr=inv_valid_count(q_mask, B, M, q.device), M=M, N=N, H=H, lam=float(lam), inv_tau=1.0 / float(tau),
+        inv_ptr=inv_valid_count(q_mask, B, M, q.device), M=M, N=N, H=H, lam_ptr=_scalar("lam", lam, q.device),
+        tau_ptr=_scalar("tau", tau, q.device),
         HAS_QMASK=has_qm, HAS_DMASK=has_dm, PRECISION=dot_precision(q.dtype), BLOCK_M=block_m,
         BLOCK_N=cfg["BLOCK_N"], BLOCK_H=cfg["BLOCK_H"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
     )
     return (B, M, N, H), cfg, args
 
 
-def soft_align_fwd(q, q_mask, d, d_mask, lam: float, tau: float):
+def soft_align_fwd(q, q_mask, d, d_mask, lam, tau):
     """-> (score (B,) fp32, lse (B, m) fp32, s (B, m) fp32). q (B, m, h), d (B, n, h) same dtype, masks bool
-    (or uint8/int8) or None; lam, tau Python floats (tau > 0). See the module docstring."""
+    (or uint8/int8) or None; lam, tau floats (tau > 0) or 1-element tensors on q's device (read in the kernels).
+    See the module docstring."""
     (B, M, N, H), cfg, args = _prepare(q, q_mask, d, d_mask, lam, tau)
     mb = triton.cdiv(M, args["BLOCK_M"])
     part = torch.empty((B, mb), dtype=torch.float32, device=q.device)
@@ -222,7 +246,7 @@ def soft_align_fwd(q, q_mask, d, d_mask, lam: float, tau: float):
     return (part[:, 0] if mb == 1 else part.sum(-1)), lse, s
 
 
-def soft_align_bwd(grad, q, q_mask, d, d_mask, lam: float, tau: float, lse, s, *, need_dq: bool = True,
+def soft_align_bwd(grad, q, q_mask, d, d_mask, lam, tau, lse, s, *, need_dq: bool = True,
                    need_dd: bool = True):
     """-> (grad_q like q or None, grad_d like d or None, grad_lam (B,) fp32, grad_tau (B,) fp32).
     grad (B,) is the gradient of the score; lse, s from soft_align_fwd."""

@@ -12,7 +12,8 @@
 // document columns l + 32c (r, c < 4): 16 fp32 accumulators, 8 shared loads per 16 FMAs. With normalize,
 // the query norms come from a pre-pass per query tile and the document norms are summed while the chunks
 // are staged, so dot / (|q| |d|) needs no extra pass over the documents (Norm(x) = x / max(||x||, eps)).
-// The running max per query row lives in registers (reduced across the warp by shuffles); the block sum
+// The running max per query row lives in registers (reduced across the warp by shuffles; NaN propagates, so a NaN
+// input gives a NaN score); the block sum
 // over valid query rows is deterministic (no atomics). fp16 / bf16 / fp32 storage, fp32 math.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -67,6 +68,9 @@ __device__ __forceinline__ void load_row(const T* __restrict__ p, int valid, flo
     for (int e = 0; e < N; ++e) out[e] = e < valid ? to_float(p[e]) : 0.f;
   }
 }
+
+// max(a, b) propagating NaN (fmaxf returns the other operand, which would turn a NaN similarity into a finite max)
+__device__ __forceinline__ float nan_max(float a, float b) { return (a > b || a != a) ? a : b; }
 
 __device__ __forceinline__ float warp_sum(float x) {
 #pragma unroll
@@ -185,7 +189,7 @@ __global__ void __launch_bounds__(kThreads, 2)
           for (int r = 0; r < kRows; ++r) {
             float v = acc[r][c];
             if constexpr (kNormalize) v *= sQinv[warp + kWarps * r] * sDinv[lane + 32 * c];
-            rmax[r] = fmaxf(rmax[r], v);
+            rmax[r] = nan_max(rmax[r], v);
           }
         }
       }
@@ -194,7 +198,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
 #pragma unroll
-      for (int off = 16; off > 0; off >>= 1) rmax[r] = fmaxf(rmax[r], __shfl_xor_sync(0xffffffffu, rmax[r], off));
+      for (int off = 16; off > 0; off >>= 1) rmax[r] = nan_max(rmax[r], __shfl_xor_sync(0xffffffffu, rmax[r], off));
     }
     if (lane == 0) {
 #pragma unroll

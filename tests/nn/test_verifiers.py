@@ -1,6 +1,7 @@
 """Verifiers F0..F4: shapes, gradients, masks, equivalences with the ops / oracles / the paper's layout."""
 
 import pytest
+import spherekit
 import torch
 import torch.nn.functional as F
 
@@ -61,7 +62,9 @@ def test_shape_gradients_and_padding(kind):
 def test_f1_equals_maxsim():
     q, qm, d, dm = inputs(seed=1)
     got = MaxSimVerifier().score(q, qm, d, dm)
-    torch.testing.assert_close(got, ops.maxsim(q, qm, d, dm, pairwise=True))
+    # the paper's F1, passed explicitly (the op's defaults are ColBERT's sum of raw similarities)
+    torch.testing.assert_close(got, ops.maxsim(q, d, q_mask=qm, d_mask=dm, pairwise=True, normalize=True,
+                                               reduction="mean"))
     # by hand: mean over valid query tokens of the best valid document token
     qn, dn = F.normalize(q, dim=-1), F.normalize(d, dim=-1)
     for b in range(3):
@@ -72,7 +75,7 @@ def test_f1_equals_maxsim():
 def test_f0_equals_global_avg_sim():
     q, qm, d, dm = inputs(seed=2)
     got = GlobalAverageVerifier().score(q, qm, d, dm)
-    torch.testing.assert_close(got, ops.global_avg_sim(q, qm, d, dm))
+    torch.testing.assert_close(got, ops.global_avg_sim(q, d, q_mask=qm, d_mask=dm))
     torch.testing.assert_close(got, ref.global_avg_sim(q, qm, d, dm), atol=1e-6, rtol=1e-5)
 
 
@@ -165,10 +168,13 @@ def test_errors_name_the_argument():
         v.score(q, qm, d[..., :4], dm)
     with pytest.raises(ValueError, match=r"d_tokens.shape\[0\]"):
         v.score(q, qm, d[:2], dm[:2])
-    with pytest.raises(ValueError, match=r"d_mask: text \(0, 1\) has no valid token"):
-        GlobalAverageVerifier().score_candidates(q, qm, d[:, None].expand(-1, 2, -1, -1),
-                                                 torch.stack([dm, dm & False], 1))
-    with pytest.raises(ValueError, match="0/1"):
+    candidates, empty_second = d[:, None].expand(-1, 2, -1, -1), torch.stack([dm, dm & False], 1)
+    with spherekit.checks("full"), pytest.raises(ValueError, match=r"d_mask: text \(0, 1\) has no valid token"):
+        GlobalAverageVerifier().score_candidates(q, qm, candidates, empty_second)
+    # without the full checks (the default: no value is read) an all-padding text scores 0, as in the ops
+    fast = GlobalAverageVerifier().score_candidates(q, qm, candidates, empty_second)
+    assert torch.equal(fast[:, 1], torch.zeros(3))
+    with spherekit.checks("full"), pytest.raises(ValueError, match="0/1"):
         v.score(q, qm.long() * 2, d, dm)
     with pytest.raises(ValueError, match="d_tokens must have 4 dimensions"):
         v.score_candidates(q, qm, d, dm)

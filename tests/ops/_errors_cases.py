@@ -1,7 +1,8 @@
 """Bad-input tables shared by several ops; each op's test_<op>_errors.py parametrises over them with its own op.
 
 - the padded token-similarity ops (maxsim, soft_align, sim_map, global_avg_sim): the checks every one of them makes
-  on q, q_mask, d, d_mask and backend: COMMON for every op, PAIRED for the paired ops (one document per query);
+  on q, d, the keyword masks q_mask / d_mask and backend (and the old positional mask form), in the "full" check
+  mode: COMMON for every op, PAIRED for the paired ops (one document per query);
 - the labelled-embedding losses (sincere, circular_cse): the checks both make on embeddings, labels and backend:
   EMBEDDINGS;
 - the temperature of the softmax losses (info_nce, sincere): TEMPERATURE.
@@ -89,6 +90,9 @@ COMMON = [  # (override of the paired inputs (B = 2), error, message)
     ("nan_q", ValueError, "NaN or Inf found in q"),
     ("inf_d", ValueError, "NaN or Inf found in d"),
     (dict(backend="fast"), ValueError, "backend must be one of"),
+    # the masks are keywords since 0.1.0: the old positional form op(q, q_mask, d, d_mask) names the new one
+    ("positional_masks", TypeError, r"takes the masks as keywords: \w+\(q, d, q_mask=q_mask, d_mask=d_mask\)"),
+    ("none_for_d", TypeError, r"the positional form \w+\(q, q_mask, d, d_mask\) was removed in spherekit 0.1.0"),
 ]
 
 # the paired ops (soft_align, sim_map, global_avg_sim) need as many documents as queries
@@ -113,10 +117,19 @@ def apply_case(override):
         return _set(x, "q", (0, 1, 2), NAN)
     if override == "inf_d":
         return _set(x, "d", (1, 4, 0), -INF)
+    if override in ("positional_masks", "none_for_d"):
+        return {**x, "_form": override}
     return {**x, **override}
 
 
 def call(fn, x, **kwargs):
-    """fn(q, q_mask, d, d_mask, **the other entries of x, **kwargs)."""
+    """fn(q, d, q_mask=..., d_mask=..., **the other entries of x, **kwargs); the cases of the old positional form
+    call fn(q, q_mask, d, d_mask) or fn(q, None, d, None) instead."""
     x = dict(x)
-    return fn(x.pop("q"), x.pop("q_mask"), x.pop("d"), x.pop("d_mask"), **x, **kwargs)
+    form = x.pop("_form", None)
+    q, q_mask, d, d_mask = x.pop("q"), x.pop("q_mask"), x.pop("d"), x.pop("d_mask")
+    if form == "positional_masks":
+        return fn(q, q_mask, d, d_mask, **x, **kwargs)
+    if form == "none_for_d":
+        return fn(q, None, d, None, **x, **kwargs)
+    return fn(q, d, q_mask=q_mask, d_mask=d_mask, **x, **kwargs)

@@ -37,7 +37,7 @@ def test_never_forms_the_map():
     """The cpu path's autograd graph holds nothing of size B x m x n."""
     B, m, n, h = 2, 50, 60, 4
     q, d = tokens(B, m, h, seed=1).float().requires_grad_(), tokens(B, n, h, seed=2).float().requires_grad_()
-    out = global_avg_sim(q, None, d, None, normalize=False, backend="cpu")
+    out = global_avg_sim(q, d, normalize=False, backend="cpu")
     seen, stack = [], [out.grad_fn]
     while stack:
         fn = stack.pop()
@@ -59,7 +59,7 @@ def test_padding_never_contributes():
     for scale in (1.0, 30.0):
         qx = torch.where(qm[..., None], q, q * scale).requires_grad_()
         dx = torch.where(dm[..., None], d, d * scale).requires_grad_()
-        out = global_avg_sim(qx, qm, dx, dm)
+        out = global_avg_sim(qx, dx, q_mask=qm, d_mask=dm)
         out.sum().backward()
         assert bool((qx.grad[~qm] == 0).all()) and bool((dx.grad[~dm] == 0).all())
         outs.append(out.detach())
@@ -69,7 +69,8 @@ def test_padding_never_contributes():
 def test_torch_compile():
     x = _case((2, 5, 7, 8), seed=7)
     q = x["q"].float().requires_grad_()
-    fn = torch.compile(lambda q_: global_avg_sim(q_, x["q_mask"], x["d"].float(), x["d_mask"]), backend="aot_eager")
+    fn = torch.compile(lambda q_: global_avg_sim(q_, x["d"].float(), q_mask=x["q_mask"], d_mask=x["d_mask"]),
+                       backend="aot_eager")
     got = fn(q)
     got.sum().backward()
     q_ref = x["q"].float().requires_grad_()

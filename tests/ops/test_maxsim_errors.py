@@ -41,17 +41,17 @@ def test_maxsim_per_query_layout_errors():
     x = good()
     d4, dm4 = torch.randn(2, 3, 5, 8), torch.ones(2, 3, 5, dtype=torch.bool)
     with pytest.raises(ValueError, match=r"d.shape\[0\] must equal the number of queries Bq \(2\)"):
-        maxsim(x["q"], x["q_mask"], torch.randn(3, 3, 5, 8), torch.ones(3, 3, 5, dtype=torch.bool))
+        maxsim(x["q"], torch.randn(3, 3, 5, 8), q_mask=x["q_mask"], d_mask=torch.ones(3, 3, 5, dtype=torch.bool))
     with pytest.raises(ValueError, match="pairwise=True needs d of shape"):
-        maxsim(x["q"], x["q_mask"], d4, dm4, pairwise=True)
+        maxsim(x["q"], d4, q_mask=x["q_mask"], d_mask=dm4, pairwise=True)
     with pytest.raises(ValueError, match=r"d_mask must have shape \(2, 3, 5\), got \(2, 5\)"):
-        maxsim(x["q"], x["q_mask"], d4, dm4[:, 0])
+        maxsim(x["q"], d4, q_mask=x["q_mask"], d_mask=dm4[:, 0])
     bad = dm4.clone()
     bad[1, 2] = False
     with pytest.raises(ValueError, match=r"d_mask: document \(1, 2\) has no valid token"):
-        maxsim(x["q"], x["q_mask"], d4, bad)
+        maxsim(x["q"], d4, q_mask=x["q_mask"], d_mask=bad)
     with pytest.raises(ValueError, match="d must have 3 or 4 dimensions"):
-        maxsim(x["q"], x["q_mask"], torch.randn(5, 8), None)
+        maxsim(x["q"], torch.randn(5, 8), q_mask=x["q_mask"])
 
 
 def test_triton_rejects_float64():

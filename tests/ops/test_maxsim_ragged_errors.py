@@ -44,4 +44,11 @@ def test_maxsim_ragged_errors(override, error, match):
     else:
         x.update(override)
     with pytest.raises(error, match=match):
-        maxsim_ragged(x.pop("q"), x.pop("q_mask"), x.pop("docs"), x.pop("offsets"), **x)
+        maxsim_ragged(x.pop("q"), x.pop("docs"), x.pop("offsets"), **x)
+
+
+def test_the_old_positional_mask_form_names_the_new_one():
+    x = _ragged()
+    with pytest.raises(TypeError, match=r"maxsim_ragged\(q, docs, offsets, q_mask=q_mask\); the positional form "
+                                        r"maxsim_ragged\(q, q_mask, docs, offsets\) was removed"):
+        maxsim_ragged(x["q"], None, x["docs"], x["offsets"])

@@ -88,7 +88,7 @@ def test_padding_entries_are_zero_and_get_no_gradient(backend):
     x = _case((2, 9, 11, 16), seed=3)
     q, qm = x["q"].float().requires_grad_(), x["q_mask"]
     d, dm = x["d"].float().requires_grad_(), x["d_mask"]
-    out = sim_map(q, qm, d, dm, channels=ALL, backend=backend)
+    out = sim_map(q, d, q_mask=qm, d_mask=dm, channels=ALL, backend=backend)
     valid = qm[:, :, None] & dm[:, None, :]
     assert bool((out[~valid] == 0).all()) and bool((out[valid][:, 0] != 0).all())
     out.sum().backward()
@@ -117,7 +117,7 @@ def test_out_dtype(backend):
         need_triton("sim_map")
     x = _case((2, 5, 6, 8), seed=7)
     q, d = x["q"].half(), x["d"].half()
-    out = sim_map(q, x["q_mask"], d, x["d_mask"], channels=ALL, out_dtype=torch.float32, backend=backend)
+    out = sim_map(q, d, q_mask=x["q_mask"], d_mask=x["d_mask"], channels=ALL, out_dtype=torch.float32, backend=backend)
     assert out.dtype == torch.float32
     oracle = ref.sim_map(q.double(), x["q_mask"], d.double(), x["d_mask"], channels=ALL, compute_dtype=torch.float64)
     torch.testing.assert_close(out.double(), oracle, atol=3e-3, rtol=0)
@@ -127,9 +127,10 @@ def test_patch_sequence_equals_a_conv_patch_embedding():
     """A Linear over the patch features == Conv2d(C, D, p, stride=p) over the zero-padded (B, C, m, n) map."""
     x = _case((2, 10, 13, 8), seed=9)
     p, C, D = 4, 3, 5
-    args = (x["q"].float(), x["q_mask"], x["d"].float(), x["d_mask"])
-    patches = sim_map(*args, patch=p, channels=ALL, backend="cpu")
-    grid = sim_map(*args, channels=ALL, backend="cpu").permute(0, 3, 1, 2)
+    args = (x["q"].float(), x["d"].float())
+    masks = dict(q_mask=x["q_mask"], d_mask=x["d_mask"])
+    patches = sim_map(*args, **masks, patch=p, channels=ALL, backend="cpu")
+    grid = sim_map(*args, **masks, channels=ALL, backend="cpu").permute(0, 3, 1, 2)
     grid = F.pad(grid, (0, 16 - 13, 0, 12 - 10))
     conv = torch.nn.Conv2d(C, D, p, stride=p, bias=False)
     expected = conv(grid).flatten(2).transpose(1, 2)
@@ -150,14 +151,15 @@ def test_float64_gradcheck_through_the_custom_op():
     x = _case((2, 4, 5, 6), seed=11)
     q, d = x["q"].requires_grad_(), x["d"].requires_grad_()
     assert torch.autograd.gradcheck(
-        lambda q_, d_: sim_map(q_, x["q_mask"], d_, x["d_mask"], patch=3, channels=ALL, backend="cpu"), (q, d))
+        lambda q_, d_: sim_map(q_, d_, q_mask=x["q_mask"], d_mask=x["d_mask"], patch=3, channels=ALL,
+                               backend="cpu"), (q, d))
 
 
 def test_torch_compile_traces_through_the_custom_op():
     x = _case((2, 5, 7, 8), seed=13)
     q = x["q"].float().requires_grad_()
-    fn = torch.compile(lambda q_: sim_map(q_, x["q_mask"], x["d"].float(), x["d_mask"], patch=2, channels=ALL,
-                                          backend="cpu"), backend="aot_eager", fullgraph=False)
+    fn = torch.compile(lambda q_: sim_map(q_, x["d"].float(), q_mask=x["q_mask"], d_mask=x["d_mask"], patch=2,
+                                          channels=ALL, backend="cpu"), backend="aot_eager", fullgraph=False)
     got = fn(q)
     got.pow(2).sum().backward()
     q_ref = x["q"].float().requires_grad_()

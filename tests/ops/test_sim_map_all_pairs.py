@@ -83,10 +83,10 @@ def test_all_pairs_equals_the_paired_op_on_repeated_inputs(backend):
     x = _grid_case((3, 4, 7, 10, 16), seed=21)
     q, qm, d, dm = x["q"].float(), x["q_mask"], x["d"].float(), x["d_mask"]
     for patch in (None, 3):
-        grid = sim_map(q, qm, d, dm, patch=patch, channels=ALL, all_pairs=True, backend=backend)
+        grid = sim_map(q, d, q_mask=qm, d_mask=dm, patch=patch, channels=ALL, all_pairs=True, backend=backend)
         qq, qqm = q.repeat_interleave(4, 0), qm.repeat_interleave(4, 0)
         dd, ddm = d.repeat(3, 1, 1), dm.repeat(3, 1)
-        paired = sim_map(qq, qqm, dd, ddm, patch=patch, channels=ALL, backend=backend)
+        paired = sim_map(qq, dd, q_mask=qqm, d_mask=ddm, patch=patch, channels=ALL, backend=backend)
         torch.testing.assert_close(grid.flatten(0, 1), paired, atol=1e-6, rtol=0)
 
 
@@ -94,7 +94,7 @@ def test_all_pairs_float64_gradcheck():
     x = _grid_case((2, 3, 4, 5, 6), seed=11)
     q, d = x["q"].requires_grad_(), x["d"].requires_grad_()
     assert torch.autograd.gradcheck(
-        lambda q_, d_: sim_map(q_, x["q_mask"], d_, x["d_mask"], patch=3, channels=ALL, all_pairs=True,
+        lambda q_, d_: sim_map(q_, d_, q_mask=x["q_mask"], d_mask=x["d_mask"], patch=3, channels=ALL, all_pairs=True,
                                backend="cpu"), (q, d))
 
 

@@ -39,11 +39,11 @@ def test_sim_map_errors(kwargs, error, match):
 def test_all_pairs_errors():
     q, d = torch.randn(2, 5, 8), torch.randn(3, 6, 8)
     with pytest.raises(ValueError, match="batch size"):
-        sim_map(q, None, d, None, backend="cpu")  # paired needs Bq == Bd
+        sim_map(q, d, backend="cpu")  # paired needs Bq == Bd
     with pytest.raises(ValueError, match="d_mask"):
-        sim_map(q, None, d, torch.ones(2, 6, dtype=torch.bool), all_pairs=True, backend="cpu")
+        sim_map(q, d, d_mask=torch.ones(2, 6, dtype=torch.bool), all_pairs=True, backend="cpu")
     with pytest.raises((TypeError, ValueError), match="all_pairs"):
-        sim_map(q, None, d, None, all_pairs=1, backend="cpu")
+        sim_map(q, d, all_pairs=1, backend="cpu")
 
 
 def test_patch_mask_errors():

@@ -60,8 +60,8 @@ def test_float_and_tensor_parameters_agree(backend):
         need_triton("soft_align")
     x = _case((2, 5, 7, 8), seed=9)
     q, qm, d, dm = x["q"].float(), x["q_mask"], x["d"].float(), x["d_mask"]
-    a = soft_align(q, qm, d, dm, lam=0.3, tau=0.25, backend=backend)
-    b = soft_align(q, qm, d, dm, lam=torch.tensor(0.3), tau=torch.tensor(0.25), backend=backend)
+    a = soft_align(q, d, q_mask=qm, d_mask=dm, lam=0.3, tau=0.25, backend=backend)
+    b = soft_align(q, d, q_mask=qm, d_mask=dm, lam=torch.tensor(0.3), tau=torch.tensor(0.25), backend=backend)
     torch.testing.assert_close(a, b)
     torch.testing.assert_close(a, ref.soft_align(q, qm, d, dm, lam=0.3, tau=0.25))
 
@@ -74,7 +74,8 @@ def test_only_lam_and_tau_learn(backend):
     x = _case((3, 9, 11, 16), seed=12)
     lam = torch.tensor(0.1, requires_grad=True)
     tau = torch.tensor(0.1, requires_grad=True)
-    (soft_align(x["q"].float(), x["q_mask"], x["d"].float(), x["d_mask"], lam=lam, tau=tau, backend=backend)
+    (soft_align(x["q"].float(), x["d"].float(), q_mask=x["q_mask"], d_mask=x["d_mask"], lam=lam, tau=tau,
+                backend=backend)
      * torch.tensor([0.5, -1.0, 2.0])).sum().backward()
     lam64 = torch.tensor(0.1, dtype=torch.float64, requires_grad=True)
     tau64 = torch.tensor(0.1, dtype=torch.float64, requires_grad=True)
@@ -94,7 +95,7 @@ def test_padding_never_contributes(backend):
     for scale in (1.0, -40.0):
         qx = torch.where(qm[..., None], q, q * scale).requires_grad_()
         dx = torch.where(dm[..., None], d, d * scale).requires_grad_()
-        out = soft_align(qx, qm, dx, dm, backend=backend)
+        out = soft_align(qx, dx, q_mask=qm, d_mask=dm, backend=backend)
         out.sum().backward()
         assert bool((qx.grad[~qm] == 0).all()) and bool((dx.grad[~dm] == 0).all())
         outs.append(out.detach())
@@ -107,8 +108,8 @@ def test_lam_zero_and_large_tau_is_the_mean_of_the_map():
 
     x = _case((3, 6, 9, 16), seed=31)
     q, qm, d, dm = x["q"].double(), x["q_mask"], x["d"].double(), x["d_mask"]
-    torch.testing.assert_close(soft_align(q, qm, d, dm, lam=0.0, tau=1e9, backend="cpu"),
-                               global_avg_sim(q, qm, d, dm, backend="cpu"))
+    torch.testing.assert_close(soft_align(q, d, q_mask=qm, d_mask=dm, lam=0.0, tau=1e9, backend="cpu"),
+                               global_avg_sim(q, d, q_mask=qm, d_mask=dm, backend="cpu"))
 
 
 def test_float64_gradcheck_through_the_custom_op():
@@ -117,7 +118,8 @@ def test_float64_gradcheck_through_the_custom_op():
     tau = torch.tensor(0.3, dtype=torch.float64, requires_grad=True)
     q, d = x["q"].requires_grad_(), x["d"].requires_grad_()
     assert torch.autograd.gradcheck(
-        lambda q_, d_, l_, t_: soft_align(q_, x["q_mask"], d_, x["d_mask"], lam=l_, tau=t_, backend="cpu"),
+        lambda q_, d_, l_, t_: soft_align(q_, d_, q_mask=x["q_mask"], d_mask=x["d_mask"], lam=l_, tau=t_,
+                                          backend="cpu"),
         (q, d, lam, tau))
 
 
@@ -125,7 +127,8 @@ def test_torch_compile_traces_through_the_custom_op():
     x = _case((2, 5, 7, 8), seed=51)
     q = x["q"].float().requires_grad_()
     tau = torch.tensor(0.2, requires_grad=True)
-    fn = torch.compile(lambda q_, t_: soft_align(q_, x["q_mask"], x["d"].float(), x["d_mask"], tau=t_, backend="cpu"),
+    fn = torch.compile(lambda q_, t_: soft_align(q_, x["d"].float(), q_mask=x["q_mask"], d_mask=x["d_mask"], tau=t_,
+                                                 backend="cpu"),
                        backend="aot_eager", fullgraph=False)
     got = fn(q, tau)
     got.sum().backward()

@@ -77,7 +77,8 @@ def test_ragged_maxsim_path_equals_the_padded_path():
                                ).search(qv, qt, qm)
     assert torch.equal(padded.ids, ragged.ids)
     torch.testing.assert_close(padded.scores, ragged.scores, atol=1e-5, rtol=1e-5)
-    want = ops.maxsim(qt, qm, tokens[padded.ids], mask[padded.ids])  # ids are positions here
+    want = ops.maxsim(qt, tokens[padded.ids], q_mask=qm, d_mask=mask[padded.ids], normalize=True,
+                      reduction="mean")  # F1; ids are positions here
     torch.testing.assert_close(padded.scores, want, atol=1e-5, rtol=1e-5)
     assert bool((padded.scores[:, :-1] >= padded.scores[:, 1:]).all())
 

@@ -132,15 +132,16 @@ def _rerank_providers() -> dict:
         def make(task, x):
             from ..ops import maxsim
 
-            return lambda: maxsim(x["q"], x["q_mask"], x["d"], x["d_mask"], normalize=False, backend=backend)
+            return lambda: maxsim(x["q"], x["d"], q_mask=x["q_mask"], d_mask=x["d_mask"], normalize=False,
+                                  reduction="mean", backend=backend)
         return make
 
     def ragged(backend):
         def make(task, x):
             from ..ops import maxsim_ragged
 
-            return lambda: maxsim_ragged(x["q"][0], x["q_mask"][0], x["docs"], x["offsets"], normalize=False,
-                                         backend=backend)[None]
+            return lambda: maxsim_ragged(x["q"][0], x["docs"], x["offsets"], q_mask=x["q_mask"][0], normalize=False,
+                                         reduction="mean", backend=backend)[None]
         return make
 
     out = {"einsum": einsum, "bmm": bmm}
@@ -212,7 +213,8 @@ def _train_providers() -> dict:
         def make(task, x):
             from ..ops import maxsim
 
-            return lambda: _ce(maxsim(x["q"], x["q_mask"], x["d"], x["d_mask"], backend=backend))
+            return lambda: _ce(maxsim(x["q"], x["d"], q_mask=x["q_mask"], d_mask=x["d_mask"], normalize=True,
+                                      reduction="mean", backend=backend))
         return make
 
     out = {"einsum": einsum, "bmm": bmm}

@@ -50,8 +50,8 @@ def _transformer(verifier: PatchTransformerVerifier, patches: Tensor, pos: Tenso
 
 def _f4_all_pairs(verifier: PatchTransformerVerifier, q, q_mask, d, d_mask) -> Tensor:
     b_q, b_d = q.shape[0], d.shape[0]
-    patches = ops.sim_map(q, q_mask, d, d_mask, patch=verifier.patch, channels=SIM_CHANNELS, all_pairs=True,
-                          backend=verifier.backend)
+    patches = ops.sim_map(q, d, q_mask=q_mask, d_mask=d_mask, patch=verifier.patch, channels=SIM_CHANNELS,
+                          all_pairs=True, backend=verifier.backend)
     valid = ops.sim_map_patch_mask(q_mask, d_mask, verifier.patch, all_pairs=True)
     pos, _ = verifier.patch_layout(q_mask[:1], d_mask[:1])
     return _transformer(verifier, patches.flatten(0, 1), pos, valid.flatten(0, 1)).view(b_q, b_d)
@@ -59,7 +59,8 @@ def _f4_all_pairs(verifier: PatchTransformerVerifier, q, q_mask, d, d_mask) -> T
 
 def _f3_all_pairs(verifier: CNNVerifier, q, q_mask, d, d_mask) -> Tensor:
     """(Bq, Bd) F3 scores of every query against every candidate: one CNN call (one set of BatchNorm statistics)."""
-    grid = ops.sim_map(q, q_mask, d, d_mask, channels=SIM_CHANNELS, all_pairs=True, backend=verifier.backend)
+    grid = ops.sim_map(q, d, q_mask=q_mask, d_mask=d_mask, channels=SIM_CHANNELS, all_pairs=True,
+                       backend=verifier.backend)
     raw = verifier.mlp(verifier.features(_cnn_input(grid.flatten(0, 1), d.shape[1]))).squeeze(-1)
     return _out(verifier, raw).view(q.shape[0], d.shape[0])
 
@@ -98,9 +99,10 @@ def map_verifier_grid(verifier, q: Tensor, q_mask: Tensor, pos: Tensor, pos_mask
         cols += [verifier._score(q, q_mask, neg[:, k], neg_mask[:, k])[:, None] for k in range(h_cols)]
         return torch.cat(cols, dim=1)
     width = max([pos.shape[1]] + ([neg.shape[2]] if h_cols else []))
-    grid = ops.sim_map(q, q_mask, pos, pos_mask, channels=SIM_CHANNELS, all_pairs=True, backend=verifier.backend)
+    grid = ops.sim_map(q, pos, q_mask=q_mask, d_mask=pos_mask, channels=SIM_CHANNELS, all_pairs=True,
+                       backend=verifier.backend)
     maps = [_cnn_input(grid.flatten(0, 1), width)]
-    maps += [_cnn_input(ops.sim_map(q, q_mask, neg[:, k], neg_mask[:, k], channels=SIM_CHANNELS,
+    maps += [_cnn_input(ops.sim_map(q, neg[:, k], q_mask=q_mask, d_mask=neg_mask[:, k], channels=SIM_CHANNELS,
                                     backend=verifier.backend), width) for k in range(h_cols)]
     raw = verifier.mlp(verifier.features(torch.cat(maps))).squeeze(-1)
     scores = _out(verifier, raw)

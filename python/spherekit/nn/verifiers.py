@@ -79,10 +79,11 @@ def check_map_size(m: int, n: int, map_size: int) -> None:
 
 
 def _mean_unit(x: Tensor, mask: Tensor, normalized: bool) -> Tensor:
-    """(..., n, h) -> (..., h) fp32: the mean of Norm(x_j) over the valid tokens j."""
+    """(..., n, h) -> (..., h) fp32: the mean of Norm(x_j) over the valid tokens j (0 for a text without valid tokens,
+    so that F0 scores it 0, as ops.global_avg_sim does)."""
     x = (x if normalized else normalize_tokens(x)).float()
     w = mask.to(x.dtype)
-    return (x * w[..., None]).sum(-2) / w.sum(-1, keepdim=True)
+    return (x * w[..., None]).sum(-2) / w.sum(-1, keepdim=True).clamp_min(1.0)
 
 
 class GlobalAverageVerifier(Verifier):
@@ -100,7 +101,7 @@ class GlobalAverageVerifier(Verifier):
         self.backend = backend
 
     def _score(self, q, q_mask, d, d_mask, normalize=True):
-        return ops.global_avg_sim(q, q_mask, d, d_mask, normalize=normalize, backend=self.backend)
+        return ops.global_avg_sim(q, d, q_mask=q_mask, d_mask=d_mask, normalize=normalize, backend=self.backend)
 
     def _score_candidates(self, q, q_mask, d, d_mask, normalized=False):
         return torch.einsum("bh,bkh->bk", _mean_unit(q, q_mask, normalized), _mean_unit(d, d_mask, normalized))
@@ -110,8 +111,9 @@ class GlobalAverageVerifier(Verifier):
 
 
 class MaxSimVerifier(Verifier):
-    """F1: late interaction, (1/m) sum_{valid i} max_{valid j} M_ij (no parameters): the mean over query tokens of
-    "Compositional Sensitivity" eq. 6, not ColBERT's sum (ops.maxsim(..., reduction="sum"))."""
+    """F1: late interaction, (1/m) sum_{valid i} max_{valid j} M_ij over normalised tokens (no parameters): the mean
+    over query tokens of "Compositional Sensitivity" eq. 6, which it passes to ops.maxsim explicitly (the op's
+    defaults are ColBERT's: the sum of raw similarities)."""
 
     kind = "F1"
     reduction = "mean"
@@ -121,16 +123,17 @@ class MaxSimVerifier(Verifier):
         self.backend = backend
 
     def _score(self, q, q_mask, d, d_mask, normalize=True):
-        return ops.maxsim(q, q_mask, d, d_mask, pairwise=True, normalize=normalize, reduction=self.reduction,
-                          backend=self.backend)
+        return ops.maxsim(q, d, q_mask=q_mask, d_mask=d_mask, pairwise=True, normalize=normalize,
+                          reduction=self.reduction, backend=self.backend)
 
     def _score_candidates(self, q, q_mask, d, d_mask, normalized=False):
         # the per-query-K layout of the op: no copy of the queries
-        return ops.maxsim(q, q_mask, d, d_mask, normalize=not normalized, reduction=self.reduction,
+        return ops.maxsim(q, d, q_mask=q_mask, d_mask=d_mask, normalize=not normalized, reduction=self.reduction,
                           backend=self.backend)
 
     def _score_all_pairs(self, q, q_mask, d, d_mask):  # the all-pairs layout: no copies
-        return ops.maxsim(q, q_mask, d, d_mask, reduction=self.reduction, backend=self.backend)
+        return ops.maxsim(q, d, q_mask=q_mask, d_mask=d_mask, normalize=True, reduction=self.reduction,
+                          backend=self.backend)
 
 
 class SoftAlignVerifier(Verifier):
@@ -171,7 +174,7 @@ class SoftAlignVerifier(Verifier):
         return self.log_tau.exp()
 
     def _score(self, q, q_mask, d, d_mask, normalize=True):
-        return ops.soft_align(q, q_mask, d, d_mask, lam=self.lam, tau=self.tau, normalize=normalize,
+        return ops.soft_align(q, d, q_mask=q_mask, d_mask=d_mask, lam=self.lam, tau=self.tau, normalize=normalize,
                               backend=self.backend)
 
 
@@ -215,7 +218,7 @@ class CNNVerifier(Verifier):
 
     def _score(self, q, q_mask, d, d_mask, normalize=True):
         check_map_size(q.shape[1], d.shape[1], self.map_size)
-        phi = ops.sim_map(q, q_mask, d, d_mask, channels=SIM_CHANNELS, normalize=normalize,
+        phi = ops.sim_map(q, d, q_mask=q_mask, d_mask=d_mask, channels=SIM_CHANNELS, normalize=normalize,
                           backend=self.backend)  # (B, m, n, 3)
         out = self.mlp(self.features(phi.permute(0, 3, 1, 2))).squeeze(-1)
         return torch.tanh(out) if self.output == "tanh" else out
@@ -277,8 +280,8 @@ class PatchTransformerVerifier(Verifier):
 
     def _score(self, q, q_mask, d, d_mask, normalize=True):
         check_map_size(q.shape[1], d.shape[1], self.map_size)
-        patches = ops.sim_map(q, q_mask, d, d_mask, patch=self.patch, channels=SIM_CHANNELS, normalize=normalize,
-                              backend=self.backend)
+        patches = ops.sim_map(q, d, q_mask=q_mask, d_mask=d_mask, patch=self.patch, channels=SIM_CHANNELS,
+                              normalize=normalize, backend=self.backend)
         pos, valid = self.patch_layout(q_mask, d_mask)
         x = self.embed(patches.to(self.embed.weight.dtype)) + self.pos_embed[pos]
         cls = (self.cls_token + self.pos_embed[:1]).expand(x.shape[0], -1, -1)

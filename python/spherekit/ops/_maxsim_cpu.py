@@ -1,16 +1,18 @@
-"""The "cpu" backend of maxsim: chunked torch (BLAS for the products); M is never materialised for
-more than a chunk of (query, candidate) pairs, and nothing of M is stored for the backward.
+"""The "cpu" backend of maxsim: chunked torch (BLAS for the products, on any device); M is never materialised for
+more than a chunk of (query, candidate) pairs, and nothing of M is stored for the backward. No tensor value is read
+on the host: the chunking depends on shapes only.
 
-Layout (the unified candidate layout of ops/maxsim.py): q (Bq, m, h), q_mask (Bq, m),
-d4 (G, K, n, h), d_mask4 (G, K, n), with G = 1 when `shared` (every query against the same K
-candidates) and G = Bq otherwise (query b against d4[b]). Tokens arrive normalised when the op
-normalises. All math is fp32 (fp64 for fp64 tokens) whatever the input dtype.
+Layout (the unified candidate layout of ops/maxsim.py): q (Bq, m, h), q_mask (Bq, m) or None, d4 (G, K, n, h),
+d_mask4 (G, K, n) or None, with G = 1 when `shared` (every query against the same K candidates) and G = Bq otherwise
+(query b against d4[b]). Tokens arrive normalised when the op normalises. All math is fp32 (fp64 for fp64 tokens)
+whatever the input dtype. c_b = 1 for the sum, 1 / |Q_b| for the mean (0 for a query without valid tokens).
 
-Forward per chunk of queries x candidates: S = d q^T (a chunk's doc tokens x query tokens), padding
-doc tokens -> -inf, (max, argmax) over each candidate's n tokens; score_bk = (1/|Q_b|) sum_{i in Q_b} max_j S_bkij.
-The argmax (Bq, K, m) int32 is kept (-1 at padding query tokens).
+Forward per chunk of queries x candidates: S = d q^T (a chunk's doc tokens x query tokens), padding doc tokens ->
+-inf, (max, argmax) over each candidate's n tokens (torch.max propagates NaN); a candidate without valid tokens
+gives 0 and argmax -1 for every query token; score_bk = c_b sum_{i in Q_b} max_j S_bkij. With store_argmax the
+argmax (Bq, K, m) int32 is kept (-1 at padding query tokens).
 
-Backward with upstream g (Bq, K) and w_bk = g_bk / |Q_b|, a = argmax:
+Backward with upstream g (Bq, K) and w_bk = g_bk c_b, a = argmax:
     grad_q[b, i]            += sum_k w_bk d4[g(b), k, a_bki]          (a gather)
     grad_d4[g(b), k, a_bki] += w_bk q[b, i]                            (index_add_)
 """
@@ -44,6 +46,16 @@ def plan(Bq: int, K: int, per_pair: int, per_cand: int, shared: bool) -> tuple[i
     return max(1, min(Bq, budget // per_pair)), 1
 
 
+def query_scale(q_mask: Tensor | None, Bq: int, m: int, mean: bool, dtype: torch.dtype, device) -> Tensor | float:
+    """c_b (module docstring): a float when it is the same for every query, else a (Bq,) tensor."""
+    if not mean:
+        return 1.0
+    if q_mask is None:
+        return 1.0 / m
+    count = q_mask.sum(-1).to(dtype)
+    return torch.where(count > 0, 1.0 / count.clamp_min(1.0), torch.zeros_like(count))
+
+
 def _best(qc: Tensor, dc: Tensor, pad: Tensor | None, shared: bool) -> tuple[Tensor, Tensor]:
     """qc (bc, m, h), dc (kc, n, h) if shared else (bc, kc, n, h), pad (like dc's token axes, True = padding)
     -> (max, argmax) over the valid doc tokens, (bc, kc, m) each. S is built as d q^T (tall and skinny: the
@@ -63,39 +75,48 @@ def _best(qc: Tensor, dc: Tensor, pad: Tensor | None, shared: bool) -> tuple[Ten
     return sims.max(dim=2)
 
 
-def maxsim_fwd(q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, *, shared: bool) -> tuple[Tensor, Tensor]:
-    """-> scores (Bq, K) fp32 (fp64 for fp64 tokens), argmax (Bq, K, m) int32 (-1 at padding query tokens)."""
+def maxsim_fwd(q: Tensor, q_mask: Tensor | None, d4: Tensor, d_mask4: Tensor | None, *, shared: bool,
+               mean: bool = True, store_argmax: bool = True) -> tuple[Tensor, Tensor | None]:
+    """-> scores (Bq, K) fp32 (fp64 for fp64 tokens), argmax (Bq, K, m) int32 (-1 at padding query tokens and empty
+    documents) or None when not store_argmax."""
     Bq, m, h = q.shape
     K, n = d4.shape[1:3]
     dt = _math_dtype(q)
     scores = torch.empty(Bq, K, dtype=dt, device=q.device)
-    argmax = torch.empty(Bq, K, m, dtype=torch.int32, device=q.device)
-    qm = q_mask.to(dt)
-    inv_count = 1.0 / qm.sum(-1)
-    q_pad = ~q_mask
-    d_pad = None if bool(d_mask4.all()) else ~d_mask4  # no masking work when every doc token is valid
+    argmax = torch.empty(Bq, K, m, dtype=torch.int32, device=q.device) if store_argmax else None
+    scale = query_scale(q_mask, Bq, m, mean, dt, q.device)
+    qm = None if q_mask is None else q_mask.to(dt)
+    d_pad = None if d_mask4 is None else ~d_mask4
+    d_any = None if d_mask4 is None else d_mask4.any(-1)  # (G, K): documents with a valid token
     copies = d4.dtype != dt  # half-precision candidates are upcast chunk by chunk
     bc, kc = plan(Bq, K, m * n, n * h if copies else 0, shared)
     for bs in row_chunks(Bq, bc):
         qc = q[bs].to(dt)
         for ks in row_chunks(K, kc):
-            if shared:
-                dc, pad = d4[0, ks], None if d_pad is None else d_pad[0, ks]
-            else:
-                dc, pad = d4[bs, ks], None if d_pad is None else d_pad[bs, ks]
-            best, idx = _best(qc, dc.to(dt), pad, shared)  # (bc, kc, m)
-            scores[bs, ks] = torch.einsum("bki,bi->bk", best, qm[bs]) * inv_count[bs, None]
-            argmax[bs, ks] = idx.masked_fill(q_pad[bs, None, :], -1)
+            lead = (0, ks) if shared else (bs, ks)
+            pad = None if d_pad is None else d_pad[lead]
+            best, idx = _best(qc, d4[lead].to(dt), pad, shared)  # (bc, kc, m)
+            if d_any is not None:
+                empty = ~d_any[lead]
+                empty = empty[None, :, None] if shared else empty[..., None]
+                best = best.masked_fill(empty, 0.0)
+                idx = idx.masked_fill(empty, -1)
+            row = best.sum(-1) if qm is None else torch.einsum("bki,bi->bk", best, qm[bs])
+            scores[bs, ks] = row * (scale if isinstance(scale, float) else scale[bs, None])
+            if argmax is not None:
+                argmax[bs, ks] = idx if q_mask is None else idx.masked_fill(~q_mask[bs, None, :], -1)
     return scores, argmax
 
 
-def maxsim_bwd(grad: Tensor, q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, argmax: Tensor, *,
-               shared: bool, need_dq: bool = True, need_dd: bool = True) -> tuple[Tensor | None, Tensor | None]:
+def maxsim_bwd(grad: Tensor, q: Tensor, q_mask: Tensor | None, d4: Tensor, d_mask4: Tensor | None, argmax: Tensor, *,
+               shared: bool, mean: bool = True, need_dq: bool = True, need_dd: bool = True
+               ) -> tuple[Tensor | None, Tensor | None]:
     """-> grad_q like q, grad_d4 like d4 (None where not needed). Only argmax entries receive gradient."""
     Bq, m, h = q.shape
     G, K, n = d4.shape[:3]
     dt = _math_dtype(q)
-    weights = grad.to(dt) / q_mask.sum(-1, keepdim=True).to(dt)  # (Bq, K)
+    scale = query_scale(q_mask, Bq, m, mean, dt, q.device)
+    weights = grad.to(dt) * (scale if isinstance(scale, float) else scale[:, None])  # (Bq, K)
     d_flat = d4.reshape(G * K * n, h)
     q32 = q.to(dt)
     gq = torch.zeros(Bq, m, h, dtype=dt, device=q.device) if need_dq else None

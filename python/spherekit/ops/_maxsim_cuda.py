@@ -6,7 +6,8 @@ One query q (m, h) against N documents packed without padding: document k is doc
 
 qn, dn = Norm(q), Norm(d) with Norm(x) = x / max(||x||, eps) computed INSIDE the kernel when normalize
 (no normalised copy of docs is written), else the raw inner product. fp32 / fp16 / bf16 storage, fp32
-math; no autograd (a scoring entry point for reranking). An empty document scores 0. This launcher
+math; no autograd (a scoring entry point for reranking). An empty document scores 0, a query without valid
+tokens scores 0; the max propagates NaN (a NaN similarity gives a NaN score). This launcher
 validates, allocates the output on the device and launches on torch's current stream.
 """
 
@@ -17,6 +18,7 @@ from torch import Tensor
 
 from .. import _backend
 from ._dtype_codes import DTYPE_CODES, dtype_code
+from .checks import full_checks
 
 
 def _check(q, q_mask, docs, offsets) -> None:
@@ -72,16 +74,17 @@ def check_offsets(offsets: Tensor, total: int) -> None:
 
 
 def maxsim_ragged(q: Tensor, q_mask: Tensor | None, docs: Tensor, offsets: Tensor, *, normalize: bool = True,
-                  eps: float = 1e-6, validate: bool = True) -> Tensor:
-    """-> (N,) fp32 scores on q's device (see the module docstring). validate=False skips the offsets
-    check (its device -> host copy); the kernel clamps offsets to [0, T] either way."""
+                  eps: float = 1e-6, validate: bool | None = None) -> Tensor:
+    """-> (N,) fp32 scores on q's device (see the module docstring). validate: check the offsets' values (a device
+    -> host copy); None (the default) does so only in the "full" check mode (spherekit.checks("full")). The kernel
+    clamps offsets to [0, T] either way (a range that steps backwards is an empty document)."""
     _check(q, q_mask, docs, offsets)
     if not isinstance(normalize, bool):
         raise TypeError(f"normalize must be a bool, got {type(normalize).__name__}")
     if normalize and not float(eps) > 0.0:
         raise ValueError(f"eps must be > 0, got {eps}")
     T = docs.shape[0]
-    if validate:
+    if full_checks() if validate is None else validate:
         check_offsets(offsets, T)
     n_docs = offsets.shape[0] - 1
     scores = torch.zeros(n_docs, dtype=torch.float32, device=q.device)

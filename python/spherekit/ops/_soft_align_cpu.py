@@ -4,6 +4,8 @@ chunk of pairs at a time and the backward recomputes it. All math is fp32 (fp64 
 Per pair (see spherekit.reference.sim_map.soft_align), over valid doc tokens j:
     z_ij = (M_ij - lam |i - j|) / tau,  lse_i = logsumexp_j z_ij,  A_ij = exp(z_ij - lse_i),
     s_i = sum_j A_ij M_ij,  score = (1/|Q|) sum_{i in Q} s_i
+(a query without valid tokens scores 0; a row whose document has no valid token has s_i = 0 and no gradient; NaN
+propagates)
 Backward with upstream g and c_i = g [i in Q] / |Q|:
     G_ij = c_i A_ij (1 + (M_ij - s_i)/tau);  grad_q = G dn,  grad_d = G^T qn
     grad_lam = -(1/tau) sum_ij c_i A_ij |i-j| (M_ij - s_i);  grad_tau = -(1/tau) sum_ij c_i A_ij z_ij (M_ij - s_i)
@@ -49,14 +51,26 @@ def soft_align_fwd(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, lam: Te
     pos = _positions(m, n, dt, q.device)
     lse = torch.empty(B, m, dtype=dt, device=q.device)
     rows = torch.empty(B, m, dtype=dt, device=q.device)
+    empty = ~d_mask.any(-1)  # (B,): documents without a valid token
     for sl in _pair_chunks(B, m, n):
         sims, z = _logits(q[sl].to(dt), d[sl].to(dt), d_mask[sl], lam, tau, pos)
         lse[sl] = torch.logsumexp(z, dim=-1)
-        attn = z.sub_(lse[sl, :, None]).exp_()
+        attn = z.sub_(_safe_lse(lse[sl], empty[sl])[:, :, None]).exp_()
         rows[sl] = (attn * sims).sum(-1)
-    qm = q_mask.to(dt)
-    score = (rows * qm).sum(-1) / qm.sum(-1)
-    return score, lse, rows
+    return _mean_over_query(rows, q_mask), lse, rows
+
+
+def _safe_lse(lse: Tensor, empty: Tensor) -> Tensor:
+    """lse with the rows of empty documents (lse = -inf, every z = -inf) at 0, so that A = exp(z - lse) is 0 there
+    (s_i = 0, no gradient) instead of NaN; any other non-finite lse stays (NaN in, NaN out)."""
+    return lse.masked_fill(empty[:, None], 0.0)
+
+
+def _mean_over_query(rows: Tensor, q_mask: Tensor) -> Tensor:
+    """(1/|Q|) sum_{i in Q} rows_i per pair, 0 for a query without valid tokens; padding rows never enter."""
+    count = q_mask.sum(-1).to(rows.dtype)
+    total = rows.masked_fill(~q_mask, 0.0).sum(-1)
+    return torch.where(count > 0, total / count.clamp_min(1.0), torch.zeros_like(total))
 
 
 def soft_align_bwd(grad: Tensor, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, lam: Tensor, tau: Tensor,
@@ -69,7 +83,9 @@ def soft_align_bwd(grad: Tensor, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: T
     lam, tau = lam.to(dt), tau.to(dt)
     pos = _positions(m, n, dt, q.device)
     qm = q_mask.to(dt)
-    coeff = grad.to(dt)[:, None] * qm / qm.sum(-1, keepdim=True)  # (B, m)
+    count = qm.sum(-1, keepdim=True)
+    coeff = grad.to(dt)[:, None] * qm / count.clamp_min(1.0)  # (B, m); 0 for a query without valid tokens
+    empty = ~d_mask.any(-1)
     gq = torch.empty(q.shape, dtype=dt, device=q.device) if need_dq else None
     gd = torch.empty(d.shape, dtype=dt, device=q.device) if need_dd else None
     glam = torch.empty(B, dtype=dt, device=q.device)
@@ -77,9 +93,10 @@ def soft_align_bwd(grad: Tensor, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: T
     for sl in _pair_chunks(B, m, n):
         qc, dc = q[sl].to(dt), d[sl].to(dt)
         sims, z = _logits(qc, dc, d_mask[sl], lam, tau, pos)
-        logp = z.sub_(lse[sl, :, None])  # log A_ij (-inf at padding)
+        logp = z.sub_(_safe_lse(lse[sl], empty[sl])[:, :, None])  # log A_ij (-inf at padding)
         attn = logp.exp()
-        attn.div_(attn.sum(-1, keepdim=True))  # exactly row-stochastic again (lse carries rounding)
+        total = attn.sum(-1, keepdim=True)
+        attn.div_(total.masked_fill_(total == 0, 1.0))  # exactly row-stochastic again (lse carries rounding)
         # sum_j A_ij (M_ij - s_i) = 0, so any per-row constant may be taken off a factor multiplying it: with
         # s_i recomputed from this A, and z_ij - lse_i = log A_ij in place of z_ij, nothing large cancels
         # (z is up to |M| / tau + lam n / tau; its rounding would otherwise be amplified by 1 / tau)

@@ -116,12 +116,14 @@ class NGPTBackend(Protocol):
 
 
 class MaxSimBackend(Protocol):
-    def maxsim_fwd(self, q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, *,
-                   shared: bool) -> tuple[Tensor, Tensor]:
-        """-> (scores (Bq, K), argmax (Bq, K, m) int32, -1 at padding query tokens)."""
+    def maxsim_fwd(self, q: Tensor, q_mask: Optional[Tensor], d4: Tensor, d_mask4: Optional[Tensor], *,
+                   shared: bool, mean: bool, store_argmax: bool) -> tuple[Tensor, Optional[Tensor]]:
+        """-> (scores (Bq, K): the sum over valid query tokens of their max, divided by their number when mean;
+        argmax (Bq, K, m) int32, -1 at padding query tokens and empty documents, or None when not store_argmax).
+        A mask of None: every token valid."""
 
-    def maxsim_bwd(self, grad: Tensor, q: Tensor, q_mask: Tensor, d4: Tensor, d_mask4: Tensor, argmax: Tensor, *,
-                   shared: bool, need_dq: bool, need_dd: bool) -> tuple[Grad, Grad]:
+    def maxsim_bwd(self, grad: Tensor, q: Tensor, q_mask: Optional[Tensor], d4: Tensor, d_mask4: Optional[Tensor],
+                   argmax: Tensor, *, shared: bool, mean: bool, need_dq: bool, need_dd: bool) -> tuple[Grad, Grad]:
         """-> (grad_q, grad_d4); only argmax entries receive gradient."""
 
 
@@ -141,7 +143,8 @@ class SimMapBackend(Protocol):
 class SoftAlignBackend(Protocol):
     def soft_align_fwd(self, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, lam, tau
                        ) -> tuple[Tensor, Tensor, Tensor]:
-        """-> (score (B,), lse (B, m), s (B, m)); lam and tau are 0-dim tensors (CPU) or floats (Triton)."""
+        """-> (score (B,), lse (B, m), s (B, m)); lam and tau are 0-dim tensors on the tokens' device (the Triton
+        launchers also take floats)."""
 
     def soft_align_bwd(self, grad: Tensor, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, lam, tau,
                        lse: Tensor, s: Tensor, *, need_dq: bool, need_dd: bool) -> tuple[Grad, Grad, Tensor, Tensor]:

@@ -20,19 +20,26 @@ from . import tokens as T
 SUPPORTED = ("cpu", "reference")
 
 
-def global_avg_sim(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, *, normalize: bool = True,
-                   backend: str = "auto") -> Tensor:
+def global_avg_sim(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = None,
+                   d_mask: Tensor | None = None, normalize: bool = True, backend: str = "auto") -> Tensor:
     r"""F0 of "Compositional Sensitivity", paired (query b with document b): the mean of M_ij = <qn_i, dn_j> over
     the valid (i, j), computed as <sum_{i in Q} qn_i, sum_{j in D} dn_j> / (|Q| |D|), never forming M.
 
     Args:
         q: (B, m, h), d: (B, n, h) tokens, float32 / float16 / bfloat16 / float64.
-        q_mask: (B, m), d_mask: (B, n) bool, True = valid token (None: all valid).
-        normalize: L2-normalise the tokens first (Norm(x) = x / max(||x||, 1e-6), gradient included).
+        q_mask, d_mask: keywords, (B, m) / (B, n) bool (or 0/1), True = valid token; None: all valid. (Positional
+            before 0.1.0: global_avg_sim(q, q_mask, d, d_mask) raises a TypeError naming this form.)
+        normalize: L2-normalise the tokens first (Norm(x) = x / max(||x||, 1e-6), gradient included; default True:
+            F0 is the mean of the cosine map).
         backend: "auto" / "cpu" (torch, on any device) or "reference" (the materialising oracle).
 
-    Returns (B,) fp32 (fp64 for fp64 tokens); the sums run in that precision. Gradients flow to q and d.
+    Returns (B,) fp32 (fp64 for fp64 tokens; under torch.autocast float32 / float16 / bfloat16 tokens are cast to
+    its dtype first, the sums still run in fp32). Gradients flow to q and d. Without spherekit.checks("full") (which
+    raises instead): a pair whose query or document has no valid token scores 0, and a NaN in a valid token gives
+    NaN.
     """
+    T.reject_positional_masks("global_avg_sim", positional_masks, d)
+    q, d = T.autocast_tokens(q, d)
     q_mask, d_mask = C.check_pair(q, q_mask, d, d_mask)
     C.check_flag("normalize", normalize)
     dt = T.score_dtype(q)
@@ -44,4 +51,6 @@ def global_avg_sim(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor |
     qm, dm = q_mask.to(dt), d_mask.to(dt)
     q_sum = torch.einsum("bih,bi->bh", q.to(dt), qm)
     d_sum = torch.einsum("bjh,bj->bh", d.to(dt), dm)
-    return (q_sum * d_sum).sum(-1) / (qm.sum(-1) * dm.sum(-1))
+    count = qm.sum(-1) * dm.sum(-1)
+    total = (q_sum * d_sum).sum(-1)
+    return torch.where(count > 0, total / count.clamp_min(1.0), torch.zeros_like(total))

@@ -128,9 +128,9 @@ def _check_options(patch, channels, clip, out_dtype) -> tuple[str, ...]:
     return tuple(channels)
 
 
-def sim_map(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, *, patch: int | None = None,
-            channels: tuple[str, ...] = ("sim",), clip: bool = True, normalize: bool = True, all_pairs: bool = False,
-            out_dtype: torch.dtype | None = None, backend: str = "auto") -> Tensor:
+def sim_map(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = None, d_mask: Tensor | None = None,
+            patch: int | None = None, channels: tuple[str, ...] = ("sim",), clip: bool = True, normalize: bool = True,
+            all_pairs: bool = False, out_dtype: torch.dtype | None = None, backend: str = "auto") -> Tensor:
     r"""The token-similarity map of "Compositional Sensitivity" (eq. 4, with the phi / psi of eqs. 8-9), paired
     (pair b is query b with document b) or, with all_pairs=True, for every (query a, document b) pair.
 
@@ -141,7 +141,8 @@ def sim_map(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, 
 
     Args:
         q: (B, m, h), d: (B, n, h) tokens, float32 / float16 / bfloat16 (float64 on the cpu/reference backends).
-        q_mask: (B, m), d_mask: (B, n) bool, True = valid token (None: all valid).
+        q_mask, d_mask: keywords, (B, m) / (B, n) bool (or 0/1), True = valid token; None: all valid. (Positional
+            before 0.1.0: sim_map(q, q_mask, d, d_mask) raises a TypeError naming this form.)
         all_pairs: q (Bq, m, h) against every d (Bd, n, h): every result below gets (Bq, Bd) in place of B, pair
             (a, b) holding the map of query a with document b (the B x B grid of a verifier MNRL loss). The grid is
             written from the Bq + Bd token sequences: no sequence is copied once per pair.
@@ -151,8 +152,10 @@ def sim_map(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, 
             is a cosine, so the clamp only removes rounding excursions past +-1 (the paper's code has no clamp,
             an exact no-op there); with normalize=False it bounds raw inner products. Gradient as torch.clamp:
             passed where -1 <= M <= 1, zero where the clamp cut.
-        normalize: L2-normalise the tokens first (Norm(x) = x / max(||x||, 1e-6), gradient included).
-        out_dtype: dtype of the result (default: the dtype of q, ready for a model in that precision).
+        normalize: L2-normalise the tokens first (Norm(x) = x / max(||x||, 1e-6), gradient included; default True:
+            the paper's map is the cosine map).
+        out_dtype: dtype of the result (default: the dtype of q, ready for a model in that precision; under
+            torch.autocast, autocast's dtype, to which float32 / float16 / bfloat16 tokens are cast first).
         backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend). "triton" under the Triton
             interpreter (TRITON_INTERPRET=1, CPU tensors) refuses bfloat16: its bf16 arithmetic is wrong.
 
@@ -165,7 +168,11 @@ def sim_map(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, 
             Conv2d(C, D, kernel_size=p, stride=p) patch embedding. sim_map_patch_mask gives the patches that
             hold a valid entry (the paper masks the others out of attention).
     Gradients flow to q and d (the max channels send theirs to the maximal entry of the row / column).
+    Without spherekit.checks("full") (which raises instead): a query or document without valid tokens gives a map
+    of zeros, and a NaN in a valid token gives NaN entries (the clamp and the maxima propagate it).
     """
+    T.reject_positional_masks("sim_map", positional_masks, d)
+    q, d = T.autocast_tokens(q, d)
     C.check_flag("all_pairs", all_pairs)
     q_mask, d_mask = C.check_pair(q, q_mask, d, d_mask, same_batch=not all_pairs)
     names = _check_options(patch, channels, clip, out_dtype)

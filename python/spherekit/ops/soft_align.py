@@ -26,7 +26,7 @@ def _soft_align_fwd(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, lam: T
                     ) -> tuple[Tensor, Tensor, Tensor]:
     """-> score (B,), lse (B, m), s (B, m): fp32 (fp64 for fp64 tokens)."""
     if backend == "triton":
-        out = _backend.triton_kernels("soft_align").soft_align_fwd(q, q_mask, d, d_mask, float(lam), float(tau))
+        out = _backend.triton_kernels("soft_align").soft_align_fwd(q, q_mask, d, d_mask, lam, tau)
     else:
         out = _soft_align_cpu.soft_align_fwd(q, q_mask, d, d_mask, lam, tau)
     return tuple(x.to(T.score_dtype(q)) for x in out)
@@ -46,7 +46,7 @@ def _soft_align_bwd(grad: Tensor, q: Tensor, q_mask: Tensor, d: Tensor, d_mask: 
     """-> grad_q, grad_d (empty where not needed), grad_lam and grad_tau (0-d, dtypes of lam / tau)."""
     if backend == "triton":
         gq, gd, glam, gtau = _backend.triton_kernels("soft_align").soft_align_bwd(
-            grad.float(), q, q_mask, d, d_mask, float(lam), float(tau), lse, rows, need_dq=need_dq, need_dd=need_dd)
+            grad.float(), q, q_mask, d, d_mask, lam, tau, lse, rows, need_dq=need_dq, need_dd=need_dd)
     else:
         gq, gd, glam, gtau = _soft_align_cpu.soft_align_bwd(grad, q, q_mask, d, d_mask, lam, tau, lse, rows,
                                                             need_dq=need_dq, need_dd=need_dd)
@@ -79,8 +79,9 @@ def _backward(ctx, grad, _grad_lse, _grad_rows):
 torch.library.register_autograd("spherekit::soft_align_fwd", _backward, setup_context=_setup_context)
 
 
-def soft_align(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | None, *, lam: float | Tensor = 0.1,
-               tau: float | Tensor = 0.1, normalize: bool = True, backend: str = "auto") -> Tensor:
+def soft_align(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = None, d_mask: Tensor | None = None,
+               lam: float | Tensor = 0.1, tau: float | Tensor = 0.1, normalize: bool = True, backend: str = "auto"
+               ) -> Tensor:
     r"""Soft alignment with a positional bias (F2 of "Compositional Sensitivity"), paired: query b against document b.
 
         M_ij  = <qn_i, dn_j>,   z_ij = (M_ij - lam |i - j|) / tau,   A_ij = softmax over valid j of z_ij
@@ -88,20 +89,27 @@ def soft_align(q: Tensor, q_mask: Tensor | None, d: Tensor, d_mask: Tensor | Non
 
     Args:
         q: (B, m, h) query tokens, float32 / float16 / bfloat16 (float64 on the cpu/reference backends).
-        q_mask: (B, m) bool, True = valid token (None: all valid).
-        d: (B, n, h) document tokens, same dtype; d_mask: (B, n) bool (None: all valid).
-            Every query and document needs at least one valid token. Positions i, j are the indices in the
-            padded tensors (right padding keeps them the token positions).
+        d: (B, n, h) document tokens, same dtype. Positions i, j are the indices in the padded tensors (right
+            padding keeps them the token positions).
+        q_mask, d_mask: keywords, (B, m) / (B, n) bool (or 0/1), True = valid token; None: all valid. (Positional
+            before 0.1.0, like maxsim's: soft_align(q, q_mask, d, d_mask) raises a TypeError naming this form.)
         lam: positional penalty per unit of |i - j| (the paper code's default 0.1): a finite float or a
             0-d tensor; with requires_grad it receives its gradient (F2 can learn it).
         tau: softmax temperature (default 0.1), finite and >= 1e-4 like every temperature of spherekit.ops;
-            float or 0-d tensor, learnable likewise.
-        normalize: L2-normalise the tokens first (Norm(x) = x / max(||x||, 1e-6), gradient included).
+            float or 0-d tensor, learnable likewise (a tensor's value is checked on the device: NaN scores for a
+            bad one, unless spherekit.checks("full"), which raises).
+        normalize: L2-normalise the tokens first (Norm(x) = x / max(||x||, 1e-6), gradient included; default True:
+            F2 is defined on the cosine map, and unlike maxsim it has no ecosystem default to follow).
         backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend). "triton" under the Triton
             interpreter (TRITON_INTERPRET=1, CPU tensors) refuses bfloat16: its bf16 arithmetic is wrong.
 
-    Returns (B,) fp32 (fp64 for fp64 tokens). Gradients flow to q, d, lam and tau.
+    Returns (B,) fp32 (fp64 for fp64 tokens), also under torch.autocast (which casts float32 / float16 / bfloat16
+    tokens to its dtype first). Gradients flow to q, d, lam and tau. Without spherekit.checks("full") (which raises
+    instead): a query without valid tokens scores 0, a query token whose document has no valid token contributes 0
+    (and no gradient), and a NaN in a valid token gives a NaN score.
     """
+    T.reject_positional_masks("soft_align", positional_masks, d)
+    q, d = T.autocast_tokens(q, d)
     q_mask, d_mask = C.check_pair(q, q_mask, d, d_mask)
     C.check_flag("normalize", normalize)
     dt = T.score_dtype(q)

@@ -31,22 +31,42 @@ def _prep(x: Tensor, normalize: bool, compute_dtype: torch.dtype) -> Tensor:
 
 
 def _masked_row_mean(rows: Tensor, q_mask: Tensor) -> Tensor:
-    """mean over valid query tokens of rows (..., m); q_mask broadcasts against rows."""
+    """mean over valid query tokens of rows (..., m); q_mask broadcasts against rows. A row without valid tokens
+    gives 0 (the ops' convention for an all-padding query)."""
     q_mask = q_mask.expand_as(rows)
     total = torch.where(q_mask, rows, torch.zeros_like(rows)).sum(-1)
-    return total / q_mask.sum(-1).to(rows.dtype)
+    count = q_mask.sum(-1).to(rows.dtype)
+    return torch.where(count > 0, total / count.clamp_min(1), torch.zeros_like(total))
+
+
+def _masked_row_reduce(rows: Tensor, q_mask: Tensor, reduction: str) -> Tensor:
+    """reduction "mean" (_masked_row_mean) or "sum" over the valid query tokens of rows (..., m)."""
+    if reduction == "mean":
+        return _masked_row_mean(rows, q_mask)
+    if reduction != "sum":
+        raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
+    return torch.where(q_mask.expand_as(rows), rows, torch.zeros_like(rows)).sum(-1)
+
+
+def _best_valid(sims: Tensor, d_valid: Tensor) -> Tensor:
+    """max over the last axis of sims where d_valid (broadcasting against sims); 0 where no entry is valid (the max
+    over an empty set, the ops' convention for an all-padding document). torch.max propagates NaN."""
+    best = sims.masked_fill(~d_valid, NEG_INF).max(dim=-1).values
+    return torch.where(d_valid.any(-1).expand_as(best), best, torch.zeros_like(best))
 
 
 def maxsim(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, pairwise: bool = False,
-           normalize: bool = True, compute_dtype: torch.dtype = torch.float32) -> Tensor:
-    r"""F1 (MaxSim / late interaction, "Compositional Sensitivity" eq. 6):
+           normalize: bool = True, reduction: str = "mean", compute_dtype: torch.dtype = torch.float32) -> Tensor:
+    r"""MaxSim / late interaction (F1 of "Compositional Sensitivity" eq. 6 with the defaults here; ColBERT / PyLate's
+    score with normalize=False, reduction="sum", the defaults of spherekit.ops.maxsim):
 
-        score(q, d) = (1/|Q|) sum_{i in Q} max_{j in D} M_ij
+        score(q, d) = c sum_{i in Q} max_{j in D} M_ij,     c = 1/|Q| ("mean") or 1 ("sum")
 
     Layouts: q (Bq, m, h) with d (Bd, n, h) -> (Bq, Bd) all pairs; pairwise=True (Bq == Bd) -> (B,);
     d (Bq, K, n, h), d_mask (Bq, K, n) -> (Bq, K), each query against its own K candidates.
+    A query without valid tokens scores 0; a document without valid tokens contributes 0 per query token.
 
-    Gradient: d score / d M_ij = [i in Q] [j = argmax_{j' in D} M_ij'] / |Q|, then through M = qn dn^T
+    Gradient: d score / d M_ij = c [i in Q] [j = argmax_{j' in D} M_ij'], then through M = qn dn^T
     (and Norm). Autograd computes it here (torch.max sends the gradient to one maximal index).
     """
     qn, dn = _prep(q, normalize, compute_dtype), _prep(d, normalize, compute_dtype)
@@ -59,8 +79,7 @@ def maxsim(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, pairwise: bo
     else:  # (Bq, Bd, m, n)
         sims = torch.einsum("aih,bjh->abij", qn, dn)
         dm, qm = d_mask[None, :, None, :], q_mask[:, None, :]
-    best = sims.masked_fill(~dm, NEG_INF).max(dim=-1).values
-    return _masked_row_mean(best, qm)
+    return _masked_row_reduce(_best_valid(sims, dm), qm, reduction)
 
 
 def soft_align(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, lam: float | Tensor = 0.1,
@@ -71,8 +90,8 @@ def soft_align(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, lam: flo
 
         z_ij  = (M_ij - lam |i - j|) / tau                      for j in D
         A_ij  = softmax_{j in D} z_ij                            (row-stochastic over valid j)
-        s_i   = sum_{j in D} A_ij M_ij
-        score = (1/|Q|) sum_{i in Q} s_i
+        s_i   = sum_{j in D} A_ij M_ij          (0 when D is empty)
+        score = (1/|Q|) sum_{i in Q} s_i        (0 when Q is empty)
 
     Gradient (per valid i, before the 1/|Q| mean):
         d s_i / d M_ij = A_ij (1 + (M_ij - s_i) / tau)
@@ -87,7 +106,9 @@ def soft_align(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, lam: flo
     lam = lam.to(compute_dtype) if isinstance(lam, Tensor) else lam
     tau = tau.to(compute_dtype) if isinstance(tau, Tensor) else tau
     z = (sims - lam * pos.to(compute_dtype)) / tau
-    attn = torch.softmax(z.masked_fill(~d_mask[:, None, :], NEG_INF), dim=-1)
+    empty = ~d_mask.any(-1)[:, None, None]  # a document without valid tokens: A = 0 (s_i = 0, no gradient)
+    z = z.masked_fill(~d_mask[:, None, :], NEG_INF).masked_fill(empty, 0.0)
+    attn = torch.softmax(z, dim=-1).masked_fill(empty, 0.0)
     rows = (attn * sims).sum(-1)
     return _masked_row_mean(rows, q_mask)
 
@@ -172,7 +193,7 @@ def global_avg_sim(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, norm
                    compute_dtype: torch.dtype = torch.float32) -> Tensor:
     r"""F0 (global average, "Compositional Sensitivity" eq. 5), paired -> (B,):
 
-        score = (1/(|Q| |D|)) sum_{i in Q} sum_{j in D} M_ij
+        score = (1/(|Q| |D|)) sum_{i in Q} sum_{j in D} M_ij      (0 when Q or D is empty)
 
     This oracle materialises M; the op uses the identity score = <sum_Q qn_i, sum_D dn_j> / (|Q| |D|).
     """
@@ -180,18 +201,22 @@ def global_avg_sim(q: Tensor, q_mask: Tensor, d: Tensor, d_mask: Tensor, *, norm
     sims = torch.einsum("bih,bjh->bij", qn, dn)
     valid = q_mask[:, :, None] & d_mask[:, None, :]
     total = torch.where(valid, sims, torch.zeros_like(sims)).sum((-1, -2))
-    return total / valid.sum((-1, -2)).to(sims.dtype)
+    count = valid.sum((-1, -2)).to(sims.dtype)
+    return torch.where(count > 0, total / count.clamp_min(1), torch.zeros_like(total))
 
 
 def maxsim_ragged(q: Tensor, q_mask: Tensor | None, docs: Tensor, offsets: Tensor, *, normalize: bool = True,
-                  compute_dtype: torch.dtype = torch.float32) -> Tensor:
-    r"""F1 of one query q (m, h) against N documents packed without padding: document k is
+                  reduction: str = "mean", compute_dtype: torch.dtype = torch.float32) -> Tensor:
+    r"""MaxSim of one query q (m, h) against N documents packed without padding: document k is
     docs[offsets[k]:offsets[k+1]] (T, h) in total; -> (N,):
 
-        score_k = (1/|Q|) sum_{i in Q} max_{offsets[k] <= t < offsets[k+1]} <qn_i, dn_t>
+        score_k = c sum_{i in Q} max_{offsets[k] <= t < offsets[k+1]} <qn_i, dn_t>,   c = 1/|Q| or 1 (as maxsim)
+
+    An empty document (offsets[k] == offsets[k+1]) scores 0, like an all-padding document of maxsim.
     """
     qn, dn = _prep(q, normalize, compute_dtype), _prep(docs, normalize, compute_dtype)
     q_mask = torch.ones(q.shape[0], dtype=torch.bool, device=q.device) if q_mask is None else q_mask
     bounds = offsets.tolist()
-    scores = [(qn @ dn[a:b].T).max(dim=-1).values for a, b in zip(bounds[:-1], bounds[1:])]
-    return _masked_row_mean(torch.stack(scores), q_mask[None, :])
+    scores = [(qn @ dn[a:b].T).max(dim=-1).values if b > a else qn.new_zeros(q.shape[0])
+              for a, b in zip(bounds[:-1], bounds[1:])]
+    return _masked_row_reduce(torch.stack(scores), q_mask[None, :], reduction)

@@ -68,8 +68,8 @@ def rerank(verifier: Verifier, q_tokens: Tensor, q_mask: Tensor | None, position
         out = []
         for i in range(positions.shape[0]):  # maxsim_ragged scores one query against packed documents
             docs, offsets = store.packed(positions[i])
-            out.append(ops.maxsim_ragged(q_tokens[i], q_mask[i], docs.to(q_tokens.device),
-                                         offsets.to(q_tokens.device), reduction=verifier.reduction,
+            out.append(ops.maxsim_ragged(q_tokens[i], docs.to(q_tokens.device), offsets.to(q_tokens.device),
+                                         q_mask=q_mask[i], normalize=True, reduction=verifier.reduction,
                                          backend=verifier.backend))
         return torch.stack(out).float()
     k = positions.shape[1]
