@@ -12,7 +12,6 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .. import _backend
 from ..reference import sim_map as ref
 from . import checks as C
 from . import tokens as T
@@ -20,6 +19,7 @@ from . import tokens as T
 SUPPORTED = ("cpu", "reference")
 
 
+@T.autocast_tokens
 def global_avg_sim(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = None,
                    d_mask: Tensor | None = None, normalize: bool = True, backend: str = "auto") -> Tensor:
     r"""F0 of "Compositional Sensitivity", paired (query b with document b): the mean of M_ij = <qn_i, dn_j> over
@@ -39,11 +39,10 @@ def global_avg_sim(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | Non
     NaN.
     """
     T.reject_positional_masks("global_avg_sim", positional_masks, d)
-    q, d = T.autocast_tokens(q, d)
     q_mask, d_mask = C.check_pair(q, q_mask, d, d_mask)
     C.check_flag("normalize", normalize)
     dt = T.score_dtype(q)
-    chosen = _backend.resolve("global_avg_sim", backend, q.device, SUPPORTED)
+    chosen = T.resolve_backend("global_avg_sim", backend, q.device, SUPPORTED)
     if chosen == "reference":
         return ref.global_avg_sim(q, q_mask, d, d_mask, normalize=normalize, compute_dtype=dt)
     if normalize:

@@ -6,7 +6,8 @@ argmax indices and the backward gathers / scatters through them. The math is in 
 The public function validates host metadata only (the value scans run in spherekit.checks("full")), casts the
 tokens under autocast, normalises them when asked (autograd through spherekit's Norm), brings the three candidate
 layouts to one (d4, d_mask4, shared) layout, then calls two torch.library custom ops (spherekit::maxsim_fwd /
-spherekit::maxsim_bwd) so torch.compile, torch.func and fake tensors trace through them. Without a gradient (no_grad,
+spherekit::maxsim_bwd), through an autograd.Function with setup_context when a gradient is needed, so torch.compile,
+torch.func and fake tensors trace through them. Without a gradient (no_grad,
 inference_mode, or inputs that do not require one) and outside torch.compile, it calls the backend directly (no
 custom-op dispatch, no argmax computed); absent masks reach the kernels as None (nothing allocated or read).
 """
@@ -70,6 +71,7 @@ def _(grad, q, q_mask, d4, d_mask4, argmax, shared, mean, need_dq, need_dd, back
 def _setup_context(ctx, inputs, output):
     q, q_mask, d4, d_mask4, shared, mean, store_argmax, backend = inputs
     ctx.save_for_backward(q, q_mask, d4, d_mask4, output[1])
+    ctx.mark_non_differentiable(output[1])
     ctx.options = (shared, mean, store_argmax, backend)
 
 
@@ -80,12 +82,14 @@ def _backward(ctx, grad, _grad_argmax):
         raise RuntimeError("maxsim: the forward ran without a gradient (no argmax stored), so it cannot be "
                            "differentiated; call it with inputs that require grad, outside no_grad")
     need_dq, need_dd = ctx.needs_input_grad[0], ctx.needs_input_grad[2]
-    gq, gd = torch.ops.spherekit.maxsim_bwd(grad.contiguous(), q, q_mask, d4, d_mask4, argmax, shared, mean,
-                                            need_dq, need_dd, backend)
+    with torch.no_grad():  # a first-order backward (the custom op has no autograd of its own)
+        gq, gd = torch.ops.spherekit.maxsim_bwd(grad.contiguous(), q, q_mask, d4, d_mask4, argmax, shared, mean,
+                                                need_dq, need_dd, backend)
     return gq if need_dq else None, None, gd if need_dd else None, None, None, None, None, None
 
 
 torch.library.register_autograd("spherekit::maxsim_fwd", _backward, setup_context=_setup_context)
+_MaxSim = T.differentiable(torch.ops.spherekit.maxsim_fwd, _setup_context, _backward, "_MaxSim")
 
 
 def _validate(q, d, q_mask, d_mask, pairwise):
@@ -124,6 +128,7 @@ def _contiguous(x: Tensor | None) -> Tensor | None:
     return None if x is None else x.contiguous()
 
 
+@T.autocast_tokens
 def maxsim(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = None, d_mask: Tensor | None = None,
            pairwise: bool = False, normalize: bool = False, reduction: str = "sum", backend: str = "auto") -> Tensor:
     r"""MaxSim (late interaction): for a query q and a document d, with Q, D their valid (mask True) tokens,
@@ -161,11 +166,10 @@ def maxsim(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = None
     (or an Inf that makes a similarity NaN) in a valid token gives a NaN score, never a finite wrong one.
     """
     T.reject_positional_masks("maxsim", positional_masks, d)
-    q, d = T.autocast_tokens(q, d)
     q_mask, d_mask = _validate(q, d, q_mask, d_mask, pairwise)
     C.check_flag("normalize", normalize)
     C.check_choice("reduction", reduction, REDUCTIONS)
-    chosen = _backend.resolve("maxsim", backend, q.device, SUPPORTED)
+    chosen = T.resolve_backend("maxsim", backend, q.device, SUPPORTED)
     C.check_triton_dtype(chosen, q=q)
     mean = reduction == "mean"
     if chosen == "reference":
@@ -178,7 +182,7 @@ def maxsim(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = None
     d4, d_mask4, shared = to_layout(d, d_mask, pairwise)
     args = (q.contiguous(), _contiguous(q_mask), d4.contiguous(), _contiguous(d_mask4))
     if T.needs_grad(q, d):
-        scores = torch.ops.spherekit.maxsim_fwd(*args, shared, mean, True, chosen)[0]
+        scores = _MaxSim.apply(*args, shared, mean, True, chosen)[0]
     elif T.direct_call(q, d):  # inference: no custom-op dispatch, no argmax
         scores = _impl(chosen).maxsim_fwd(*args, shared=shared, mean=mean, store_argmax=False)[0]
         scores = scores.to(T.score_dtype(q))

@@ -90,6 +90,7 @@ def _has_kernel() -> bool:
     return hasattr(_backend.cuda_extension(), "maxsim_ragged")
 
 
+@torch.compiler.assume_constant_result  # see tokens.resolve_backend
 def _resolve(backend: str, device: torch.device) -> str:
     """auto: cuda when spherekit._cuda has the kernel (CUDA tensors), else cpu."""
     if _backend.requested(backend) == "auto":
@@ -133,6 +134,7 @@ def _validate(q, docs, offsets, q_mask):
     return q_mask
 
 
+@T.autocast_tokens
 def maxsim_ragged(q: Tensor, docs: Tensor, offsets: Tensor, *positional_mask, q_mask: Tensor | None = None,
                   normalize: bool = False, reduction: str = "sum", backend: str = "auto") -> Tensor:
     r"""MaxSim of one query against N documents packed without padding (reranking; no autograd), as
@@ -163,7 +165,6 @@ def maxsim_ragged(q: Tensor, docs: Tensor, offsets: Tensor, *positional_mask, q_
         raise TypeError("maxsim_ragged takes the query mask as a keyword: maxsim_ragged(q, docs, offsets, "
                         "q_mask=q_mask); the positional form maxsim_ragged(q, q_mask, docs, offsets) was removed in "
                         "spherekit 0.1.0")
-    q, docs = T.autocast_tokens(q, docs)
     q_mask = _validate(q, docs, offsets, q_mask)
     C.check_flag("normalize", normalize)
     C.check_choice("reduction", reduction, REDUCTIONS)

@@ -4,8 +4,9 @@ consume, optionally with the row-max / column-max channels of the paper's code a
 written in one pass (no (B, m, n) intermediate beyond a chunk on cpu). The math is in
 spherekit.reference.sim_map.sim_map.
 
-The public function validates, normalises the tokens (autograd through spherekit's Norm), then calls
-two torch.library custom ops (spherekit::sim_map_fwd / spherekit::sim_map_bwd); the backward recomputes
+The public function validates, normalises the tokens (autograd through the token ops' Norm), then calls
+two torch.library custom ops (spherekit::sim_map_fwd / spherekit::sim_map_bwd; an autograd.Function with
+setup_context around them when a gradient is needed, for torch.func); the backward recomputes
 M from the tokens, so only the inputs are saved (plus, on triton, the row/column maxima and their argmax
 when those channels are asked for: (B, m) and (B, n) each).
 """
@@ -91,6 +92,7 @@ def _(grad_out, q, q_mask, d, d_mask, rowmax, rowarg, colmax, colarg, patch, cha
 def _setup_context(ctx, inputs, output):
     q, q_mask, d, d_mask, patch, channels, clip, out_dtype, all_pairs, backend = inputs
     ctx.save_for_backward(q, q_mask, d, d_mask, *output[1:])
+    ctx.mark_non_differentiable(*output[1:])
     ctx.options = (patch, channels, clip)
     ctx.all_pairs = all_pairs
     ctx.backend = backend
@@ -99,12 +101,14 @@ def _setup_context(ctx, inputs, output):
 def _backward(ctx, grad_out, *_grad_stats):
     q, q_mask, d, d_mask, *stats = ctx.saved_tensors
     need_dq, need_dd = ctx.needs_input_grad[0], ctx.needs_input_grad[2]
-    gq, gd = torch.ops.spherekit.sim_map_bwd(grad_out.contiguous(), q, q_mask, d, d_mask, *stats, *ctx.options,
-                                             need_dq, need_dd, ctx.all_pairs, ctx.backend)
+    with torch.no_grad():  # a first-order backward (the custom op has no autograd of its own)
+        gq, gd = torch.ops.spherekit.sim_map_bwd(grad_out.contiguous(), q, q_mask, d, d_mask, *stats, *ctx.options,
+                                                 need_dq, need_dd, ctx.all_pairs, ctx.backend)
     return (gq if need_dq else None, None, gd if need_dd else None) + (None,) * 7
 
 
 torch.library.register_autograd("spherekit::sim_map_fwd", _backward, setup_context=_setup_context)
+_SimMap = T.differentiable(torch.ops.spherekit.sim_map_fwd, _setup_context, _backward, "_SimMap")
 
 
 def _check_options(patch, channels, clip, out_dtype) -> tuple[str, ...]:
@@ -128,6 +132,7 @@ def _check_options(patch, channels, clip, out_dtype) -> tuple[str, ...]:
     return tuple(channels)
 
 
+@T.autocast_tokens
 def sim_map(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = None, d_mask: Tensor | None = None,
             patch: int | None = None, channels: tuple[str, ...] = ("sim",), clip: bool = True, normalize: bool = True,
             all_pairs: bool = False, out_dtype: torch.dtype | None = None, backend: str = "auto") -> Tensor:
@@ -172,13 +177,12 @@ def sim_map(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = Non
     of zeros, and a NaN in a valid token gives NaN entries (the clamp and the maxima propagate it).
     """
     T.reject_positional_masks("sim_map", positional_masks, d)
-    q, d = T.autocast_tokens(q, d)
     C.check_flag("all_pairs", all_pairs)
     q_mask, d_mask = C.check_pair(q, q_mask, d, d_mask, same_batch=not all_pairs)
     names = _check_options(patch, channels, clip, out_dtype)
     C.check_flag("normalize", normalize)
     out_dtype = q.dtype if out_dtype is None else out_dtype
-    chosen = _backend.resolve("sim_map", backend, q.device, SUPPORTED)
+    chosen = T.resolve_backend("sim_map", backend, q.device, SUPPORTED)
     C.check_triton_dtype(chosen, q=q)
     if chosen == "reference":
         out = ref.sim_map(q, q_mask, d, d_mask, patch=patch, channels=names, clip=clip, normalize=normalize,
@@ -188,9 +192,9 @@ def sim_map(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = Non
             C.refuse_float64(chosen, "q", "tokens")
         if normalize:
             q, d = T.normalize_tokens(q), T.normalize_tokens(d)
-        out = torch.ops.spherekit.sim_map_fwd(q.contiguous(), q_mask.contiguous(), d.contiguous(),
-                                              d_mask.contiguous(), patch or 0, ",".join(names), clip, out_dtype,
-                                              all_pairs, chosen)[0]
+        args = (q.contiguous(), q_mask.contiguous(), d.contiguous(), d_mask.contiguous(), patch or 0, ",".join(names),
+                clip, out_dtype, all_pairs, chosen)
+        out = (_SimMap.apply if T.needs_grad(q, d) else torch.ops.spherekit.sim_map_fwd)(*args)[0]
     return out.squeeze(-1) if patch is None and len(names) == 1 else out
 
 

@@ -2,8 +2,9 @@
 Retrieval Generalization" (arXiv:2604.16351) eqs. 7 and 10), paired, with learnable lam and tau. The math is in
 spherekit.reference.sim_map.soft_align.
 
-The public function validates, normalises the tokens (autograd through spherekit's Norm), then calls two
-torch.library custom ops (spherekit::soft_align_fwd / spherekit::soft_align_bwd); the forward keeps only
+The public function validates, normalises the tokens (autograd through the token ops' Norm), then calls two
+torch.library custom ops (spherekit::soft_align_fwd / spherekit::soft_align_bwd; an autograd.Function with
+setup_context around them when a gradient is needed, for torch.func); the forward keeps only
 per-token statistics (lse_i, s_i), the backward recomputes M chunk by chunk (cpu) or tile by tile (triton).
 """
 
@@ -64,21 +65,25 @@ def _setup_context(ctx, inputs, output):
     q, q_mask, d, d_mask, lam, tau, backend = inputs
     _, lse, rows = output
     ctx.save_for_backward(q, q_mask, d, d_mask, lam, tau, lse, rows)
+    ctx.mark_non_differentiable(lse, rows)
     ctx.backend = backend
 
 
 def _backward(ctx, grad, _grad_lse, _grad_rows):
     q, q_mask, d, d_mask, lam, tau, lse, rows = ctx.saved_tensors
     need = ctx.needs_input_grad
-    gq, gd, glam, gtau = torch.ops.spherekit.soft_align_bwd(grad.contiguous(), q, q_mask, d, d_mask, lam, tau, lse,
-                                                            rows, need[0], need[2], ctx.backend)
+    with torch.no_grad():  # a first-order backward (the custom op has no autograd of its own)
+        gq, gd, glam, gtau = torch.ops.spherekit.soft_align_bwd(grad.contiguous(), q, q_mask, d, d_mask, lam, tau,
+                                                                lse, rows, need[0], need[2], ctx.backend)
     return (gq if need[0] else None, None, gd if need[2] else None, None, glam if need[4] else None,
             gtau if need[5] else None, None)
 
 
 torch.library.register_autograd("spherekit::soft_align_fwd", _backward, setup_context=_setup_context)
+_SoftAlign = T.differentiable(torch.ops.spherekit.soft_align_fwd, _setup_context, _backward, "_SoftAlign")
 
 
+@T.autocast_tokens
 def soft_align(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = None, d_mask: Tensor | None = None,
                lam: float | Tensor = 0.1, tau: float | Tensor = 0.1, normalize: bool = True, backend: str = "auto"
                ) -> Tensor:
@@ -109,13 +114,12 @@ def soft_align(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = 
     (and no gradient), and a NaN in a valid token gives a NaN score.
     """
     T.reject_positional_masks("soft_align", positional_masks, d)
-    q, d = T.autocast_tokens(q, d)
     q_mask, d_mask = C.check_pair(q, q_mask, d, d_mask)
     C.check_flag("normalize", normalize)
     dt = T.score_dtype(q)
     lam_t = C.as_scalar("lam", lam, q.device, dt, temperature=False)
     tau_t = C.as_scalar("tau", tau, q.device, dt, temperature=True)
-    chosen = _backend.resolve("soft_align", backend, q.device, SUPPORTED)
+    chosen = T.resolve_backend("soft_align", backend, q.device, SUPPORTED)
     C.check_triton_dtype(chosen, q=q)
     if chosen == "reference":
         return ref.soft_align(q, q_mask, d, d_mask, lam=lam_t, tau=tau_t, normalize=normalize, compute_dtype=dt)
@@ -123,6 +127,7 @@ def soft_align(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = 
         C.refuse_float64(chosen, "q", "tokens")
     if normalize:
         q, d = T.normalize_tokens(q), T.normalize_tokens(d)
-    score, _, _ = torch.ops.spherekit.soft_align_fwd(q.contiguous(), q_mask.contiguous(), d.contiguous(),
-                                                     d_mask.contiguous(), lam_t, tau_t, chosen)
-    return score
+    args = (q.contiguous(), q_mask.contiguous(), d.contiguous(), d_mask.contiguous(), lam_t, tau_t, chosen)
+    if T.needs_grad(q, d, lam_t, tau_t):
+        return _SoftAlign.apply(*args)[0]
+    return torch.ops.spherekit.soft_align_fwd(*args)[0]

@@ -3,23 +3,25 @@ maxsim_ragged) and the spherekit.nn verifiers: the one Norm they apply, the dtyp
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .. import _backend
 from . import checks as C
 
 NORM_EPS = 1e-6
 
 
 def normalize_tokens(x: Tensor) -> Tensor:
-    """Norm(x) = x / max(||x||_2, 1e-6) over the last dim, with autograd; the ONE place the token ops
-    normalise: spherekit.ops.l2_normalize (fused, fp32 statistics), F.normalize for float64 tokens."""
-    if x.dtype == torch.float64:
+    """Norm(x) = x / max(||x||_2, 1e-6) over the last dim, with autograd; the ONE place the token ops normalise:
+    F.normalize with fp32 statistics (fp64 for fp64 tokens), cast back to x's dtype. Plain torch, so torch.func,
+    torch.compile (which fuses it), autocast and fake tensors all see through it."""
+    if x.dtype in (torch.float32, torch.float64):
         return F.normalize(x, dim=-1, eps=NORM_EPS)
-    from .ngpt import l2_normalize
-
-    return l2_normalize(x, dim=-1, eps=NORM_EPS)
+    return F.normalize(x.float(), dim=-1, eps=NORM_EPS).to(x.dtype)
 
 
 def score_dtype(x: Tensor) -> torch.dtype:
@@ -48,15 +50,22 @@ def all_valid(mask: Tensor | None, x: Tensor) -> Tensor:
     return torch.ones(x.shape[:-1], dtype=torch.bool, device=x.device) if mask is None else mask
 
 
-def autocast_tokens(*xs):
-    """Under torch.autocast for the tokens' device, float32 / float16 / bfloat16 tokens cast to autocast's dtype, as
-    autocast casts the inputs of a matmul (float64 and anything else unchanged); outside it, xs as given."""
-    first = xs[0]
-    if not isinstance(first, Tensor) or first.device.type not in ("cpu", "cuda") \
-            or not torch.is_autocast_enabled(first.device.type):
-        return xs
-    dtype = torch.get_autocast_dtype(first.device.type)
-    return tuple(x.to(dtype) if isinstance(x, Tensor) and x.dtype in C.KERNEL_DTYPES else x for x in xs)
+def autocast_tokens(fn):
+    """Decorator of the token ops' public functions fn(q, d, ...): under torch.autocast for q's device, float32 /
+    float16 / bfloat16 q and d are cast to autocast's dtype (as autocast casts a matmul's inputs; float64 and anything
+    else unchanged) and fn runs with autocast off, so that its own matmuls keep their fp32 (fp64) math and the output
+    dtypes are the documented ones (fp32 scores); outside autocast fn runs as called."""
+    @functools.wraps(fn)
+    def wrapper(q, d, *args, **kwargs):
+        if not isinstance(q, Tensor) or q.device.type not in ("cpu", "cuda") \
+                or not torch.is_autocast_enabled(q.device.type):
+            return fn(q, d, *args, **kwargs)
+        dtype = torch.get_autocast_dtype(q.device.type)
+        q, d = (x.to(dtype) if isinstance(x, Tensor) and x.dtype in C.KERNEL_DTYPES else x for x in (q, d))
+        with torch.autocast(q.device.type, enabled=False):
+            return fn(q, d, *args, **kwargs)
+
+    return wrapper
 
 
 def needs_grad(*xs: Tensor) -> bool:
@@ -79,3 +88,26 @@ def reject_positional_masks(op: str, positional: tuple, d) -> None:
     if positional or d is None or (isinstance(d, Tensor) and d.dtype == torch.bool):
         raise TypeError(f"{op} takes the masks as keywords: {op}(q, d, q_mask=q_mask, d_mask=d_mask); the "
                         f"positional form {op}(q, q_mask, d, d_mask) was removed in spherekit 0.1.0")
+
+
+@torch.compiler.assume_constant_result
+def resolve_backend(op: str, backend: str, device: torch.device, supported: tuple[str, ...]) -> str:
+    """spherekit._backend.resolve, a constant for torch.compile: the choice (which imports Triton on first use, an
+    import Dynamo cannot trace) runs once at trace time and the compiled graph keeps it (a later SPHEREKIT_BACKEND
+    change needs torch._dynamo.reset())."""
+    return _backend.resolve(op, backend, device, supported)
+
+
+def differentiable(op, setup_context, backward, name: str) -> type[torch.autograd.Function]:
+    """A torch.autograd.Function that runs the custom op `op` forward, with (setup_context, backward) as its autograd:
+    the formula also registered for the custom op with torch.library.register_autograd (for callers of the op
+    itself), in the form torch.func's transforms need (torch.library's own autograd wrapper has no setup_context, so
+    torch.func.grad refuses it). The public functions call this Function when a gradient is needed; torch.compile
+    traces it, and the custom ops inside stay opaque, with their register_fake. The backward custom ops are called
+    under no_grad: first-order only."""
+    def forward(*inputs):
+        return op(*inputs)
+
+    body = dict(forward=staticmethod(forward), setup_context=staticmethod(setup_context),
+                backward=staticmethod(backward), __doc__=f"The differentiable {name} (see {__name__}.differentiable).")
+    return type(name, (torch.autograd.Function,), body)
