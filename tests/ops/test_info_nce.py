@@ -225,3 +225,14 @@ def test_fp16_backward_keeps_tiny_gradients_out_of_the_subnormal_range():
     for got, want in ((dq, q_o.grad), (dc, c_o.grad)):
         rel = (got.double() - want).abs().max() / want.abs().max()
         assert rel < 2e-3, f"relative error {rel:.2e}"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_hard_negatives_in_no_term_get_a_zero_gradient(backend):
+    """bce_weight=0 in "bce" mode: the hard negatives take part in no term; their gradient is 0 (not an error)."""
+    case = _case(9, 11, 16, 2, seed=2)
+    q, c, h = (case[k].float().requires_grad_() for k in ("queries", "candidates", "hard_negatives"))
+    loss = info_nce(q, c, None, h, hard_negative_mode="bce", bce_weight=0.0, backend=backend)
+    loss.backward()
+    assert torch.equal(h.grad, torch.zeros_like(h))
+    torch.testing.assert_close(loss, info_nce(q, c, backend=backend))

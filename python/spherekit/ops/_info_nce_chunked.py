@@ -116,7 +116,9 @@ def info_nce_fwd_bwd(q: Tensor, c: Tensor, targets: Tensor, h: Tensor | None, ta
                 dq[sl].add_(torch.bmm(gh.to(compute_dtype)[:, None, :], h_[sl]).squeeze(1))
         if need_dc:
             _accumulate(dc, S, q_rows)
-        if need_dh:
+        if need_dh and gh is None:  # hard negatives in no term (bce_weight 0 in "bce" mode): no gradient
+            dh[sl].zero_()
+        elif need_dh:
             torch.mul(gh.to(compute_dtype)[:, :, None], q_rows[:, None, :], out=dh[sl])
     dtau = -(a / tau) * stat if need_dtau else None
     return loss * w, dq, dc, dh, dtau, a
