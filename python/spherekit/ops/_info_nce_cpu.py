@@ -247,7 +247,8 @@ def info_nce_rows(S: Tensor, targets: Tensor, ql: Tensor | None, cl: Tensor | No
                   tau: Tensor, y: Tensor | None, *, hn_softmax: bool, bce_weight: float, bce_scale: float,
                   bce_bias: float, need_stat: bool) -> tuple[Tensor, Tensor | None, Tensor | None]:
     """The row kernel of the chunked orchestrator (spherekit.ops._info_nce_chunked), in torch: fp32 (or fp64) math
-    in place over S, about six passes over it (one more, and a copy of S, for the temperature's statistic).
+    in place over S, five passes over it (1/tau, max, shift, exp and sum, scale; the label mask and bias add one
+    each, the temperature's statistic one more and a copy of S).
 
     S (R, N): the dots x_ij of R query rows with every candidate, overwritten with
         G'_ij = valid_i (p_ij - [j = t_i] + [j = t_i] beta'_i),
@@ -291,7 +292,8 @@ def info_nce_rows(S: Tensor, targets: Tensor, ql: Tensor | None, cl: Tensor | No
         beta = -torch.sigmoid(-z_pos) * coef
         gh_bce = torch.sigmoid(z_neg) * coef
         gh = gh_bce if gh is None else gh + gh_bce
-    S.mul_((torch.exp(m - lse) * valid)[:, None])  # p_ij on valid rows, 0 on ignored ones
+    row_scale = (torch.exp(m - lse) * valid).masked_fill_(bad, nan)  # p_ij on valid rows, 0 ignored, NaN bad
+    S.mul_(row_scale[:, None])
     stat = None
     if need_stat:
         stat = torch.bmm(S[:, None, :], x[:, :, None]).view(R) - x_t
@@ -300,7 +302,6 @@ def info_nce_rows(S: Tensor, targets: Tensor, ql: Tensor | None, cl: Tensor | No
         stat = stat * valid
     at_target = -1.0 if beta is None else beta - 1.0
     S.scatter_add_(1, t, (at_target * valid)[:, None].to(S.dtype))
-    S.masked_fill_(bad[:, None], nan)
     loss = torch.where(valid, loss, torch.zeros_like(loss)).masked_fill(bad, nan)
     if gh is not None:
         gh = (gh * valid[:, None]).masked_fill(bad[:, None], nan)
