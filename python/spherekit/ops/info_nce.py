@@ -108,10 +108,11 @@ class _InfoNCEStreaming(torch.autograd.Function):
         q, c, t, h, tau, ql, cl, lb, lse = ctx.saved_tensors
         need = ctx.needs_input_grad
         need_dq, need_dc, need_dh, need_dtau = need[0], need[1], need[3] and h is not None, need[4]
-        dq, dc, dh, dtau = torch.ops.spherekit.info_nce_bwd(
-            grad_rows.contiguous(), q, c, t, h, tau, ql, cl, lb, lse, *ctx.options,
-            need_dq, need_dc, need_dh, need_dtau, ctx.backend,
-        )
+        with torch.no_grad():  # no double backward; and under torch.func no second autograd layer
+            dq, dc, dh, dtau = torch.ops.spherekit.info_nce_bwd(
+                grad_rows.contiguous(), q, c, t, h, tau, ql, cl, lb, lse, *ctx.options,
+                need_dq, need_dc, need_dh, need_dtau, ctx.backend,
+            )
         return (dq if need_dq else None, dc if need_dc else None, None, dh if need_dh else None,
                 dtau if need_dtau else None) + (None,) * 8
 
@@ -367,7 +368,7 @@ def info_nce(
     if not candidate_grad:
         candidates = candidates.detach()
     with _dispatch.autocast_off(device) as autocast_dtype:
-        if autocast_dtype is not None and chosen == "triton":  # the products run in the autocast dtype
+        if autocast_dtype is not None and chosen == "triton" and device.type == "cuda":  # products in it
             queries, candidates = queries.to(autocast_dtype), candidates.to(autocast_dtype)
             hard_negatives = None if hard_negatives is None else hard_negatives.to(autocast_dtype)
         if chosen == "reference":
