@@ -83,7 +83,7 @@ OPS = {
     "info_nce": (info_nce, reference.info_nce, _info_nce_case),
     "sincere": (sincere, reference.sincere, _sincere_case),
     "circular_cse": (circular_cse, reference.circular_cse, _circular_cse_case),
-    "maxsim": (maxsim, ref_sim_map.maxsim, lambda: (_tokens_case(4), {})),
+    "maxsim": (maxsim, ref_sim_map.maxsim, lambda: (_tokens_case(4), dict(normalize=False, reduction="sum"))),
     "soft_align": (soft_align, ref_sim_map.soft_align, lambda: (_tokens_case(3), dict(lam=0.1, tau=0.2))),
     "sim_map": (sim_map, ref_sim_map.sim_map, lambda: (_tokens_case(3), dict(channels=("sim", "rowmax", "colmax")))),
 }

@@ -42,7 +42,7 @@ def global_avg_sim(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | Non
     q_mask, d_mask = C.check_pair(q, q_mask, d, d_mask)
     C.check_flag("normalize", normalize)
     dt = T.score_dtype(q)
-    chosen = T.resolve_backend("global_avg_sim", backend, q.device, SUPPORTED)
+    chosen = T.resolve_backend("global_avg_sim", backend, q, SUPPORTED)
     if chosen == "reference":
         return ref.global_avg_sim(q, q_mask, d, d_mask, normalize=normalize, compute_dtype=dt)
     if normalize:

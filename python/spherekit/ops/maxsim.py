@@ -144,7 +144,8 @@ def maxsim(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = None
     is >= 0, e.g. for unit-norm tokens of a ColBERT model).
 
     Args:
-        q: (Bq, m, h) query tokens, float32 / float16 / bfloat16 (float64 on the cpu/reference backends).
+        q: (Bq, m, h) query tokens, float32 / float16 / bfloat16 (float64 on the cpu/reference backends: "auto"
+            picks cpu for it).
         d: documents, one of
             (Bd, n, h)      all pairs -> scores (Bq, Bd);  with pairwise=True (Bq == Bd) -> (B,)
             (Bq, K, n, h)   each query against its own K candidates -> (Bq, K)
@@ -169,14 +170,12 @@ def maxsim(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = None
     q_mask, d_mask = _validate(q, d, q_mask, d_mask, pairwise)
     C.check_flag("normalize", normalize)
     C.check_choice("reduction", reduction, REDUCTIONS)
-    chosen = T.resolve_backend("maxsim", backend, q.device, SUPPORTED)
+    chosen = T.resolve_backend("maxsim", backend, q, SUPPORTED)
     C.check_triton_dtype(chosen, q=q)
     mean = reduction == "mean"
     if chosen == "reference":
         return ref.maxsim(q, T.all_valid(q_mask, q), d, T.all_valid(d_mask, d), pairwise=pairwise,
                           normalize=normalize, reduction=reduction, compute_dtype=T.score_dtype(q))
-    if q.dtype == torch.float64:
-        C.refuse_float64(chosen, "q", "tokens")
     if normalize:
         q, d = T.normalize_tokens(q), T.normalize_tokens(d)
     d4, d_mask4, shared = to_layout(d, d_mask, pairwise)

@@ -90,14 +90,18 @@ def _has_kernel() -> bool:
     return hasattr(_backend.cuda_extension(), "maxsim_ragged")
 
 
-@torch.compiler.assume_constant_result  # see tokens.resolve_backend
-def _resolve(backend: str, device: torch.device) -> str:
-    """auto: cuda when spherekit._cuda has the kernel (CUDA tensors), else cpu."""
+@torch.compiler.assume_constant_result  # a constant of the graph under torch.compile, as spherekit._backend.resolve
+def _resolve(backend: str, device: torch.device, dtype: torch.dtype) -> str:
+    """auto: cuda when spherekit._cuda has the kernel (CUDA tensors, not float64), else cpu. An explicit cuda refuses
+    float64 tokens, naming q."""
     if _backend.requested(backend) == "auto":
-        return "cuda" if device.type == "cuda" and _backend.usable("cuda", device)[0] and _has_kernel() else "cpu"
+        usable = device.type == "cuda" and dtype != torch.float64 and _backend.usable("cuda", device)[0]
+        return "cuda" if usable and _has_kernel() else "cpu"
     chosen = _backend.resolve("maxsim_ragged", backend, device, SUPPORTED)
     if chosen == "cuda" and not _has_kernel():
         raise RuntimeError("maxsim_ragged: backend 'cuda' cannot run here: spherekit._cuda has no maxsim_ragged")
+    if dtype == torch.float64:
+        C.refuse_float64(chosen, "q", "tokens")
     return chosen
 
 
@@ -143,7 +147,8 @@ def maxsim_ragged(q: Tensor, docs: Tensor, offsets: Tensor, *positional_mask, q_
         score_k = c sum_{i in Q} max_{offsets[k] <= t < offsets[k+1]} <q_i, d_t>,   c = 1 ("sum") or 1/|Q| ("mean")
 
     Args:
-        q: (m, h) query tokens, float32 / float16 / bfloat16 (float64 on cpu/reference).
+        q: (m, h) query tokens, float32 / float16 / bfloat16 (float64 on cpu/reference: "auto"
+            picks cpu for it).
         docs: (T, h) the documents' tokens back to back, same dtype as q.
         offsets: (N + 1,) int64, offsets[0] = 0, offsets[N] = T, strictly increasing: document k is
             docs[offsets[k]:offsets[k + 1]].
@@ -168,14 +173,12 @@ def maxsim_ragged(q: Tensor, docs: Tensor, offsets: Tensor, *positional_mask, q_
     q_mask = _validate(q, docs, offsets, q_mask)
     C.check_flag("normalize", normalize)
     C.check_choice("reduction", reduction, REDUCTIONS)
-    chosen = _resolve(backend, q.device)
+    chosen = _resolve(backend, q.device, q.dtype)
     q, docs = q.detach(), docs.detach()
     if chosen == "reference":
         with torch.no_grad():
             return ref.maxsim_ragged(q, q_mask, docs, offsets, normalize=normalize, reduction=reduction,
                                      compute_dtype=T.score_dtype(q))
-    if q.dtype == torch.float64:
-        C.refuse_float64(chosen, "q", "tokens")
     args = (q.contiguous(), None if q_mask is None else q_mask.contiguous(), docs.contiguous(), offsets.contiguous(),
             normalize, reduction == "mean")
     if T.direct_call(q, docs, offsets):

@@ -145,7 +145,8 @@ def sim_map(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = Non
         every channel is 0 where token i or token j is padding.
 
     Args:
-        q: (B, m, h), d: (B, n, h) tokens, float32 / float16 / bfloat16 (float64 on the cpu/reference backends).
+        q: (B, m, h), d: (B, n, h) tokens, float32 / float16 / bfloat16 (float64 on the cpu/reference
+            backends: "auto" picks cpu for it).
         q_mask, d_mask: keywords, (B, m) / (B, n) bool (or 0/1), True = valid token; None: all valid. (Positional
             before 0.1.0: sim_map(q, q_mask, d, d_mask) raises a TypeError naming this form.)
         all_pairs: q (Bq, m, h) against every d (Bd, n, h): every result below gets (Bq, Bd) in place of B, pair
@@ -182,14 +183,12 @@ def sim_map(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = Non
     names = _check_options(patch, channels, clip, out_dtype)
     C.check_flag("normalize", normalize)
     out_dtype = q.dtype if out_dtype is None else out_dtype
-    chosen = T.resolve_backend("sim_map", backend, q.device, SUPPORTED)
+    chosen = T.resolve_backend("sim_map", backend, q, SUPPORTED)
     C.check_triton_dtype(chosen, q=q)
     if chosen == "reference":
         out = ref.sim_map(q, q_mask, d, d_mask, patch=patch, channels=names, clip=clip, normalize=normalize,
                           all_pairs=all_pairs, compute_dtype=T.score_dtype(q)).to(out_dtype)
     else:
-        if q.dtype == torch.float64:
-            C.refuse_float64(chosen, "q", "tokens")
         if normalize:
             q, d = T.normalize_tokens(q), T.normalize_tokens(d)
         args = (q.contiguous(), q_mask.contiguous(), d.contiguous(), d_mask.contiguous(), patch or 0, ",".join(names),

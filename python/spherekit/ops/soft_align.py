@@ -93,7 +93,8 @@ def soft_align(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = 
         score = (1/|Q|) sum_{i in Q} sum_{j in D} A_ij M_ij
 
     Args:
-        q: (B, m, h) query tokens, float32 / float16 / bfloat16 (float64 on the cpu/reference backends).
+        q: (B, m, h) query tokens, float32 / float16 / bfloat16 (float64 on the cpu/reference backends: "auto"
+            picks cpu for it).
         d: (B, n, h) document tokens, same dtype. Positions i, j are the indices in the padded tensors (right
             padding keeps them the token positions).
         q_mask, d_mask: keywords, (B, m) / (B, n) bool (or 0/1), True = valid token; None: all valid. (Positional
@@ -119,12 +120,10 @@ def soft_align(q: Tensor, d: Tensor, *positional_masks, q_mask: Tensor | None = 
     dt = T.score_dtype(q)
     lam_t = C.as_scalar("lam", lam, q.device, dt, temperature=False)
     tau_t = C.as_scalar("tau", tau, q.device, dt, temperature=True)
-    chosen = T.resolve_backend("soft_align", backend, q.device, SUPPORTED)
+    chosen = T.resolve_backend("soft_align", backend, q, SUPPORTED)
     C.check_triton_dtype(chosen, q=q)
     if chosen == "reference":
         return ref.soft_align(q, q_mask, d, d_mask, lam=lam_t, tau=tau_t, normalize=normalize, compute_dtype=dt)
-    if q.dtype == torch.float64:
-        C.refuse_float64(chosen, "q", "tokens")
     if normalize:
         q, d = T.normalize_tokens(q), T.normalize_tokens(d)
     args = (q.contiguous(), q_mask.contiguous(), d.contiguous(), d_mask.contiguous(), lam_t, tau_t, chosen)

@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .. import _backend
 from . import checks as C
+from ._dispatch import autocast_off, resolve
 
 NORM_EPS = 1e-6
 
@@ -57,12 +57,11 @@ def autocast_tokens(fn):
     dtypes are the documented ones (fp32 scores); outside autocast fn runs as called."""
     @functools.wraps(fn)
     def wrapper(q, d, *args, **kwargs):
-        if not isinstance(q, Tensor) or q.device.type not in ("cpu", "cuda") \
-                or not torch.is_autocast_enabled(q.device.type):
+        if not isinstance(q, Tensor):
             return fn(q, d, *args, **kwargs)
-        dtype = torch.get_autocast_dtype(q.device.type)
-        q, d = (x.to(dtype) if isinstance(x, Tensor) and x.dtype in C.KERNEL_DTYPES else x for x in (q, d))
-        with torch.autocast(q.device.type, enabled=False):
+        with autocast_off(q.device) as dtype:
+            if dtype is not None:
+                q, d = (x.to(dtype) if isinstance(x, Tensor) and x.dtype in C.KERNEL_DTYPES else x for x in (q, d))
             return fn(q, d, *args, **kwargs)
 
     return wrapper
@@ -90,13 +89,6 @@ def reject_positional_masks(op: str, positional: tuple, d) -> None:
                         f"positional form {op}(q, q_mask, d, d_mask) was removed in spherekit 0.1.0")
 
 
-@torch.compiler.assume_constant_result
-def resolve_backend(op: str, backend: str, device: torch.device, supported: tuple[str, ...]) -> str:
-    """spherekit._backend.resolve, a constant for torch.compile: the choice (which imports Triton on first use, an
-    import Dynamo cannot trace) runs once at trace time and the compiled graph keeps it (a later SPHEREKIT_BACKEND
-    change needs torch._dynamo.reset())."""
-    return _backend.resolve(op, backend, device, supported)
-
 
 def differentiable(op, setup_context, backward, name: str) -> type[torch.autograd.Function]:
     """A torch.autograd.Function that runs the custom op `op` forward, with (setup_context, backward) as its autograd:
@@ -111,3 +103,9 @@ def differentiable(op, setup_context, backward, name: str) -> type[torch.autogra
     body = dict(forward=staticmethod(forward), setup_context=staticmethod(setup_context),
                 backward=staticmethod(backward), __doc__=f"The differentiable {name} (see {__name__}.differentiable).")
     return type(name, (torch.autograd.Function,), body)
+
+
+def resolve_backend(op: str, backend: str, q: Tensor, supported: tuple[str, ...]) -> str:
+    """The backend of a token op for tokens q (spherekit.ops._dispatch.resolve: "auto" picks cpu for float64 tokens,
+    an explicit kernel backend refuses them, naming q; a constant of the graph under torch.compile)."""
+    return resolve(op, backend, q.device, q.dtype, supported, "q", "tokens")
