@@ -112,3 +112,24 @@ def test_offsets_check():
     with pytest.raises(ValueError, match=r"offsets must lie in \[0, 10\]"):
         _maxsim_cuda.check_offsets(torch.tensor([0, 5, 11]), 10)
     _maxsim_cuda.check_offsets(torch.tensor([0, 5, 5, 10]), 10)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("normalize", [True, False])
+def test_nan_propagates(normalize):
+    """A NaN in a document token makes that document's score NaN (the kernel's max keeps NaN, fmaxf would drop it);
+    a NaN in a valid query token makes every score NaN; the other documents are unchanged."""
+    _needs_cuda_ext()
+    q, q_mask, docs, offsets = _case(16, 64, LENGTHS, seed=2)
+    dev = torch.device("cuda")
+    args = dict(q=q.to(dev, torch.float32), q_mask=q_mask.to(dev), docs=docs.to(dev, torch.float32),
+                offsets=offsets.to(dev))
+    clean = _maxsim_cuda.maxsim_ragged(*args.values(), normalize=normalize)
+    bad_docs = args["docs"].clone()
+    bad_docs[offsets[3] + 5, 7] = float("nan")  # inside document 3 (129 tokens)
+    got = _maxsim_cuda.maxsim_ragged(args["q"], args["q_mask"], bad_docs, args["offsets"], normalize=normalize)
+    assert torch.isnan(got[3]) and torch.equal(torch.cat([got[:3], got[4:]]), torch.cat([clean[:3], clean[4:]]))
+    bad_q = args["q"].clone()
+    bad_q[0, 3] = float("nan")  # query token 0 is valid
+    got = _maxsim_cuda.maxsim_ragged(bad_q, args["q_mask"], args["docs"], args["offsets"], normalize=normalize)
+    assert torch.isnan(got).all()

@@ -4,12 +4,12 @@ with reduction="mean", normalize=True), without storing the token map M: with a 
 argmax indices and the backward gathers / scatters through them. The math is in spherekit.reference.sim_map.maxsim.
 
 The public function validates host metadata only (the value scans run in spherekit.checks("full")), casts the
-tokens under autocast, normalises them when asked (autograd through spherekit's Norm), brings the three candidate
-layouts to one (d4, d_mask4, shared) layout, then calls two torch.library custom ops (spherekit::maxsim_fwd /
-spherekit::maxsim_bwd), through an autograd.Function with setup_context when a gradient is needed, so torch.compile,
-torch.func and fake tensors trace through them. Without a gradient (no_grad,
-inference_mode, or inputs that do not require one) and outside torch.compile, it calls the backend directly (no
-custom-op dispatch, no argmax computed); absent masks reach the kernels as None (nothing allocated or read).
+tokens under autocast, normalises them when asked (spherekit.ops.tokens.normalize_tokens), brings the three
+candidate layouts to one (d4, d_mask4, shared) layout, then calls two torch.library custom ops
+(spherekit::maxsim_fwd / spherekit::maxsim_bwd), through an autograd.Function with setup_context when a gradient is
+needed, so torch.compile, torch.func and fake tensors trace through them. Without a gradient (no_grad, inference_mode,
+or inputs that do not require one) and outside torch.compile, it calls the backend directly (no custom-op dispatch,
+no argmax computed); absent masks reach the kernels as None (nothing allocated or read).
 """
 
 from __future__ import annotations

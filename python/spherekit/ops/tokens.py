@@ -89,7 +89,6 @@ def reject_positional_masks(op: str, positional: tuple, d) -> None:
                         f"positional form {op}(q, q_mask, d, d_mask) was removed in spherekit 0.1.0")
 
 
-
 def differentiable(op, setup_context, backward, name: str) -> type[torch.autograd.Function]:
     """A torch.autograd.Function that runs the custom op `op` forward, with (setup_context, backward) as its autograd:
     the formula also registered for the custom op with torch.library.register_autograd (for callers of the op
