@@ -104,6 +104,20 @@ def _info_nce_rows(dtype):
             bce_weight=bce, bce_scale=20.0, bce_bias=0.0, need_stat=stat)
 
 
+def _gram_rows(dtype):
+    """The row kernels of the chunked Gram losses at a chunk of 1,024 rows of B = 16,384."""
+    from spherekit.kernels import gram_rows as K
+
+    R, B = 1024, 16384
+    labels, tau, npos = torch.arange(B) % 12, torch.tensor(0.05), torch.full((B,), 3)
+    for name, lb in (("plain", None), ("bias", torch.randn(12, 12))):
+        shift = None if lb is None else torch.zeros(B)
+        yield f"sincere_rows {name}", lambda: K.sincere_rows(torch.zeros(R, B, dtype=dtype), slice(0, R), labels,
+                                                             tau, lb, shift, npos, need_stat=True)
+    yield "circular_cse_rows", lambda: K.circular_cse_rows(torch.zeros(R, B, dtype=dtype), slice(0, R), labels,
+                                                           torch.zeros(B), torch.zeros(B), margin=0.1)
+
+
 def _gram(dtype):
     from spherekit.kernels import circular_cse, sincere
 
@@ -158,7 +172,7 @@ def _tokens(dtype):
                                         clip=True, all_pairs=all_pairs))
 
 
-SCENARIOS = (_info_nce, _info_nce_rows, _gram, _ngpt, _tokens)
+SCENARIOS = (_info_nce, _info_nce_rows, _gram_rows, _gram, _ngpt, _tokens)
 
 
 def capture(dtype: torch.dtype) -> list[tuple[str, JITFunction, tuple, dict]]:
