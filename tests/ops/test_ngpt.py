@@ -273,20 +273,25 @@ def test_auto_resolves_to_cpu_and_env_override(monkeypatch):
     assert ngpt_ops._resolve("l2_normalize", "cpu", x.device) == "cpu"
 
 
-def test_auto_on_cuda_prefers_cuda_then_triton(monkeypatch):
-    """auto on CUDA tensors: the CUDA launchers when spherekit._cuda has the nGPT kernels, else Triton, and the
-    torch composition (cpu backend) for rows wider than Triton's MAX_D."""
+def test_auto_on_cuda_prefers_triton_then_cuda(monkeypatch):
+    """auto on CUDA tensors: the Triton launchers (measured faster on the H200, one round per row), the CUDA
+    launchers when Triton cannot run or for rows wider than Triton's MAX_D, else the torch composition (cpu)."""
     cuda = torch.device("cuda")
-    monkeypatch.setattr(ngpt_ops._ngpt_cuda, "available", lambda: True)
-    monkeypatch.setattr(_backend, "_triton_usable", lambda device: (True, "fake"))
+    triton_ok, cuda_ok, kernels = [True], [True], [True]
+    monkeypatch.setattr(ngpt_ops._ngpt_cuda, "available", lambda: kernels[0])
+    monkeypatch.setattr(_backend, "_triton_usable", lambda device: (triton_ok[0], "fake"))
     real_usable = _backend.usable
-    monkeypatch.setattr(_backend, "usable", lambda b, dev: (True, "fake") if b == "cuda" else real_usable(b, dev))
-    assert ngpt_ops._resolve("geodesic_residual", "auto", cuda, 64) == "cuda"
-    assert ngpt_ops._impl("cuda", cuda) is ngpt_ops._ngpt_cuda
-    monkeypatch.setattr(ngpt_ops._ngpt_cuda, "available", lambda: False)  # built, but without nGPT kernels
+    monkeypatch.setattr(_backend, "usable", lambda b, dev: (cuda_ok[0], "fake") if b == "cuda" else real_usable(b, dev))
     assert ngpt_ops._resolve("geodesic_residual", "auto", cuda, 64) == "triton"
     monkeypatch.setattr(ngpt_ops, "_triton_max_d", lambda: 128)
+    assert ngpt_ops._resolve("geodesic_residual", "auto", cuda, 129) == "cuda"  # rows past MAX_D
+    assert ngpt_ops._impl("cuda", cuda) is ngpt_ops._ngpt_cuda
+    kernels[0] = False  # spherekit._cuda built, but without the nGPT kernels
     assert ngpt_ops._resolve("geodesic_residual", "auto", cuda, 129) == "cpu"
+    triton_ok[0], kernels[0] = False, True
+    assert ngpt_ops._resolve("geodesic_residual", "auto", cuda, 64) == "cuda"
+    cuda_ok[0] = False
+    assert ngpt_ops._resolve("geodesic_residual", "auto", cuda, 64) == "cpu"
     assert ngpt_ops._impl("cpu", cuda) is ngpt_ops._ngpt_cpu  # never the C++ loops on device memory
 
 

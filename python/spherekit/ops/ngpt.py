@@ -2,15 +2,21 @@
 residual update, fused L2 normalisation with backward, and in-place multi-tensor weight renormalisation. Math:
 spherekit.reference.ngpt.
 
-Each op is a torch.library custom op (register_fake + register_autograd, so torch.compile traces through it)
+Each op is a torch.library custom op (register_fake + register_autograd with setup_context, so torch.compile with
+fullgraph=True traces through it, torch.func.grad differentiates it and meta / fake tensors propagate shapes)
 whose implementation is picked per backend:
     "cuda"       spherekit._cuda kernels through spherekit.ops._ngpt_cuda (CUDA tensors)
     "triton"     spherekit.kernels.ngpt launchers
     "cpu"        spherekit._C C++ loops (OpenMP, one pass over memory) on CPU tensors; otherwise (no _C, or
                  tensors on another device) a torch composition with fp32 math
     "reference"  the pure-torch oracle with torch autograd
-    "auto"       cuda on CUDA tensors when spherekit._cuda has the nGPT kernels, else triton (rows of at most
-                 kernels.ngpt.MAX_D features), else cpu.
+    "auto"       on CUDA tensors: triton (rows of at most kernels.ngpt.MAX_D features), else cuda when
+                 spherekit._cuda has the nGPT kernels, else cpu; on CPU tensors: cpu. Triton comes first because it
+                 measured faster on the one GPU these ran on (H200, 65,536 x 4,096 bf16 fwd + bwd: Triton 2.86 ms,
+                 the CUDA kernels 4.69 ms; 8,192 x 16,384: 2.09 vs 2.16 ms; benches/results/gpu/h200_bench.csv),
+                 and the Triton kernels since got the one-round rows and the pipelined persistent grid that the
+                 CUDA kernels lack (two rounds per row, no prefetch): the CUDA path stays for explicit
+                 backend="cuda" and for rows past MAX_D.
 Statistics and math are fp32 for fp16/bf16 storage; outputs keep the input dtype. float64 runs in float64 on
 "reference" and "cpu" (the torch composition; auto picks it for float64 on CUDA too); the Triton and CUDA
 kernels are fp32 and refuse it with a TypeError naming the argument and the backend. Norms are robust: a row
@@ -18,8 +24,18 @@ whose fp32 sum of squares overflows (|x| >= ~1.8e19) is scaled down before squar
 unit vector (math in spherekit.reference.ngpt); the backward reads the saved norms (fp32 unless the input is
 float64), so its gradients need ||x|| <= 3.4e38.
 
-NaN or Inf in an input raises ValueError naming it (one reduction per tensor). The check runs inside the custom
-ops (and before the reference), so compiled graphs check too, and renormalize_ raises before writing anything.
+Autocast: under torch.autocast (CPU or CUDA, any dtype) geodesic_residual promotes h and f to their common dtype
+(torch.promote_types: an fp32 residual stream and a bf16 block output give fp32) and returns that dtype;
+l2_normalize returns x's dtype; renormalize_ works in place in each weight's dtype. The math is fp32 either way
+(float64 for float64), so autocast never lowers an op's precision and never makes it raise for mixed dtypes.
+
+Check modes (spherekit.checks): by default ("fast") the ops validate only metadata (types, shapes, dtypes,
+devices, strides, eps, dims), read no tensor data and never synchronise with the device; NaN or Inf in an input
+then gives NaN or Inf in every output row it reaches (a row of h or f: that row of the output and of the
+gradients; alpha: every row), never a finite wrong number, and renormalize_ writes NaN into a weight that held
+one. In spherekit.checks("full") / SPHEREKIT_CHECKS=full a NaN or Inf raises ValueError naming the tensor (one
+reduction per tensor, one host sync): inside the custom ops (so compiled graphs check too), before the
+reference, and for renormalize_ before anything is written.
 """
 
 from __future__ import annotations
@@ -53,16 +69,17 @@ def _triton_max_d() -> int:
 
 
 def _resolve(op: str, backend: str, device: torch.device, d: int | None = None, float64_arg: str | None = None) -> str:
-    """The concrete backend. auto on CUDA: cuda (when spherekit._cuda has the nGPT kernels), else triton, else
-    cpu (which on CUDA tensors is the torch composition); rows wider than Triton's MAX_D skip triton.
+    """The concrete backend (auto: see the module docstring; rows wider than Triton's MAX_D skip triton).
     float64_arg names a float64 input: auto then picks cpu, and cuda/triton raise naming it (checks.refuse_float64)."""
     if _backend.requested(backend) == "auto" and device.type == "cuda":
         if float64_arg is not None:
             return "cpu"
-        if _backend.usable("cuda", device)[0] and _ngpt_cuda.available():
-            return "cuda"
-        chosen = _backend.resolve(op, "auto", device, SUPPORTED)
-        return "cpu" if chosen == "triton" and d is not None and d > _triton_max_d() else chosen
+        chosen = _backend.resolve(op, "auto", device, SUPPORTED)  # triton, else cuda, else cpu
+        if chosen == "cuda" and not _ngpt_cuda.available():
+            return "cpu"
+        if chosen == "triton" and d is not None and d > _triton_max_d():
+            return "cuda" if _backend.usable("cuda", device)[0] and _ngpt_cuda.available() else "cpu"
+        return chosen
     chosen = _backend.resolve(op, backend, device, SUPPORTED)
     if float64_arg is not None:
         C.refuse_float64(chosen, float64_arg, "inputs")
@@ -225,6 +242,15 @@ def _check_finite_weights(weights: Sequence[Tensor]) -> None:
     C.check_finite(**{f"weights[{i}]": w for i, w in enumerate(weights)})
 
 
+def _autocast_promote(h: Tensor, f: Tensor) -> tuple[Tensor, Tensor]:
+    """Under torch.autocast on h's device: h and f of two float dtypes in their common one (module docstring)."""
+    if (h.dtype != f.dtype and h.is_floating_point() and f.is_floating_point()
+            and torch.is_autocast_enabled(h.device.type)):
+        common = torch.promote_types(h.dtype, f.dtype)
+        return h.to(common), f.to(common)
+    return h, f
+
+
 def _check_rows(name: str, x: Tensor) -> None:
     C.check_tensor(name, x, dtypes=C.FLOAT_DTYPES)
     if x.dim() == 0:
@@ -248,16 +274,19 @@ def geodesic_residual(h: Tensor, f: Tensor, alpha: Tensor | float, *, eps: float
         backend: "auto" | "cuda" | "triton" | "cpu" | "reference" (see the module docstring).
 
     Returns:
-        (..., d) in h.dtype. Gradients flow to h, f and alpha (math in spherekit.reference.ngpt).
+        (..., d) in h.dtype (under torch.autocast: the common dtype of h and f). Gradients flow to h, f and alpha
+        (math in spherekit.reference.ngpt). NaN / Inf in: NaN / Inf out, or a ValueError in spherekit.checks("full")
+        (module docstring).
     """
     _check_rows("h", h)
     C.check_tensor("f", f)
+    h, f = _autocast_promote(h, f)
     C.check_same("f", f, "h", h)
     if f.shape != h.shape:
         raise ValueError(f"f must have the shape of h {tuple(h.shape)}, got {tuple(f.shape)}")
     d = h.shape[-1]
-    if isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
-        alpha = torch.tensor(float(alpha), dtype=_stat_dtype(h.dtype), device=h.device)
+    if isinstance(alpha, (int, float)) and not isinstance(alpha, bool):  # a fill on the device, no host copy
+        alpha = torch.full((), float(alpha), dtype=_stat_dtype(h.dtype), device=h.device)
     if not isinstance(alpha, Tensor):
         raise TypeError(f"alpha must be a torch.Tensor or a Python number, got {type(alpha).__name__}")
     C.check_tensor("alpha", alpha, device=h.device)
@@ -312,7 +341,8 @@ def renormalize_(weights: Sequence[Tensor], dims: Sequence[int], *, eps: float =
 
     nGPT keeps every embedding/projection matrix on the unit sphere along its embedding dimension by calling
     this after each optimiser step. Parameters are accepted (the update runs under torch.no_grad()). NaN or Inf
-    in any tensor raises ValueError naming it before anything is written.
+    in a tensor makes its slices NaN (or, in spherekit.checks("full"), raises ValueError naming it before anything
+    is written). torch.compile(fullgraph=True) traces it (a custom op that mutates its list of tensors).
 
     Args:
         weights: list/tuple of contiguous float32/float16/bfloat16 (or float64: reference and cpu) tensors on one
