@@ -40,6 +40,7 @@ reference, and for renormalize_ before anything is written.
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import torch
@@ -68,24 +69,35 @@ def _triton_max_d() -> int:
     return getattr(mod, "MAX_D", 1 << 62) if mod is not None else 1 << 62
 
 
-def _resolve(op: str, backend: str, device: torch.device, d: int | None = None, float64_arg: str | None = None) -> str:
-    """The concrete backend (auto: see the module docstring; rows wider than Triton's MAX_D skip triton).
-    float64_arg names a float64 input: auto then picks cpu, and cuda/triton raise naming it (checks.refuse_float64)."""
+@torch.compiler.assume_constant_result
+def _resolve_choice(op: str, backend: str, device: torch.device, float64_arg: str | None) -> tuple[str, int, str]:
+    """(the concrete backend, the widest row it takes, the backend for wider rows): auto on CUDA picks triton
+    (module docstring) and, for rows wider than Triton's MAX_D, cuda or cpu; an explicit backend is its own answer
+    at every width. float64_arg names a float64 input: auto then picks cpu, and cuda/triton raise naming it
+    (checks.refuse_float64). torch.compile runs this once while tracing and keeps the answer (it imports the
+    extensions and reads SPHEREKIT_BACKEND, which a graph cannot trace), so it takes no tensor size."""
     if _backend.requested(backend) == "auto" and device.type == "cuda":
         if float64_arg is not None:
-            return "cpu"
+            return "cpu", 0, "cpu"
         chosen = _backend.resolve(op, "auto", device, SUPPORTED)  # triton, else cuda, else cpu
         if chosen == "cuda" and not _ngpt_cuda.available():
-            return "cpu"
-        if chosen == "triton" and d is not None and d > _triton_max_d():
-            return "cuda" if _backend.usable("cuda", device)[0] and _ngpt_cuda.available() else "cpu"
-        return chosen
+            return "cpu", 0, "cpu"
+        if chosen == "triton":
+            wide = "cuda" if _backend.usable("cuda", device)[0] and _ngpt_cuda.available() else "cpu"
+            return chosen, _triton_max_d(), wide
+        return chosen, 0, chosen
     chosen = _backend.resolve(op, backend, device, SUPPORTED)
     if float64_arg is not None:
         C.refuse_float64(chosen, float64_arg, "inputs")
     if chosen == "cuda" and not _ngpt_cuda.available():
         raise RuntimeError(f"{op}: backend 'cuda' cannot run here: spherekit._cuda has no nGPT kernels")
-    return chosen
+    return chosen, 0, chosen
+
+
+def _resolve(op: str, backend: str, device: torch.device, d: int | None = None, float64_arg: str | None = None) -> str:
+    """The concrete backend for rows of d features (_resolve_choice; d may be symbolic under torch.compile)."""
+    chosen, max_d, wide = _resolve_choice(op, backend, device, float64_arg)
+    return wide if chosen != wide and d is not None and d > max_d else chosen
 
 
 def _impl(backend: str, device: torch.device, float64: bool = False):
@@ -140,6 +152,47 @@ def _gr_setup(ctx, inputs, output):
     ctx.mark_non_differentiable(output[1])
 
 
+class _NoSecondDerivative(torch.autograd.Function):
+    """Identity on gradients (views, no copy) whose backward raises: what a first-order-only backward hands out
+    when a graph of the gradients is being built. `anchor`, a saved input that requires grad, makes the outputs
+    part of that graph."""
+
+    @staticmethod
+    def forward(anchor, *grads):
+        return tuple(g.view_as(g) for g in grads)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, *_):
+        raise RuntimeError("spherekit's nGPT ops have no second derivative: their backward is not differentiable "
+                           "(a gradient of a gradient, e.g. a gradient penalty, cannot pass through them)")
+
+
+def _first_order_only(backward):
+    """backward run without autograd (the backward ops have no derivative of their own). Where a graph of the
+    gradients is being built (create_graph=True, or torch.func, which always builds one) and an incoming gradient
+    or a saved input requires grad, the gradients come out through _NoSecondDerivative, so differentiating them
+    raises. (torch.autograd.function.once_differentiable looks at the incoming gradients only: a gradient penalty
+    through the saved h, f, alpha would silently lose its second-order terms.)"""
+    @functools.wraps(backward)
+    def wrapper(ctx, *grads):
+        with torch.no_grad():
+            outputs = backward(ctx, *grads)
+        if not torch.is_grad_enabled():
+            return outputs
+        anchor = next((t for t in (*grads, *ctx.saved_tensors) if isinstance(t, Tensor) and t.requires_grad), None)
+        if anchor is None:
+            return outputs
+        present = [i for i, g in enumerate(outputs) if g is not None]
+        raising = iter(_NoSecondDerivative.apply(anchor, *(outputs[i] for i in present)))
+        return tuple(next(raising) if g is not None else None for g in outputs)
+    return wrapper
+
+
+@_first_order_only
 def _gr_backward(ctx, grad_out, _grad_norms):
     h, f, alpha, norms = ctx.saved_tensors
     grad_out = torch.zeros_like(h) if grad_out is None else grad_out.to(h.dtype).contiguous()
@@ -149,6 +202,20 @@ def _gr_backward(ctx, grad_out, _grad_norms):
 
 
 torch.library.register_autograd("spherekit::geodesic_residual_fwd", _gr_backward, setup_context=_gr_setup)
+
+
+class _GeodesicResidual(torch.autograd.Function):
+    """The public path: geodesic_residual_fwd with the same setup_context and backward as its register_autograd.
+    torch.func transforms (grad, vjp, jacrev) need an autograd.Function with setup_context, and the one
+    register_autograd builds for a custom op has none (torch 2.13), so the public functions apply this one;
+    torch.compile traces it, and direct callers of torch.ops.spherekit.* still get the op's own autograd."""
+
+    @staticmethod
+    def forward(h, f, alpha, eps, backend):
+        return torch.ops.spherekit.geodesic_residual_fwd(h, f, alpha, eps, backend)
+
+    setup_context = staticmethod(_gr_setup)
+    backward = staticmethod(_gr_backward)
 
 
 # ---- l2 normalisation -------------------------------------------------------------------------------------
@@ -186,6 +253,7 @@ def _l2_setup(ctx, inputs, output):
     ctx.mark_non_differentiable(output[1])
 
 
+@_first_order_only
 def _l2_backward(ctx, grad_out, _grad_norms):
     x, norms = ctx.saved_tensors
     grad_out = torch.zeros_like(x) if grad_out is None else grad_out.to(x.dtype).contiguous()
@@ -193,6 +261,17 @@ def _l2_backward(ctx, grad_out, _grad_norms):
 
 
 torch.library.register_autograd("spherekit::l2_normalize_fwd", _l2_backward, setup_context=_l2_setup)
+
+
+class _L2Normalize(torch.autograd.Function):
+    """l2_normalize_fwd for the public path, as _GeodesicResidual."""
+
+    @staticmethod
+    def forward(x, eps, backend):
+        return torch.ops.spherekit.l2_normalize_fwd(x, eps, backend)
+
+    setup_context = staticmethod(_l2_setup)
+    backward = staticmethod(_l2_backward)
 
 
 # ---- in-place renormalisation -----------------------------------------------------------------------------
@@ -300,8 +379,7 @@ def geodesic_residual(h: Tensor, f: Tensor, alpha: Tensor | float, *, eps: float
         C.check_finite(h=h, f=f, alpha=alpha)
         return _ref.geodesic_residual(h, f, alpha, eps, compute_dtype=stat)
     a = alpha.to(stat).reshape(-1).expand(d).contiguous()  # autograd sums the expanded gradient back
-    out, _ = torch.ops.spherekit.geodesic_residual_fwd(h.reshape(-1, d).contiguous(), f.reshape(-1, d).contiguous(),
-                                                       a, eps, chosen)
+    out, _ = _GeodesicResidual.apply(h.reshape(-1, d).contiguous(), f.reshape(-1, d).contiguous(), a, eps, chosen)
     return out.view(h.shape)
 
 
@@ -332,7 +410,7 @@ def l2_normalize(x: Tensor, dim: int = -1, *, eps: float = 1e-6, backend: str = 
         C.check_finite(x=x)
         return _ref.l2_normalize(x, dim, eps, compute_dtype=stat)
     moved = x.movedim(dim, -1)
-    out, _ = torch.ops.spherekit.l2_normalize_fwd(moved.reshape(-1, moved.shape[-1]).contiguous(), eps, chosen)
+    out, _ = _L2Normalize.apply(moved.reshape(-1, moved.shape[-1]).contiguous(), eps, chosen)
     return out.view(moved.shape).movedim(-1, dim)
 
 
