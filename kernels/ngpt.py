@@ -142,6 +142,7 @@ def _add5(a0, a1, a2, a3, a4, b0, b1, b2, b3, b4):
 
 @triton.jit
 def _add4(a0, a1, a2, a3, b0, b1, b2, b3):
+    """The combine function of a four-sum tuple reduction."""
     return a0 + b0, a1 + b1, a2 + b2, a3 + b3
 
 
@@ -159,8 +160,9 @@ def _alpha_row(alpha_ptr, o_d, m_d):
 
 @triton.jit
 def _explicit_norms(b_h, b_f, b_a, eps):
-    """The residual's norms the long way (robust norms of h and f, then y built and reduced): (||h||, r_h, ||f||,
-    r_f, ||y||) per row, for the rows _geodesic_residual_fwd_kernel cannot take from its five sums."""
+    """The residual's norms the long way, in two reduction rounds: the robust norms of h and f (their plain and
+    SMALL-scaled sums of squares in one tuple reduction), then y built and reduced. -> (||h||, r_h, ||f||, r_f,
+    ||y||) per row, for the rows _geodesic_residual_fwd_kernel cannot take from its five sums."""
     b_hs = b_h * SMALL
     b_fs = b_f * SMALL
     ss_h, ss_hs, ss_f, ss_fs = tl.reduce((b_h * b_h, b_hs * b_hs, b_f * b_f, b_fs * b_fs), 1, _add4)
@@ -206,8 +208,10 @@ def _geodesic_residual_fwd_kernel(
     so r_h = 1 / max(sqrt(S_h), eps), r_f likewise and ||y||^2 = r_h^2 A + 2 r_h r_f B + r_f^2 C, with
     y = (1 - a) hn + a fn. That sum cancels when hn and fn point apart: its rounding error is ~ulp (r_h^2 A + r_f^2 C)
     and |2 r_h r_f B| <= r_h^2 A + r_f^2 C, so a row keeps it only while ||y||^2 >= CANCEL (r_h^2 A + r_f^2 C) (the
-    error of ||y|| then stays within 4 ulp). Other rows (and rows whose S_h or S_f overflowed fp32, or hold NaN /
-    Inf) take _explicit_norms: a second reduction round that only those tiles pay."""
+    error of ||y|| then stays within 4 ulp). A tile with another row (or one whose S_h or S_f overflowed fp32, or
+    holds NaN / Inf) takes _explicit_norms: two more reduction rounds that only such tiles pay. ONE_ROUND=False
+    (tiles past 8,192 elements) takes _explicit_norms for every tile: the one-round path and its rare branch
+    together do not fit the 64 registers a thread of 32 warps has, and spill."""
     pid = tl.program_id(0)
     o_d = tl.arange(0, BLOCK_D)
     m_d = o_d < D
@@ -498,22 +502,27 @@ def _config(D: int) -> dict:
     BLOCK_D = next power of two >= D; BLOCK_R rows per program (per loop step of the persistent kernels) so that a
     tile holds >= 1024 elements (at most 64 rows).
     Geodesic residual (persistent fwd and whole-row bwd): num_warps, num_stages (the depth of the tl.range
-    pipelining of the row loop: 2 = the next block's loads in flight while this one computes) and PROGRAMS_PER_SM
-    (None: as many as fit on an SM, from the compiled kernel's registers, shared memory and warps: _resident;
-    an int: that many, for sweeps). num_warps so that a thread holds <= 16 elements of a tile: the whole-row
-    backward keeps ~6 fp32 values per element live (hn, fn, g, out, a, the grad_alpha accumulator), and at
-    D = 4096 bf16 sm_90 compiles report <= 128 registers and no spills with 8 warps where 4 warps spill
-    (benches/triton_resources.py). Rows longer than BLOCK_C = 4096 take the chunked backward (two passes of BLOCK_C
-    columns, 16 warps, no spills). BLOCK_C = 0: the whole-row backward.
+    pipelining of the row loop: S - 1 row blocks' loads in flight, cp.async into shared memory, while one computes)
+    and PROGRAMS_PER_SM (None: as many as fit on an SM, from the compiled kernel's registers, shared memory and
+    warps: _resident; an int: that many, for sweeps). num_warps so that a thread holds <= 16 elements of a tile: the
+    whole-row backward keeps ~6 fp32 values per element live (hn, fn, g, out, a, the grad_alpha accumulator). sm_90
+    bf16 compiles at D = 4096 (benches/triton_resources.py): 8 warps, 3 stages: backward 171 registers, forward
+    103, no spills (1 and 2 programs per SM; 4 warps spill 80 B in the backward). num_stages = 3 keeps two row blocks
+    (48 KB of h, f, grad_out at D = 4096 bf16) in flight per SM, twice the ~22 KB a program per SM needs to keep
+    4.1 TB/s busy at an assumed 0.7 us of loaded latency (not measured); past 8,192-element tiles 2 (32 warps have
+    64 registers a thread). ONE_ROUND:
+    the forward's one-round path, up to 8,192-element tiles (past that it spills: the explicit path only). Rows
+    longer than BLOCK_C = 4096 take the chunked backward (two passes of BLOCK_C columns, CHUNK_WARPS = 16, no
+    spills). BLOCK_C = 0: the whole-row backward.
     l2_normalize and renormalize_: L2_WARPS so that a thread holds <= 8 elements of a tile (4 warps up to 1024
     elements, then 8/16/32); renormalisation row tiles BLOCK_U x BLOCK_K of <= 4096 elements (longer rows loop),
     column tiles BLOCK_N x BLOCK_I = 32 x 64.
     The interpreter gets one small configuration with several rows per program for small D (so the tests
     exercise the partial row blocks), three programs for the persistent kernels (several partials and loops),
     the chunked backward past 128 columns in chunks of 64, and small renormalisation tiles (every loop runs).
-    Measured before (benches/results/gpu/h200_tune.csv, the earlier three-round kernels): at D = 4096 bf16,
-    65,536 rows fwd + bwd, 4 warps 2.02 ms, 8 warps 2.86 ms, 16 warps 2.97 ms; the kernels here are not measured
-    yet (TUNE_CANDIDATES lists the sweep)."""
+    Measured before (benches/results/gpu/h200_tune.csv, the earlier three-round kernels with 2,112 grid-stride
+    backward programs): at D = 4096 bf16, 65,536 rows fwd + bwd, 4 warps 2.02 ms, 8 warps 2.86 ms, 16 warps 2.97 ms;
+    the kernels here are not measured yet (TUNE_CANDIDATES lists the sweep)."""
     block_d = triton.next_power_of_2(max(int(D), 1))
     if INTERPRET:
         return dict(BLOCK_R=4 if block_d <= 64 else 1, BLOCK_D=block_d, BLOCK_C=64 if block_d > 128 else 0,
@@ -571,7 +580,9 @@ def _resident(kernel, key: tuple, device: torch.device, cfg: dict, row_blocks: i
     if per_sm is None:
         per_sm = _RESIDENT.get(key)
         if per_sm is None:
-            compiled = kernel.warmup(grid=(1,), **launch)
+            compiled = kernel.warmup(grid=(1,), **launch)  # compiles (cached by Triton), launches nothing
+            if compiled is None:  # not compiled yet (an asynchronous compile): one per SM is resident always
+                return max(1, min(row_blocks, sms))
             compiled._init_handles()
             w = compiled.metadata.num_warps
             regs_per_warp = -(-max(compiled.n_regs, 1) * 32 // 256) * 256
@@ -728,9 +739,12 @@ def _renorm_plan(views, cfg: dict) -> tuple[list[int], list[int]]:
 @functools.lru_cache(maxsize=16)
 def _device_tables(meta: tuple, starts: tuple, device: torch.device):
     """The descriptor tables on the device, cached: a model renormalises the same weights every step, so
-    the host-to-device copy happens once per set of tensors (the key is the table content itself)."""
-    return (torch.tensor(meta, dtype=torch.int64, device=device).view(-1, 8),
-            torch.tensor(starts, dtype=torch.int64, device=device))
+    the host-to-device copy happens once per set of tensors (the key is the table content itself). On a GPU the
+    copy is from pinned memory and asynchronous (a pageable copy would synchronise the host with the stream)."""
+    tables = (torch.tensor(meta, dtype=torch.int64).view(-1, 8), torch.tensor(starts, dtype=torch.int64))
+    if device.type != "cuda":
+        return tuple(t.to(device) for t in tables)
+    return tuple(t.pin_memory().to(device, non_blocking=True) for t in tables)
 
 
 def renormalize_(views, *, eps: float) -> None:

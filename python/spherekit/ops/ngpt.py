@@ -2,9 +2,10 @@
 residual update, fused L2 normalisation with backward, and in-place multi-tensor weight renormalisation. Math:
 spherekit.reference.ngpt.
 
-Each op is a torch.library custom op (register_fake + register_autograd with setup_context, so torch.compile with
-fullgraph=True traces through it, torch.func.grad differentiates it and meta / fake tensors propagate shapes)
-whose implementation is picked per backend:
+Each op is a torch.library custom op (register_fake + register_autograd) that the public functions apply through an
+autograd.Function with setup_context, so torch.compile(fullgraph=True) traces them, torch.func.grad differentiates
+them and meta / fake tensors propagate shapes; a second derivative raises. The implementation is picked per
+backend:
     "cuda"       spherekit._cuda kernels through spherekit.ops._ngpt_cuda (CUDA tensors)
     "triton"     spherekit.kernels.ngpt launchers
     "cpu"        spherekit._C C++ loops (OpenMP, one pass over memory) on CPU tensors; otherwise (no _C, or
