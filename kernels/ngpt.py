@@ -54,7 +54,7 @@ import triton.language as tl
 
 from ._common import INTERPRET
 
-MAX_D = 16384  # the forward holds a row in registers (one program per row); longer rows are refused
+MAX_D = 16384  # the forward holds a whole row in registers; longer rows are refused
 DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 SMALL = tl.constexpr(2.0 ** -80)  # the scale of the robust norm (exact in fp32)
 CANCEL = tl.constexpr(0.5)  # the geodesic forward keeps its one-round ||y|| while ||y||^2 >= CANCEL x its terms
@@ -208,8 +208,8 @@ def _geodesic_residual_fwd_kernel(
     so r_h = 1 / max(sqrt(S_h), eps), r_f likewise and ||y||^2 = r_h^2 A + 2 r_h r_f B + r_f^2 C, with
     y = (1 - a) hn + a fn. That sum cancels when hn and fn point apart: its rounding error is ~ulp (r_h^2 A + r_f^2 C)
     and |2 r_h r_f B| <= r_h^2 A + r_f^2 C, so a row keeps it only while ||y||^2 >= CANCEL (r_h^2 A + r_f^2 C) (the
-    error of ||y|| then stays within 4 ulp). A tile with another row (or one whose S_h or S_f overflowed fp32, or
-    holds NaN / Inf) takes _explicit_norms: two more reduction rounds that only such tiles pay. ONE_ROUND=False
+    error of ||y|| then stays within 4 ulp). A tile with a row that fails this (or whose S_h or S_f overflowed
+    fp32, or holds NaN / Inf) takes _explicit_norms: two more reduction rounds that only such tiles pay. ONE_ROUND=False
     (tiles past 8,192 elements) takes _explicit_norms for every tile: the one-round path and its rare branch
     together do not fit the 64 registers a thread of 32 warps has, and spill."""
     pid = tl.program_id(0)
@@ -510,8 +510,8 @@ def _config(D: int) -> dict:
     103, no spills (1 and 2 programs per SM; 4 warps spill 80 B in the backward). num_stages = 3 keeps two row blocks
     (48 KB of h, f, grad_out at D = 4096 bf16) in flight per SM, twice the ~22 KB a program per SM needs to keep
     4.1 TB/s busy at an assumed 0.7 us of loaded latency (not measured); past 8,192-element tiles 2 (32 warps have
-    64 registers a thread). ONE_ROUND:
-    the forward's one-round path, up to 8,192-element tiles (past that it spills: the explicit path only). Rows
+    64 registers a thread). ONE_ROUND: the forward's one-round path, up to 8,192-element tiles (past that it
+    spills: the explicit path only). Rows
     longer than BLOCK_C = 4096 take the chunked backward (two passes of BLOCK_C columns, CHUNK_WARPS = 16, no
     spills). BLOCK_C = 0: the whole-row backward.
     l2_normalize and renormalize_: L2_WARPS so that a thread holds <= 8 elements of a tile (4 warps up to 1024
@@ -546,7 +546,8 @@ TUNE_CANDIDATES: list[dict] = [
     dict(num_warps=4),
     dict(num_warps=16),
     dict(num_stages=1),
-    dict(num_stages=3),
+    dict(num_stages=2),
+    dict(num_stages=4),
     dict(PROGRAMS_PER_SM=1),
     dict(PROGRAMS_PER_SM=2, num_warps=4),
     dict(PROGRAMS_PER_SM=4, num_warps=4),
@@ -633,8 +634,8 @@ def _programs(kernel, cfg: dict, row_blocks: int, launch: dict) -> int:
 def geodesic_residual_fwd(h: torch.Tensor, f: torch.Tensor, alpha: torch.Tensor, *, eps: float):
     """h, f (R, d) same dtype, alpha (d,) fp32 -> out (R, d) in h.dtype, norms (R, 3) fp32 (||h||, ||f||, ||y||).
 
-    Cost per element of h (fp32 math): 2 loads + 1 store of the storage dtype, ~16 flops (five fused sums, the step
-    and the output scaling); the norms add 12 bytes per row."""
+    Cost per element of h (fp32 math): 2 loads + 1 store of the storage dtype, ~19 flops (five fused sums, the step
+    and the output scaling); the norms add 12 bytes per row (the roofline: module docstring)."""
     _check_rows("h", h)
     _check_rows("f", f, like=h)
     R, D = h.shape
