@@ -46,8 +46,6 @@ ALLOWED_SPILLS: dict[tuple[str, str], str] = {
         f"128 x 128 tiles, one hard negative: dq 8.5 ms vs 28.3 ms for 64 x 64; {_TUNED}",
     ("_info_nce_bwd_dq_kernel", "HAS_HN+HN_SOFTMAX+NEED_DH"):
         f"128 x 128 tiles, one hard negative (its BCE variant was measured: 8.5 ms vs 28.3 ms); {_TUNED}",
-    ("_geodesic_residual_bwd_kernel", "plain"):
-        f"d = 4096 with 4 warps: fwd + bwd 2.02 ms vs 2.97 ms with 16; {_TUNED}",
 }
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 _LAUNCHES: list[tuple[str, JITFunction, tuple, dict]] = []
