@@ -1,7 +1,6 @@
-"""The losses subclass sentence-transformers' modules: without it, say which extra brings it."""
+"""The losses subclass sentence-transformers' modules: without it, say which extra brings it (one line)."""
 
-try:
-    import sentence_transformers  # noqa: F401
-except ModuleNotFoundError as exc:
-    raise ModuleNotFoundError("spherekit.losses needs sentence-transformers: pip install 'spherekit[st]' (or "
-                              "pip install 'sentence-transformers>=6,<7')", name=exc.name) from exc
+from .. import _extras
+
+if _extras.missing("st"):
+    raise ModuleNotFoundError(_extras.message("st", "spherekit.losses"), name="sentence_transformers")
