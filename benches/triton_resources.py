@@ -88,6 +88,22 @@ def _info_nce(dtype):
                            need_dh=h is not None, need_dtau=True))
 
 
+def _info_nce_rows(dtype):
+    """The row kernel of the chunked one-pass InfoNCE at the GPU goal's chunk (1,024 rows of N = 16,384)."""
+    from spherekit.kernels import info_nce_rows as K
+
+    R, N = 1024, 16384
+    t, tau = torch.arange(R), torch.tensor(0.05)
+    labels, bias = torch.arange(N) % 7, torch.randn(7, 7)
+    cases = {"plain": (None, None, None, False, 0.0, False),
+             "mnrl-hn tau": (torch.zeros(R, 1), None, None, True, 0.0, True),
+             "full k=5": (torch.zeros(R, 5), labels, bias, True, 0.5, True)}
+    for name, (y, cl, lb, softmax, bce, stat) in cases.items():
+        yield f"info_nce_rows {name}", lambda: K.info_nce_rows(
+            torch.zeros(R, N, dtype=dtype), t, None if cl is None else cl[:R], cl, lb, tau, y, hn_softmax=softmax,
+            bce_weight=bce, bce_scale=20.0, bce_bias=0.0, need_stat=stat)
+
+
 def _gram(dtype):
     from spherekit.kernels import circular_cse, sincere
 
@@ -142,7 +158,7 @@ def _tokens(dtype):
                                         clip=True, all_pairs=all_pairs))
 
 
-SCENARIOS = (_info_nce, _gram, _ngpt, _tokens)
+SCENARIOS = (_info_nce, _info_nce_rows, _gram, _ngpt, _tokens)
 
 
 def capture(dtype: torch.dtype) -> list[tuple[str, JITFunction, tuple, dict]]:
