@@ -42,7 +42,7 @@ grep -q "^spherekit/_C\..*\.so$" "$WORK/wheel.txt" || { echo "wheel-check: the w
 step "$(basename "$WHEEL") ($(du -k "$WHEEL" | cut -f1) KiB); sdist $(basename "$SDIST") ($(du -k "$SDIST" | cut -f1) KiB)"
 
 VENV="$WORK/venv"
-python3 -m venv "$VENV"
+"$PY" -m venv "$VENV"  # the interpreter the wheel was built for
 VPY="$VENV/bin/python"
 add() {  # add: pip install the wheel with the extra $1 (none when empty), then check that its modules import
     step "pip install $(basename "$WHEEL")${1:+[$1]}"

@@ -1,4 +1,4 @@
-"""Optional dependencies: which extra of the wheel brings each feature, checked once before a command works.
+"""Optional dependencies: the extra that brings each feature, checked before a command does any work.
 
 spherekit itself needs torch, numpy, tqdm and matplotlib (the ops, the references, the nGPT blocks, `spherekit
 bench`). The rest comes with an extra (pyproject.toml's [project.optional-dependencies]; EXTRAS below is the same

@@ -2,5 +2,6 @@
 
 from .. import _extras
 
-if _extras.missing("st"):
-    raise ModuleNotFoundError(_extras.message("st", "spherekit.losses"), name="sentence_transformers")
+_absent = _extras.missing("st")
+if _absent:
+    raise ModuleNotFoundError(_extras.message("st", "spherekit.losses", _absent), name=_absent[0])
