@@ -34,6 +34,7 @@ AREAS = {
     "python/spherekit/data/labelled.py": ("reproduce",),
     "python/spherekit/retrieval/": ("eval",),
     "python/spherekit/experiments/": ("reproduce",),
+    "python/spherekit/training/": ("train",),  # sentence-transformers' trainer (the training path's own package)
     "python/spherekit/bench/": ("reproduce", "triton"),
 }
 # imported by the package, installed by `spherekit data install` (a backbone packaged on PyPI), not by an extra
