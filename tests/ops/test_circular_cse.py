@@ -151,7 +151,8 @@ def test_custom_op_with_per_row_upstream_gradients(backend):
     th = ANGLES[y]
     w = torch.linspace(-1.0, 2.0, 41, dtype=torch.float64)
     e = e64.float().requires_grad_()
-    rows = circular_cse_ops._CircularCSEStreaming.apply(e, y, torch.cos(th).float(), torch.sin(th).float(), margin, backend)
+    rows = circular_cse_ops._CircularCSEStreaming.apply(e, y, torch.cos(th).float(), torch.sin(th).float(), margin,
+                                                        backend)
     (rows * w.float()).sum().backward()
     e_ref = e64.clone().requires_grad_()
     diff = e_ref @ e_ref.T - torch.cos(th[:, None] - th[None, :])
@@ -172,7 +173,8 @@ def test_cpu_scalar_loss_takes_the_one_pass_path_and_matches_the_two_pass_one(ma
     fused = circular_cse(e, y, ANGLES, margin=margin, backend="cpu")
     assert "CircularCSEChunked" in fused.grad_fn.name()
     (g1,) = torch.autograd.grad(fused * 0.7, (e,))
-    rows = circular_cse_ops._CircularCSEStreaming.apply(e, y, torch.cos(th).float(), torch.sin(th).float(), margin, "cpu")
+    rows = circular_cse_ops._CircularCSEStreaming.apply(e, y, torch.cos(th).float(), torch.sin(th).float(), margin,
+                                                        "cpu")
     two_pass = rows.sum() / (53 * 52)
     (g2,) = torch.autograd.grad(two_pass * 0.7, (e,))
     torch.testing.assert_close(fused, two_pass, atol=1e-6, rtol=1e-6)

@@ -6,14 +6,11 @@ the chunked one-pass path, which cuts whole rows only."""
 
 from __future__ import annotations
 
-from functools import partial
 
 import pytest
 import torch
 
-from spherekit import reference
 from spherekit.ops import cpu_budget, _info_nce_cpu, info_nce
-from tests.ops._harness import compare
 from tests.ops.test_info_nce import _case, _run_and_compare
 
 # (elements per tile, MIN_ROWS) -> the (rows, columns) tiles they give for B = 23 rows, N = 45 candidates

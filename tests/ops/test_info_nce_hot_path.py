@@ -144,8 +144,8 @@ FAST_MODE_BAD = {  # name -> (overrides of the inputs, what the default check mo
     "inf-candidate": lambda q, c: dict(candidates=c.detach().clone().index_fill_(0, torch.tensor([5]), float("inf"))),
     "target-too-large": lambda q, c: dict(targets=torch.arange(12).index_fill_(0, torch.tensor([2]), 14)),
     "negative-target": lambda q, c: dict(targets=torch.arange(12).index_fill_(0, torch.tensor([4]), -7)),
-    "label-outside-bias": lambda q, c: dict(query_labels=torch.arange(12) % 3 + 1, candidate_labels=torch.arange(14) % 3,
-                                            label_bias=torch.zeros(3, 3)),
+    "label-outside-bias": lambda q, c: dict(query_labels=torch.arange(12) % 3 + 1,
+                                            candidate_labels=torch.arange(14) % 3, label_bias=torch.zeros(3, 3)),
     "nan-temperature": lambda q, c: dict(temperature=torch.tensor(float("nan"))),
     "tiny-temperature": lambda q, c: dict(temperature=torch.tensor(1e-6)),
 }

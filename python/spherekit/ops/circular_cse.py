@@ -175,7 +175,8 @@ def circular_cse(
             interpreter (TRITON_INTERPRET=1, CPU tensors) refuses bfloat16: its bf16 arithmetic is wrong.
 
     Returns:
-        0-dim fp32 tensor (fp64 for fp64 inputs; fp32 under torch.autocast), 1/(B(B-1)) sum_{i != j} l_ij with x_ij = <e_i, e_j>,
+        0-dim fp32 tensor (fp64 for fp64 inputs; fp32 under torch.autocast), 1/(B(B-1)) sum_{i != j} l_ij with
+        x_ij = <e_i, e_j>,
         l_ij = max(0, |x_ij - 1| - m)^2 if y_i = y_j, else (x_ij - cos(theta_{y_i} - theta_{y_j}))^2.
     """
     _validate(embeddings, labels, label_angles, margin)

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from typing import Optional, Protocol, Sequence
 
+import torch
 from torch import Tensor
 
 Grad = Optional[Tensor]
