@@ -138,10 +138,21 @@ def test_label_bias_takes_float64_like_sincere():
 
 
 def test_bce_defaults_are_the_concept_papers_logit():
-    """The documented defaults: BCE logit 20 cos + 0, weight 0.5, mean over the positive and the k negatives."""
+    """The documented BCE defaults: logit 20 cos + 0, weight 0.5, mean over the positive and the k negatives."""
     q, c = _qc()
     h = F.normalize(torch.randn(4, 3, 8), dim=-1)
     plain = info_nce(q, c, temperature=0.05)
     pos, neg = 20 * (q * c[:4]).sum(-1), 20 * torch.einsum("bd,bkd->bk", q, h)
     bce = (F.softplus(-pos) + F.softplus(neg).sum(-1)) / 4
-    torch.testing.assert_close(info_nce(q, c, hard_negatives=h, temperature=0.05), plain + 0.5 * bce.mean())
+    torch.testing.assert_close(info_nce(q, c, hard_negatives=h, temperature=0.05, hard_negative_mode="bce"),
+                               plain + 0.5 * bce.mean())
+
+
+def test_hard_negatives_join_the_softmax_by_default_as_in_sentence_transformers():
+    """The default mode is the ecosystem's (sentence-transformers' MNRL, PyLate): the hard negatives join each
+    query's denominator, exactly as if they were appended to the candidates as its own extra columns."""
+    q, c = _qc()
+    h = F.normalize(torch.randn(4, 3, 8), dim=-1)
+    logits = torch.cat([q @ c.T, torch.einsum("bd,bkd->bk", q, h)], dim=1) / 0.05
+    expected = F.cross_entropy(logits, torch.arange(4))
+    torch.testing.assert_close(info_nce(q, c, hard_negatives=h, temperature=0.05), expected)

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from .. import _backend, reference
 from ..reference.contrastive import IGNORE_INDEX
-from . import _dispatch
+from . import _chunked_gemm, _dispatch
 from . import checks as C
 from . import _info_nce_chunked as _info_nce_chunked_impl
 from . import _info_nce_cpu
@@ -299,14 +299,15 @@ def info_nce(
         hard_negatives: (B, k, d) per-query hard negatives, or None.
         temperature: finite and >= 1e-4 (ops.checks.MIN_TEMPERATURE: logits are dot products / temperature
             and must stay in fp32 range); a float or a 0-dim tensor (with requires_grad it receives its gradient).
-        hard_negative_mode: what the hard negatives do: "bce" (the default: a BCE term only, B1 of "Principles of
-            Concept Representation in Sentence Encoders"), "softmax" (they join the query's denominator,
-            B1-unified) or "both". Setting it without hard_negatives is an error (it would be ignored).
-        bce_weight, bce_scale, bce_bias: BCE logit z = bce_scale * <q, h> + bce_bias (defaults 0.5, 20 = 1 /
-            temperature, 0: every hard negative gets a gradient, as the concept paper's B1 wants); the positive
-            pair has label 1, hard negatives label 0; the row's BCE is the mean over its k + 1 pairs. A negative
-            bias (SigLIP's -10: z = 20 cos - 10) saturates the term for negatives below cos 0.5, so only the hard
-            ones near the positive get a gradient.
+        hard_negative_mode: what the hard negatives do: "softmax" (the default, as in sentence-transformers'
+            MultipleNegativesRankingLoss and PyLate: they join the query's denominator), "bce" (a BCE term only,
+            B1 of "Principles of Concept Representation in Sentence Encoders") or "both" (B1-unified plus BCE).
+            Setting it without hard_negatives is an error (it would be ignored).
+        bce_weight, bce_scale, bce_bias: the BCE term of the "bce" and "both" modes: logit z = bce_scale * <q, h>
+            + bce_bias (defaults 0.5, 20 = 1 / temperature, 0: every hard negative gets a gradient, as the concept
+            paper's B1 wants); the positive pair has label 1, hard negatives label 0; the row's BCE is the mean over
+            its k + 1 pairs. A negative bias (SigLIP's -10: z = 20 cos - 10) saturates the term for negatives below
+            cos 0.5, so only the hard ones near the positive get a gradient.
         query_labels, candidate_labels: int64 ids; a candidate sharing the query's label, other than
             its target, is left out of the denominator (false negatives).
         label_bias: (E, E) additive logit bias [query_label, candidate_label] on negatives (not on the
@@ -315,7 +316,7 @@ def info_nce(
         reduction: "mean" (over non-ignored rows; 0 when all rows are ignored), "sum" or "none".
         workspace_bytes: byte budget of the logits chunk of the one-pass path (R = workspace_bytes // (N x
             element size) query rows at a time, at least 64; None: 64 MiB on the CPU, 32 MiB on a GPU,
-            spherekit.ops._info_nce_chunked.DEFAULT_WORKSPACE_BYTES).
+            spherekit.ops._chunked_gemm.DEFAULT_WORKSPACE_BYTES).
         dc_accumulator: "input" (the candidates' gradient accumulates over the chunks in the inputs' dtype) or
             "fp32" (an fp32 accumulator: N x d x 4 bytes more, for fp16/bf16 inputs on a GPU; the CPU path is fp32).
         backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend). "triton" under the Triton
@@ -343,13 +344,11 @@ def info_nce(
     if hard_negative_mode is not None and hard_negatives is None:
         raise ValueError(f"hard_negative_mode={hard_negative_mode!r} needs hard_negatives (a (B, k, d) tensor); "
                          "without hard negatives leave it unset")
-    hard_negative_mode = "bce" if hard_negative_mode is None else hard_negative_mode
+    hard_negative_mode = "softmax" if hard_negative_mode is None else hard_negative_mode
     _validate(queries, candidates, targets, hard_negatives, query_labels, candidate_labels, label_bias,
               hard_negative_mode, reduction, bce_weight, bce_scale, bce_bias)
-    C.check_choice("dc_accumulator", dc_accumulator, _info_nce_chunked_impl.DC_ACCUMULATORS)
-    if workspace_bytes is not None and (isinstance(workspace_bytes, bool) or not isinstance(workspace_bytes, int)
-                                        or workspace_bytes <= 0):
-        raise ValueError(f"workspace_bytes must be a positive int or None, got {workspace_bytes!r}")
+    C.check_choice("dc_accumulator", dc_accumulator, _chunked_gemm.ACCUMULATORS)
+    C.check_workspace_bytes(workspace_bytes)
     device = queries.device
     chosen = _dispatch.resolve("info_nce", backend, device, queries.dtype, SUPPORTED, "queries",
                                "queries / candidates / hard_negatives")
@@ -385,7 +384,7 @@ def info_nce(
         need = (queries.requires_grad, candidates.requires_grad,
                 hard_negatives is not None and hard_negatives.requires_grad, tau.requires_grad)
         if reduction != "none" and torch.is_grad_enabled() and any(need):
-            budget = workspace_bytes or _info_nce_chunked_impl.default_workspace_bytes(device)
+            budget = workspace_bytes or _chunked_gemm.default_workspace_bytes(device)
             return _InfoNCEChunked.apply(*args, reduction, *need, chosen, budget, dc_accumulator)[0]
         rows, _ = _InfoNCEStreaming.apply(*_poison_bad_rows(*args), chosen)
         if reduction == "none":
