@@ -98,16 +98,45 @@ def _renormalize(w):
     return w
 
 
+def _tokens_inputs():
+    """Two queries and two documents (all pairs for maxsim, two pairs for the paired ops), every token valid."""
+    return dict(q=_unit(2, 4, 8, seed=3), d=_unit(2, 5, 8, seed=4), q_mask=torch.ones(2, 4, dtype=torch.bool),
+                d_mask=torch.ones(2, 5, dtype=torch.bool))
+
+
+def _ragged_inputs():
+    return dict(q=_unit(4, 8, seed=5), docs=_unit(9, 8, seed=6), offsets=torch.tensor([0, 2, 7, 9]))
+
+
+def _token_op(name, **options):
+    def call(q, d, q_mask, d_mask, **kw):
+        return getattr(ops, name)(q, d, q_mask=q_mask, d_mask=d_mask, **options, **kw)
+    return call
+
+
+def _maxsim_ragged(q, docs, offsets):
+    return ops.maxsim_ragged(q, docs, offsets)
+
+
+def _entry(call, index):
+    """call's result at index (an all-padding row's scores, summed): the value its docstring states."""
+    return lambda **inputs: call(**inputs)[index].sum()
+
+
 INPUTS = {"info_nce": _info_nce_inputs, "sincere": _sincere_inputs, "circular_cse": _circular_inputs,
           "geodesic_residual": _ngpt_inputs, "l2_normalize": lambda: dict(x=torch.randn(5, 16)),
-          "renormalize_": lambda: dict(w=torch.randn(5, 16))}
+          "renormalize_": lambda: dict(w=torch.randn(5, 16)), "maxsim": _tokens_inputs, "soft_align": _tokens_inputs,
+          "sim_map": _tokens_inputs, "global_avg_sim": _tokens_inputs, "maxsim_ragged": _ragged_inputs}
 CALLS = {"info_nce": _info_nce, "sincere": _sincere, "circular_cse": _circular, "geodesic_residual": _geodesic,
-         "l2_normalize": _l2, "renormalize_": _renormalize}
+         "l2_normalize": _l2, "renormalize_": _renormalize, "maxsim": _token_op("maxsim"),
+         "soft_align": _token_op("soft_align"), "sim_map": _token_op("sim_map", channels=("sim", "rowmax", "colmax")),
+         "global_avg_sim": _token_op("global_avg_sim"), "maxsim_ragged": _maxsim_ragged}
 
 
 def _cases() -> list[Case]:
     g = {name: make() for name, make in INPUTS.items()}
     inn, sin, cir, ngp = g["info_nce"], g["sincere"], g["circular_cse"], g["geodesic_residual"]
+    tok, rag = g["maxsim"], g["maxsim_ragged"]
     cases = [
         ("info_nce", "nan query", dict(queries=_set(inn["queries"], (2, 3), NAN)), ("queries",)),
         ("info_nce", "inf candidate", dict(candidates=_set(inn["candidates"], (4, 0), INF)), ("candidates",)),
@@ -137,6 +166,12 @@ def _cases() -> list[Case]:
         ("geodesic_residual", "nan alpha", dict(alpha=_set(ngp["alpha"], 3, NAN)), ("alpha",)),
         ("l2_normalize", "nan x", dict(x=_set(g["l2_normalize"]["x"], (2, 2), NAN)), ("x",)),
         ("renormalize_", "inf weight", dict(w=_set(g["renormalize_"]["w"], (4, 1), INF)), ("weights",)),
+        *[(op, bad, override, names) for op in ("maxsim", "soft_align", "sim_map", "global_avg_sim")
+          for bad, override, names in (("nan q", dict(q=_set(tok["q"], (1, 2, 3), NAN)), ("q",)),
+                                       ("inf d", dict(d=_set(tok["d"], (0, 4, 1), INF)), ("d",)))],
+        ("soft_align", "nan tau", dict(tau=torch.tensor(NAN)), ("tau",)),
+        ("maxsim_ragged", "nan docs", dict(docs=_set(rag["docs"], (3, 1), NAN)), ("docs",)),
+        ("maxsim_ragged", "offsets stepping back", dict(offsets=torch.tensor([0, 7, 2, 9])), ("offsets",)),
     ]
     out = [Case(op, bad, CALLS[op], override, names) for op, bad, override, names in cases]
     out += [  # degenerate sets: the loss is exactly 0 by its definition (the docstrings say so)
@@ -147,6 +182,14 @@ def _cases() -> list[Case]:
              dict(labels=torch.arange(8), label_bias=None), ("positive",), documented=0.0),
         Case("sincere", "one label for all", CALLS["sincere"],
              dict(labels=torch.zeros(8, dtype=torch.long), label_bias=None), ("negative",), documented=0.0),
+        # the token ops: an all-padding query or document scores 0 (sim_map: a map of zeros)
+        *[Case(op, f"all-padding {what}", _entry(CALLS[op], index), {name: _set(tok[name], 1, False)}, (name,),
+               documented=0.0)
+          for op in ("maxsim", "soft_align", "sim_map", "global_avg_sim")
+          for what, name, index in (("query", "q_mask", 1), ("document", "d_mask", (slice(None), 1) if op == "maxsim"
+                                                              else 1))],
+        Case("maxsim_ragged", "empty document", _entry(CALLS["maxsim_ragged"], 1),
+             dict(offsets=torch.tensor([0, 2, 2, 9])), ("offsets",), documented=0.0),
     ]
     return out
 
@@ -164,7 +207,8 @@ def _outcome(case: Case) -> str:
     inputs.update(leaves)
     try:
         out = case.call(**inputs)
-        grads = torch.autograd.grad(out.sum(), list(leaves.values()), allow_unused=True) if leaves else ()
+        differentiable = leaves and out.requires_grad  # maxsim_ragged computes no gradient
+        grads = torch.autograd.grad(out.sum(), list(leaves.values()), allow_unused=True) if differentiable else ()
     except (ValueError, TypeError) as exc:
         return "named" if any(name in str(exc) for name in case.names) else f"unclear: {exc}"
     except Exception as exc:  # noqa: BLE001 - the sweep classifies every failure

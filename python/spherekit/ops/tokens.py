@@ -16,12 +16,14 @@ NORM_EPS = 1e-6
 
 
 def normalize_tokens(x: Tensor) -> Tensor:
-    """Norm(x) = x / max(||x||_2, 1e-6) over the last dim, with autograd; the ONE place the token ops normalise:
-    F.normalize with fp32 statistics (fp64 for fp64 tokens), cast back to x's dtype. Plain torch, so torch.func,
-    torch.compile (which fuses it), autocast and fake tensors all see through it."""
-    if x.dtype in (torch.float32, torch.float64):
+    """Norm(x) = x / max(||x||_2, 1e-6) over the last dim, with autograd; the ONE place the token ops
+    normalise: spherekit.ops.l2_normalize (fused, fp32 statistics; torch.func, torch.compile and fake tensors see
+    through it), F.normalize for float64 tokens."""
+    if x.dtype == torch.float64:
         return F.normalize(x, dim=-1, eps=NORM_EPS)
-    return F.normalize(x.float(), dim=-1, eps=NORM_EPS).to(x.dtype)
+    from .ngpt import l2_normalize
+
+    return l2_normalize(x, dim=-1, eps=NORM_EPS)
 
 
 def score_dtype(x: Tensor) -> torch.dtype:
