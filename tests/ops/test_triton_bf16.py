@@ -21,9 +21,13 @@ def _unit(*shape):
     return F.normalize(torch.randn(*shape, generator=gen, dtype=torch.float64), dim=-1)
 
 
-def _tokens(dtype):
+def _tokens(fn, dtype, **kw):
+    """fn on two query / document token batches: the ops take the masks as keywords, the oracles positionally."""
     q_mask, d_mask = torch.ones(2, 5, dtype=torch.bool), torch.ones(2, 7, dtype=torch.bool)
-    return _unit(2, 5, 16).to(dtype), q_mask, _unit(2, 7, 16).flip(0).to(dtype), d_mask
+    q, d = _unit(2, 5, 16).to(dtype), _unit(2, 7, 16).flip(0).to(dtype)
+    if fn.__module__ == ref_sim_map.__name__:
+        return fn(q, q_mask, d, d_mask, normalize=False, **kw)
+    return fn(q, d, q_mask=q_mask, d_mask=d_mask, normalize=False, **kw)
 
 
 # op name -> (first float argument, call(fn, dtype, **kw)); fn is the op or its reference
@@ -32,9 +36,9 @@ CALLS = {
     "sincere": ("embeddings", lambda fn, dt, **kw: fn(_unit(8, 16).to(dt), LABELS, **kw)),
     "circular_cse": ("embeddings", lambda fn, dt, **kw: fn(_unit(8, 16).to(dt), LABELS, torch.tensor([0.0, 2.0, 4.0]),
                                                            **kw)),
-    "maxsim": ("q", lambda fn, dt, **kw: fn(*_tokens(dt), normalize=False, **kw)),
-    "soft_align": ("q", lambda fn, dt, **kw: fn(*_tokens(dt), normalize=False, **kw)),
-    "sim_map": ("q", lambda fn, dt, **kw: fn(*_tokens(dt), normalize=False, **kw)),
+    "maxsim": ("q", lambda fn, dt, **kw: _tokens(fn, dt, reduction="sum", **kw)),
+    "soft_align": ("q", _tokens),
+    "sim_map": ("q", _tokens),
 }
 OPS = {"info_nce": (info_nce, reference.info_nce), "sincere": (sincere, reference.sincere),
        "circular_cse": (circular_cse, reference.circular_cse), "maxsim": (maxsim, ref_sim_map.maxsim),
