@@ -51,7 +51,7 @@ GPU_STEPS = ("env", "build", "tests", "ceilings", "contrastive", "sim_map", "ngp
              "tune")
 REHEARSAL_STEPS = ("env", "build", "collect", "kernels", "lease", "ceilings", "contrastive", "sim_map", "ngpt",
                    "verifier_train", "papers", "tune")
-LIMIT_S = dict(env=30, build=180, tests=150, collect=180, kernels=420, lease=60, ceilings=40, contrastive=100,
+LIMIT_S = dict(env=30, build=180, tests=150, collect=180, kernels=420, lease=60, ceilings=40, contrastive=120,
                sim_map=80, ngpt=150, verifier_train=100, papers=150, tune=150)  # bench limits: spherekit.bench.lease
 REHEARSAL_LIMIT_S = dict(LIMIT_S, build=900, collect=300, kernels=600, contrastive=300, sim_map=300, ngpt=300,
                          verifier_train=300, papers=300, tune=300)  # 2 shared cores, cold caches

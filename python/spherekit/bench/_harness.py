@@ -100,6 +100,7 @@ class Settings:
     timeout_s: float = 1800.0  # a measurement running longer is killed (isolated modes only)
     mem_limit_bytes: int | None = None
     isolate: str = "provider"  # "provider" | "task" | "none"
+    count_flops: bool = False  # count the probe call's aten matmul FLOPs (GPU runs and rehearsals)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -528,6 +529,7 @@ def prepare_run(presets: dict, preset: str, providers, known_providers, *, repea
         device=spec.device, repeats=spec.repeats, warmup=spec.warmup, min_repeats=spec.min_repeats,
         budget_s=spec.budget_s if budget_s is None else budget_s, timeout_s=timeout_s, isolate=isolate,
         mem_limit_bytes=int(mem_limit_gib * GIB) if mem_limit_gib else default_mem_limit(spec.device),
+        count_flops=spec.device == "cuda" or rehearse,
     )
     return spec, settings
 

@@ -54,6 +54,48 @@ def rate(name: str, work: float, ms: float) -> float:
     return work / (ms * 1e-3) / (1e12 if CEILINGS[name] == "TFLOP/s" else 1e9)
 
 
+# ------------------------------------------------------------------------------------------------
+# the "peak" provider of the bench families: the same ceilings as rows of their own run
+# ------------------------------------------------------------------------------------------------
+
+METRIC = {"GB/s": "gb_per_s", "TFLOP/s": "tflops"}  # the metrics-cell name of a peak row's value
+SIZE_KEY = {"copy": "elements", "triad": "elements", "bf16_matmul": "n"}  # the params name of its size
+
+
+def peak_task(family: str, name: str, size: int) -> dict:
+    """A bench family's task measuring ceiling `name` (provider "peak", mode = the ceiling's name)."""
+    dtype = "bfloat16" if name == "bf16_matmul" else "float32"
+    return {"family": family, "provider": "peak", "mode": name, SIZE_KEY[name]: size, "dtype": dtype}
+
+
+def run_peak(task: dict, settings) -> dict:
+    """Time a peak task with the harness (device time on CUDA) and add its value (gb_per_s or tflops)."""
+    from . import _harness as H
+
+    name = task["mode"]
+    fn, work, _ = ceiling_step(name, settings.device, task[SIZE_KEY[name]])
+    result = H.measure(fn, settings)
+    ms = result.get("device_median_ms") or result["median_ms"]
+    result[METRIC[CEILINGS[name]]] = rate(name, work, ms)
+    return result
+
+
+def peak_value(rows: list[dict], name: str) -> float | None:
+    """The value of this run's ok peak row of ceiling `name` (GB/s or TFLOP/s), or None when there is none."""
+    from .results import number
+
+    values = [number(r, METRIC[CEILINGS[name]]) for r in rows
+              if r.get("provider") == "peak" and r.get("mode") == name and r.get("status") == "ok"]
+    return values[-1] if values else None
+
+
+def peak_lines(rows: list[dict]) -> list[str]:
+    """One line per ceiling measured in this run ('ceilings measured in this run: copy 4106 GB/s, ...')."""
+    parts = [f"{name} {value:,.4g} {CEILINGS[name]}" for name in CEILINGS
+             if (value := peak_value(rows, name)) is not None]
+    return [f"ceilings measured in this run: {', '.join(parts)}"] if parts else []
+
+
 def _times_ms(fn, device: str, repeats: int, warmup: int = 3) -> list[float]:
     import torch
 

@@ -230,6 +230,16 @@ def number(row: dict, key: str) -> float:
         return math.nan
 
 
+def goal_time(row: dict, which: str | None = None) -> tuple[float, str]:
+    """(ms, "device time" | "wall time") a goal line compares: the row's device time (CUDA events) where it has
+    one, else its wall time; `which` forces one kind (NaN when the row lacks it), so two rows are compared in the
+    same time."""
+    device = number(row, "device_median_ms")
+    if which is None:
+        which = "wall time" if math.isnan(device) else "device time"
+    return (device if which == "device time" else number(row, "median_ms")), which
+
+
 def grouped_table(head: str, rows: list[dict], group, line) -> str:
     """A text table: the head, a rule, line(row) per row, and a blank line wherever group(row) changes."""
     lines = [head, "-" * len(head)]
