@@ -101,6 +101,7 @@ class Settings:
     mem_limit_bytes: int | None = None
     isolate: str = "provider"  # "provider" | "task" | "none"
     count_flops: bool = False  # count the probe call's aten matmul FLOPs (GPU runs and rehearsals)
+    triton_on_cpu: bool = False  # Triton providers run on CPU tensors through the interpreter (gpu_run --rehearse)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -294,6 +295,19 @@ def release_caches(device: str) -> None:
         import torch
 
         torch.cuda.empty_cache()
+
+
+def needs_cuda(provider: str, settings: Settings, triton: bool = False) -> str | None:
+    """Why a GPU-only provider cannot run here (None when it can): on CUDA always; on CPU a Triton provider
+    (triton=True) only when settings.triton_on_cpu and TRITON_INTERPRET=1 (the interpreter runs it on CPU tensors)."""
+    if settings.device.startswith("cuda"):
+        return None
+    if triton and settings.triton_on_cpu:
+        from .._backend import triton_interpreting
+
+        if triton_interpreting():
+            return None
+    return f"{provider} needs CUDA tensors"
 
 
 def _cleanup_after_failure(device: str) -> None:
@@ -548,36 +562,52 @@ def plan_run(presets: dict, preset: str, providers, known_providers, build_tasks
     return spec, settings, tasks
 
 
-def start_run(family: str, preset: str, spec: PresetBase, settings: Settings, tasks: list[dict],
-              out: str | os.PathLike, *, params, metrics=(), defaults: dict | None = None,
-              finish_row: Callable[[dict, list[dict]], None] | None = None):
-    """Print the run's header line and make its `emit(task, result)` for run_tasks, which builds the row
-    (machine and version facts, the task, empty result columns, `defaults`, the result, a timestamp), lets
-    `finish_row(row, rows)` complete it, fills its params / metrics cells from the keys named `params` /
-    `metrics` and HARNESS_METRICS (spherekit.bench.results), appends it to <out>/<family>.csv and to the returned
-    list. On CUDA the GPU's clocks are printed first (and again by run_and_report at the end).
-    Returns (csv path, rows, emit)."""
+def run_facts(preset: str, device: str) -> dict:
+    """The cells every row of a run shares: run_id (its start), preset, machine, device and the versions."""
     from .machine import machine_name, now, versions
+
+    return dict(run_id=now(), preset=preset, machine=machine_name(device), device=device, **versions())
+
+
+EMPTY_RESULT = {"median_ms": None, "p20_ms": None, "p80_ms": None, "device_median_ms": None, "device_p20_ms": None,
+                "device_p80_ms": None, "peak_extra_mib": None, "repeats": 0, "note": ""}
+
+
+def row_writer(csv_path: str | os.PathLike, common: dict, *, params, metrics=(), defaults=None,
+               finish_row: Callable[[dict, list[dict]], None] | None = None):
+    """(rows, emit): `emit(task, result)` builds a row (`common`, the task, empty result columns, `defaults` (a dict
+    or a function of the task), the result, a timestamp), lets `finish_row(row, rows)` complete it, fills its params /
+    metrics cells from the keys named `params` / `metrics` and HARNESS_METRICS (spherekit.bench.results), appends it
+    atomically to csv_path at once and to the returned list."""
+    from .machine import now
     from .results import append_rows, set_fields
 
-    csv_path = Path(out) / f"{family}.csv"
-    common = dict(run_id=now(), preset=preset, machine=machine_name(spec.device), device=spec.device, **versions())
-    limit = f"{settings.mem_limit_bytes / GIB:.1f} GiB" if settings.mem_limit_bytes else "none (OOM caught)"
-    print(f"spherekit bench {family}: preset {preset}, {len(tasks)} measurements on {common['machine']}; "
-          f"mem limit {limit}; isolate={settings.isolate}; rows -> {csv_path}")
-    print_clocks("start", spec.device)
     rows: list[dict] = []
-    empty = {"median_ms": None, "p20_ms": None, "p80_ms": None, "device_median_ms": None, "device_p20_ms": None,
-             "device_p80_ms": None, "peak_extra_mib": None, "repeats": 0, "note": ""}
 
     def emit(task: dict, result: dict) -> None:
-        row = {**common, **task, **empty, **(defaults(task) if callable(defaults) else defaults or {}), **result,
-               "timestamp": now()}
+        row = {**common, **task, **EMPTY_RESULT, **(defaults(task) if callable(defaults) else defaults or {}),
+               **result, "timestamp": now()}
         rows.append(row)
         if finish_row is not None:
             finish_row(row, rows)
         append_rows(csv_path, [set_fields(row, params, tuple(metrics) + HARNESS_METRICS)])
 
+    return rows, emit
+
+
+def start_run(family: str, preset: str, spec: PresetBase, settings: Settings, tasks: list[dict],
+              out: str | os.PathLike, *, params, metrics=(), defaults: dict | None = None,
+              finish_row: Callable[[dict, list[dict]], None] | None = None):
+    """Print the run's header line and make its `emit(task, result)` for run_tasks (row_writer into
+    <out>/<family>.csv). On CUDA the GPU's clocks are printed first (and again by run_and_report at the end).
+    Returns (csv path, rows, emit)."""
+    csv_path = Path(out) / f"{family}.csv"
+    common = run_facts(preset, spec.device)
+    limit = f"{settings.mem_limit_bytes / GIB:.1f} GiB" if settings.mem_limit_bytes else "none (OOM caught)"
+    print(f"spherekit bench {family}: preset {preset}, {len(tasks)} measurements on {common['machine']}; "
+          f"mem limit {limit}; isolate={settings.isolate}; rows -> {csv_path}")
+    print_clocks("start", spec.device)
+    rows, emit = row_writer(csv_path, common, params=params, metrics=metrics, defaults=defaults, finish_row=finish_row)
     return csv_path, rows, emit
 
 

@@ -160,8 +160,10 @@ def build_tasks(preset: Preset, providers: list[str] | None = None) -> list[dict
 def static_skip(task: dict, settings: H.Settings) -> str | None:
     if task["provider"] == "peak":
         return None
-    if task["provider"] in GPU_ONLY and not settings.device.startswith("cuda"):
-        return f"{task['provider']} needs CUDA tensors"
+    if task["provider"] in GPU_ONLY:
+        reason = H.needs_cuda(task["provider"], settings, triton=task["provider"] == "spherekit-triton")
+        if reason:
+            return reason
     if task["provider"].startswith("torch-ce") and task["k"]:
         return "k > 0: per-query hard negatives have no one-line cross-entropy form (compare with the reference)"
     if task["provider"] == "st-cached-mnrl" and task["mode"] == "bwd":
@@ -297,6 +299,37 @@ def useful_flops(task: dict) -> float:
     """The products a fwd / bwd / fwd+bwd must do: PASSES x 2 B (N + k) d (hard negatives of st-* are in N)."""
     extra = 0 if task["provider"] in _ST else task["k"]
     return PASSES[task["mode"]] * 2.0 * task["B"] * (task["N"] + extra) * task["d"]
+
+
+def prepare_call(task: dict, device: str):
+    """A function making one untimed call of the task's measured step (a fwd+bwd: the forward, then the backward),
+    its inputs made once: what a JIT capture (scripts/gpu_run.py's pre-compile) or a profile records."""
+    q, c, h = _inputs(task, device)
+    loss_fn, leaves, _, fwd_override = _make_loss(task, q, c, h)
+
+    def call():
+        if task["mode"] == "fwd":
+            (fwd_override or loss_fn)()
+        elif task["provider"] == "st-cached-mnrl":
+            loss_fn()
+        else:
+            loss_fn().backward()
+        for t in leaves:
+            t.grad = None
+    return call
+
+
+def outputs_at(task: dict, device: str, rows: int = 2048) -> list:
+    """The loss and its gradients of the task's provider at B = min(B, rows) (a launch option's check against the
+    defaults' outputs in scripts/gpu_run.py's sweeps)."""
+    import torch
+
+    B = min(task["B"], rows)
+    small = dict(task, B=B, N=n_candidates(task["provider"], B, task["k"]))
+    q, c, h = _inputs(small, device)
+    loss_fn, leaves, _, _ = _make_loss(small, q, c, h)
+    loss = loss_fn()
+    return [loss.detach()] + list(torch.autograd.grad(loss, leaves))
 
 
 def run_task(task: dict, settings: H.Settings) -> dict:

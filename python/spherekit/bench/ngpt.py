@@ -124,8 +124,8 @@ def build_tasks(preset: Preset, providers: list[str] | None = None) -> list[dict
 
 def static_skip(task: dict, settings: H.Settings) -> str | None:
     p = task["provider"]
-    if p in GPU_ONLY and not settings.device.startswith("cuda"):
-        return f"{p} needs CUDA tensors"
+    if p in GPU_ONLY and (reason := H.needs_cuda(p, settings, triton=p == "spherekit-triton")):
+        return reason
     if p == "spherekit-cuda":
         from ..ops.ngpt import cuda_kernels_available
 
@@ -194,6 +194,31 @@ def _make_fn(task: dict):
     raise ValueError(f"unknown provider {p!r}; choose from {PROVIDERS}")
 
 
+def prepare_call(task: dict, device: str):
+    """A function making one untimed call of the task's measured step, its inputs made once (scripts/gpu_run.py's
+    pre-compile capture and profile)."""
+    h, f, alpha, g = _inputs(task, device)
+    fn = _make_fn(task)
+
+    def call():
+        out = fn(h, f, alpha)
+        if task["mode"] != "fwd":
+            out.backward(g)
+        h.grad = f.grad = alpha.grad = None
+    return call
+
+
+def outputs_at(task: dict, device: str, rows: int = 2048) -> list:
+    """The output and the gradients of h, f and alpha at min(rows, task's rows) rows (a launch option's check
+    against the defaults' outputs in scripts/gpu_run.py's sweeps)."""
+    import torch
+
+    small = dict(task, rows=min(task["rows"], rows))
+    h, f, alpha, g = _inputs(small, device)
+    out = _make_fn(small)(h, f, alpha)
+    return [out.detach()] + list(torch.autograd.grad(out, (h, f, alpha), g))
+
+
 def run_task(task: dict, settings: H.Settings) -> dict:
     import torch
 
@@ -244,6 +269,16 @@ def peak_bandwidth(rows: list[dict], name: str = "copy") -> float | None:
     values = [number(r, "gb_per_s") for r in rows if r["provider"] == "peak" and r["mode"] == name
               and r["status"] == "ok"]
     return values[-1] if values else None
+
+
+def row_defaults(task: dict) -> dict:
+    """What an ngpt row holds before its result (also when it did not run): the bytes it must move."""
+    return {"bytes_moved": bytes_moved(task), "gb_per_s": None}
+
+
+def finish_row(row: dict, rows: list[dict]) -> None:
+    """Every ngpt row carries the run's copy bandwidth (peak_gb_per_s)."""
+    row["peak_gb_per_s"] = peak_bandwidth(rows)
 
 
 def format_table(rows: list[dict]) -> str:
@@ -342,10 +377,10 @@ def gpu_goal_checks(rows: list[dict], n_rows: int = 65536, d: int = 4096, dtype:
                        f"({which}) = {t_other / t:.2f}x (goal {'>=' if goal > 1 else '>'} {goal:g}x)")
     auto = _find(rows, "spherekit-auto", n_rows, d, dtype)
     if auto is not None and len(times) == len(GPU_BACKENDS):
-        t_auto = goal_time(auto)[0]
+        t_auto, which = goal_time(auto, which)
         best = min(times, key=times.get)
         out.append(f"{'PASS' if t_auto <= 1.05 * times[best] else 'FAIL'}  backend=\"auto\": {t_auto:.3f} ms vs the "
-                   f"faster backend here, {best}, {times[best]:.3f} ms (goal: within 5%)")
+                   f"faster backend here, {best}, {times[best]:.3f} ms ({which}; goal: within 5%)")
     return out
 
 
@@ -364,12 +399,8 @@ def run(preset: str = "cpu", out: str | Path = "results/bench", repeats: int | N
     if planned is None:
         return 2
     spec, settings, tasks = planned
-    def finish_row(row, rows):
-        row["peak_gb_per_s"] = peak_bandwidth(rows)
-
     csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, params=PARAMS, metrics=METRICS,
-                                       defaults=lambda task: {"bytes_moved": bytes_moved(task), "gb_per_s": None},
-                                       finish_row=finish_row)
+                                       defaults=row_defaults, finish_row=finish_row)
     device = "cpu" if spec.device == "cpu" else "cuda"
     H.run_and_report(MODULE, tasks, settings, emit, rows, csv_path, table=format_table,
                      goals=lambda rows: goal_checks(rows, device), progress=progress)

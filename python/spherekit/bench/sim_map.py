@@ -326,8 +326,8 @@ def static_skip(task: dict, settings: H.Settings) -> str | None:
     if task["provider"] == "peak":
         return None
     cuda = settings.device.startswith("cuda")
-    if task["provider"] == "spherekit-triton" and not cuda:
-        return "spherekit-triton needs CUDA tensors"
+    if task["provider"] == "spherekit-triton" and (reason := H.needs_cuda("spherekit-triton", settings, triton=True)):
+        return reason
     if task["provider"] == "spherekit-ragged-cuda":
         if not cuda:
             return "spherekit-ragged-cuda needs CUDA tensors"
@@ -357,6 +357,38 @@ def make_step(task: dict, device: str) -> tuple[Callable, list]:
     workload = WORKLOADS[task["workload"]]
     inputs = workload.make_inputs(task, device)
     return workload.providers[task["provider"]](task, inputs), inputs.get("leaves", [])
+
+
+def prepare_call(task: dict, device: str):
+    """A function making one untimed call of the task's measured step, its inputs made once (scripts/gpu_run.py's
+    pre-compile capture and profile)."""
+    import torch
+
+    step, leaves = make_step(task, device)
+
+    def call():
+        if task["mode"] == "fwd":
+            with torch.no_grad():
+                step()
+        else:
+            step().backward()
+        for t in leaves:
+            t.grad = None
+    return call
+
+
+def outputs_at(task: dict, device: str, docs: int = 1000) -> list:
+    """The scores (rerank) or the loss and its gradients (train) of the task's provider with at most `docs`
+    candidates (a launch option's check against the defaults' outputs in scripts/gpu_run.py's sweeps)."""
+    import torch
+
+    small = dict(task, k=min(task["k"], docs))
+    step, leaves = make_step(small, device)
+    if task["mode"] == "fwd":
+        with torch.no_grad():
+            return [step()]
+    loss = step()
+    return [loss.detach()] + list(torch.autograd.grad(loss, leaves))
 
 
 def run_task(task: dict, settings: H.Settings) -> dict:
