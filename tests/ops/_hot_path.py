@@ -3,11 +3,12 @@
 - no_host_sync(): every Tensor method that hands a tensor's value to the host (item, tolist, cpu, numpy, bool(),
   float(), int()) raises HostSyncError inside the block. On a GPU each of them waits for the device; on the CPU
   tests they mark the same code paths. The ops in the default ("fast") check mode make none.
-- count_launches(fn): the aten operators fn dispatches (a TorchDispatchMode sees every one, including those
-  inside custom ops) and the Triton kernels it launches (compiled or under the interpreter), so a test can assert
-  that the count does not grow with the batch.
+- count_launches(fn): the leaf aten operators fn calls (the profiler sees every one, inside custom ops too) and
+  the Triton kernels it launches (compiled or under the interpreter), so a test can assert that the count does not
+  grow with the batch.
 - peak_live_bytes(fn): the most bytes of tensors fn allocated and still holds at any point (a TorchDispatchMode
-  tracks every output's storage and frees it when the tensor dies), the CPU-side proof of a memory budget.
+  tracks every output's storage and frees it when the tensor dies), the CPU-side proof of a memory budget; it
+  also counts meta tensors, so a goal shape's bytes can be measured without allocating them.
 """
 
 from __future__ import annotations
@@ -42,16 +43,6 @@ def no_host_sync():
         yield
 
 
-class _AtenCounter(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.ops: Counter = Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops[str(func.overloadpacket)] += 1
-        return func(*args, **(kwargs or {}))
-
-
 def _triton_run_methods():
     import triton.runtime.interpreter as interpreter
     import triton.runtime.jit as jit
@@ -60,7 +51,12 @@ def _triton_run_methods():
 
 
 def count_launches(fn, *args, **kwargs):
-    """Run fn(*args, **kwargs) -> (its result, Counter of aten operators by name, number of Triton launches)."""
+    """Run fn(*args, **kwargs) -> (its result, Counter of the leaf aten operators by name, number of Triton launches).
+
+    A leaf operator is an aten call (seen by the profiler at any depth, inside custom ops too) that calls no other
+    aten operator: on a device, the calls that launch kernels."""
+    from torch.profiler import ProfilerActivity, profile
+
     launches = [0]
     stack = contextlib.ExitStack()
     for cls, name in _triton_run_methods():
@@ -70,10 +66,11 @@ def count_launches(fn, *args, **kwargs):
             launches[0] += 1
             return _original(self, *a, **k)
         stack.enter_context(mock.patch.object(cls, name, counted))
-    counter = _AtenCounter()
-    with stack, counter:
+    with stack, profile(activities=[ProfilerActivity.CPU]) as prof:
         out = fn(*args, **kwargs)
-    return out, counter.ops, launches[0]
+    leaves = Counter(e.name for e in prof.events() if e.name.startswith("aten::")
+                     and not any(child.name.startswith("aten::") for child in e.cpu_children))
+    return out, leaves, launches[0]
 
 
 class _LiveBytes(TorchDispatchMode):
@@ -95,14 +92,14 @@ class _LiveBytes(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        inputs = {t.untyped_storage().data_ptr() for t in torch.utils._pytree.tree_leaves((args, kwargs))
-                  if isinstance(t, torch.Tensor) and t.device.type != "meta"}
+        inputs = {t.untyped_storage()._cdata for t in torch.utils._pytree.tree_leaves((args, kwargs))
+                  if isinstance(t, torch.Tensor)}
         for t in torch.utils._pytree.tree_leaves(out):
-            if not isinstance(t, torch.Tensor) or t.device.type == "meta":
+            if not isinstance(t, torch.Tensor):
                 continue
             storage = t.untyped_storage()
-            key = storage.data_ptr()
-            if not key or key in inputs and key not in self._storages:
+            key = storage._cdata  # the storage object itself: also on the meta device, where nothing has an address
+            if key in inputs and key not in self._storages:
                 continue
             entry = self._storages.setdefault(key, [storage.nbytes(), 0])
             if entry[1] == 0:

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from spherekit import reference
 from spherekit.ops import info_nce
+from spherekit.ops import _info_nce_chunked
 from tests.ops._harness import backends, compare, linear_weights
 
 BACKENDS = backends("info_nce")
@@ -43,14 +44,14 @@ def _case(B, N, d, k, *, seed=0, labels=False, bias=False, ignore=False, targets
     return case
 
 
-def _run_and_compare(case, dtype, backend, *, reduction="none", tau_grad=False, tau=0.07, **opts):
+def _run_and_compare(case, dtype, backend, *, reduction="none", tau_grad=False, tau=0.07, op_opts=None, **opts):
     """The op on `backend` against the oracle (tests/ops/_harness.py): loss (fp32), the gradients of the queries,
     candidates and hard negatives, and the temperature's when tau_grad."""
     inputs = {**case, "temperature": torch.tensor(tau, dtype=torch.float64)}
     grads = [k for k in ("queries", "candidates", "hard_negatives") if case[k] is not None]
     if tau_grad:
         grads.append("temperature")
-    out = compare(partial(info_nce, reduction=reduction, **opts, backend=backend),
+    out = compare(partial(info_nce, reduction=reduction, **opts, **(op_opts or {}), backend=backend),
                   partial(reference.info_nce, reduction=reduction, **opts), inputs, dtype, grads,
                   params=("temperature",), consts=("label_bias",), weights=linear_weights)
     assert out.dtype == torch.float32
@@ -65,6 +66,20 @@ def test_values_and_grads(backend, dtype, shape, mode, reduction):
     case = _case(*shape)
     modes = {} if case["hard_negatives"] is None else dict(hard_negative_mode=mode)  # a mode needs hard negatives
     _run_and_compare(case, dtype, backend, reduction=reduction, **modes)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows", [1, 7, 23])  # chunks of the one-pass path: one row each, uneven (7+7+7+2), one
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_chunked_path_over_its_chunkings(backend, dtype, rows, reduction, monkeypatch):
+    """The one-pass path (a scalar loss with grad) against the oracle over several chunkings of the rows, with
+    labels, label bias, ignored rows, shuffled targets, hard negatives in both terms and the temperature's grad."""
+    monkeypatch.setattr(_info_nce_chunked, "MIN_ROWS", 1)
+    case = _case(23, 45, 41, 2, seed=4, labels=True, bias=True, ignore=True, targets=True)
+    element = 4 if backend == "cpu" else torch.finfo(dtype).bits // 8
+    _run_and_compare(case, dtype, backend, reduction=reduction, hard_negative_mode="both", tau_grad=True,
+                     op_opts=dict(workspace_bytes=rows * 45 * element))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -142,19 +157,24 @@ def test_opcheck():
             case["label_bias"].float(), True, 0.5, 20.0, -10.0, "cpu")
     torch.library.opcheck(torch.ops.spherekit.info_nce_fwd.default, args,
                           test_utils=("test_schema", "test_faketensor"))
-    torch.library.opcheck(torch.ops.spherekit.info_nce_fused.default, args[:-1] + ("mean", True, True, True, True),
-                          test_utils=("test_schema", "test_faketensor"))
+    for backend in BACKENDS:
+        for accumulator in ("input", "fp32"):
+            torch.library.opcheck(torch.ops.spherekit.info_nce_chunked.default,
+                                  args[:-1] + ("mean", True, True, True, True, backend, 4 * 9 * 4, accumulator),
+                                  test_utils=("test_schema", "test_faketensor"))
 
 
-def test_cpu_scalar_loss_takes_the_one_pass_path_and_matches_the_two_pass_one():
-    """reduction="mean" with grad on the cpu backend runs forward_backward; it must equal the generic
-    forward + recomputing backward (reduction="none", then the same mean)."""
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scalar_loss_takes_the_chunked_path_and_matches_the_two_pass_one(backend, monkeypatch):
+    """reduction="mean" with grad runs the chunked one-pass path (here over 4 chunks of 8 rows); it must equal the
+    generic forward + recomputing backward (reduction="none", then the same mean)."""
     case = _case(29, 31, 24, 2, seed=9, ignore=True, labels=True, bias=True)
     q, c, h = (case[k].float().requires_grad_() for k in ("queries", "candidates", "hard_negatives"))
     kw = dict(hard_negative_mode="both", query_labels=case["query_labels"], candidate_labels=case["candidate_labels"],
-              label_bias=case["label_bias"].float(), backend="cpu")
-    fused = info_nce(q, c, case["targets"], h, **kw)
-    assert "info_nce_fused" in fused.grad_fn.name()
+              label_bias=case["label_bias"].float(), backend=backend)
+    monkeypatch.setattr(_info_nce_chunked, "MIN_ROWS", 1)
+    fused = info_nce(q, c, case["targets"], h, workspace_bytes=8 * 31 * 4, **kw)
+    assert "InfoNCEChunked" in fused.grad_fn.name()
     g1 = torch.autograd.grad(fused * 0.7, (q, c, h))
     rows = info_nce(q, c, case["targets"], h, reduction="none", **kw)
     two_pass = rows.sum() / (case["targets"] != -100).sum()
@@ -205,3 +225,14 @@ def test_fp16_backward_keeps_tiny_gradients_out_of_the_subnormal_range():
     for got, want in ((dq, q_o.grad), (dc, c_o.grad)):
         rel = (got.double() - want).abs().max() / want.abs().max()
         assert rel < 2e-3, f"relative error {rel:.2e}"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_hard_negatives_in_no_term_get_a_zero_gradient(backend):
+    """bce_weight=0 in "bce" mode: the hard negatives take part in no term; their gradient is 0 (not an error)."""
+    case = _case(9, 11, 16, 2, seed=2)
+    q, c, h = (case[k].float().requires_grad_() for k in ("queries", "candidates", "hard_negatives"))
+    loss = info_nce(q, c, None, h, hard_negative_mode="bce", bce_weight=0.0, backend=backend)
+    loss.backward()
+    assert torch.equal(h.grad, torch.zeros_like(h))
+    torch.testing.assert_close(loss, info_nce(q, c, backend=backend))

@@ -1,7 +1,8 @@
 """info_nce's CPU path over every tiling it chooses (spherekit.ops._info_nce_cpu.tile_shape): whole-row chunks and
 column blocks of a row chunk (the large-bank case), uneven last blocks and targets in the last block, against the
-fp64 oracle with every flag (labels, bias, ignored rows, hard negatives in each mode, the temperature gradient) and
-both gradient paths (reduction "none": forward + recomputing backward; "mean": the fused one)."""
+fp64 oracle with every flag (labels, bias, ignored rows, hard negatives in each mode, the temperature gradient). The
+tilings shape the streaming path (reduction "none": forward + recomputing backward); with "mean" the same cases run
+the chunked one-pass path, which cuts whole rows only."""
 
 from __future__ import annotations
 
@@ -42,9 +43,11 @@ def test_every_tiling_matches_the_oracle(tiling, mode, reduction):
     _run_and_compare(case, torch.float32, "cpu", hard_negative_mode=mode, reduction=reduction, tau_grad=True)
 
 
-@pytest.mark.parametrize("reduction", ["none", "mean"])
+@pytest.mark.parametrize("reduction", ["none"])
 def test_a_wide_frozen_bank_is_read_in_column_blocks(monkeypatch, reduction):
-    """A bank too wide for MIN_ROWS whole rows is cut into column blocks that hold every row (B <= MIN_ROWS)."""
+    """A bank too wide for MIN_ROWS whole rows is cut into column blocks that hold every row (B <= MIN_ROWS), on the
+    streaming path (reduction "none" or no gradient); a scalar loss with a gradient takes the chunked one-pass path
+    instead, whole rows of at least spherekit.ops._info_nce_chunked.MIN_ROWS (tests/ops/test_info_nce.py)."""
     monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", 4096)
     monkeypatch.setattr(cpu_budget, "MIN_TILE_ELEMENTS", 0)
     assert _info_nce_cpu.tile_shape(16, 5000) == (16, 256)
@@ -61,7 +64,7 @@ def test_a_wide_frozen_bank_is_read_in_column_blocks(monkeypatch, reduction):
     assert widths and all(rows == 16 and cols <= 256 for rows, cols in widths)
 
 
-def test_fused_and_two_pass_paths_agree_on_column_blocks(monkeypatch):
+def test_chunked_path_agrees_with_the_streaming_one_over_column_blocks(monkeypatch):
     monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", 29 * 5)
     monkeypatch.setattr(cpu_budget, "MIN_TILE_ELEMENTS", 0)
     monkeypatch.setattr(_info_nce_cpu, "MIN_ROWS", 8)
@@ -76,24 +79,6 @@ def test_fused_and_two_pass_paths_agree_on_column_blocks(monkeypatch):
     torch.testing.assert_close(fused, two_pass, atol=1e-6, rtol=1e-6)
     for a, b in zip(g1, g2):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
-
-
-@pytest.mark.parametrize("mode", ["bce", "softmax", "both"])
-def test_a_frozen_bank_over_column_blocks_takes_one_streamed_pass(tiling, mode, monkeypatch):
-    """candidate_grad=False with a scalar loss: over column blocks the fused path accumulates sum_j p_ij c_j with a
-    running maximum (one pass) instead of a second pass; loss, d_queries, d_hard_negatives and d_temperature match
-    the fp64 oracle (label masks that hide every column of a block included)."""
-    calls = []
-    real = _info_nce_cpu._streamed_softmax_mean
-    monkeypatch.setattr(_info_nce_cpu, "_streamed_softmax_mean", lambda *a: calls.append(1) or real(*a))
-    case = _case(23, 45, 41, 2, seed=4, labels=True, bias=True, ignore=True, targets=True)
-    case["targets"][1] = 44
-    inputs = {**case, "temperature": torch.tensor(0.07, dtype=torch.float64)}
-    compare(partial(info_nce, hard_negative_mode=mode, candidate_grad=False, backend="cpu"),
-            partial(reference.info_nce, hard_negative_mode=mode), inputs, torch.float32,
-            ("queries", "hard_negatives", "temperature"), params=("temperature",), consts=("label_bias",),
-            weights=lambda _: torch.tensor(0.7, dtype=torch.float64))
-    assert bool(calls) == (TILINGS[tiling][1][1] < 45)  # streamed exactly when the columns are blocked
 
 
 def test_default_tiles_are_large_enough_to_outlast_a_busy_machines_barriers():

@@ -1,4 +1,5 @@
-"""The "cpu" backend of info_nce: tiled torch, BLAS for the products, peak memory O(tile), never B x N.
+"""The "cpu" backend of info_nce: tiled torch, BLAS for the products, peak memory O(tile), never B x N; and the
+torch row kernel of the chunked one-pass path (info_nce_rows, for spherekit.ops._info_nce_chunked).
 
 The (B x N) logits exist one tile at a time (cpu_budget.tile_elements(): CHUNK_ELEMENTS elements, at least
 cpu_budget.MIN_TILE_ELEMENTS, so that each pass over a tile outlasts a scheduler time slice on a busy machine;
@@ -10,14 +11,9 @@ column block of a row chunk and each row's logsumexp is accumulated over the blo
 
 so the bank is read once per chunk of up to ~sqrt(tile_elements()) rows instead of once per handful of rows.
 
-Two ways to get gradients:
-  - info_nce_fwd + info_nce_bwd: the forward keeps only per-row statistics (loss, logsumexp) and the backward
-    recomputes each tile's logits (4 matrix products in all);
-  - info_nce_fwd_bwd: for a scalar loss (mean / sum) the upstream gradient is one scalar times known row weights,
-    so with whole-row tiles one pass computes the loss AND the gradients (3 products). Over column blocks a frozen
-    bank (no candidate gradient) still takes one pass: dq needs only sum_j p_ij c_j, accumulated with a running
-    maximum (2 products per block); with a candidate gradient the logsumexp must be complete before any dc, so it
-    runs the forward's pass, then the backward's.
+The streaming path (reduction "none", or no gradient): info_nce_fwd keeps only per-row statistics (loss,
+logsumexp) and info_nce_bwd recomputes each tile's logits (4 matrix products in all). A scalar loss with a
+gradient takes the chunked one-pass path instead (3 products), whose CPU row kernel is info_nce_rows below.
 Runs on any device torch supports (it is also the CUDA fallback when Triton is missing).
 Math and symbols (s, lse, G, Gh, beta): spherekit.reference.contrastive.info_nce.
 """
@@ -33,6 +29,7 @@ from torch import Tensor
 
 from ..reference.contrastive import IGNORE_INDEX
 from . import cpu_budget
+from ._dispatch import stat_dtype
 from .cpu_budget import row_chunks
 
 MIN_ROWS = 64  # whole-row tiles of fewer rows make memory-bound products: block the columns instead
@@ -59,7 +56,7 @@ class _Problem:
     ql: Tensor | None
     cl: Tensor | None
     label_bias: Tensor | None
-    inv_tau: float
+    inv_tau: Tensor  # 0-dim, on the device
     valid: Tensor  # rows that take part (target != IGNORE_INDEX)
     t: Tensor  # targets, 0 on ignored rows
     hn_softmax: bool
@@ -70,8 +67,9 @@ class _Problem:
     @classmethod
     def of(cls, q, c, targets, h, tau, ql, cl, label_bias, *, hn_softmax, bce_weight, bce_scale, bce_bias):
         valid = targets != IGNORE_INDEX
-        return cls(q.float(), c.float(), None if h is None else h.float(), ql, cl,
-                   None if label_bias is None else label_bias.float(), 1.0 / tau, valid,
+        dt = stat_dtype(q.dtype)
+        return cls(q.to(dt), c.to(dt), None if h is None else h.to(dt), ql, cl,
+                   None if label_bias is None else label_bias.to(dt), 1.0 / tau.to(dt), valid,
                    torch.where(valid, targets, torch.zeros_like(targets)), hn_softmax, bce_weight, bce_scale, bce_bias)
 
     @property
@@ -112,7 +110,7 @@ def _target_cells(t: Tensor, c0: int, width: int) -> tuple[Tensor, Tensor]:
 def _tile_logits(p: _Problem, r: _Rows, c0: int, cb: Tensor, clb: Tensor | None) -> Tensor:
     """s of the rows against the candidate block cb = c[c0:]: bias on negatives, false negatives at -inf, the
     target cell x_it / tau (no bias, never masked)."""
-    x = torch.addmm(r.q.new_zeros(()), r.q, cb.T, beta=0, alpha=p.inv_tau)  # the 1/tau rides on the product
+    x = torch.mm(r.q, cb.T).mul_(p.inv_tau)  # inv_tau: a 0-dim tensor (as addmm's alpha it would sync the host)
     if p.label_bias is not None:
         x.add_(p.label_bias[r.ql][:, clb])
     if r.ql is not None:
@@ -174,11 +172,9 @@ def _finish_row_grads(p: _Problem, r: _Rows, dq_rows: Tensor, terms, dh_rows: Te
 
 
 def _row_grads(p: _Problem, r: _Rows, row_lse: Tensor, g: Tensor, width: int, dc: Tensor | None,
-               dh_rows: Tensor | None, want_dtau: bool, log_p: Tensor | None = None,
-               cand_lse: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
-    """dq of the row chunk (and its dtau part); accumulates dc, fills dh_rows. log_p: the log-softmax over the
-    candidates of a whole-row tile already computed (overwritten), with cand_lse its rows' logsumexp, so that
-    p_ij = exp(log_p_ij + cand_lse_i - lse_i); else every tile's logits are recomputed. With gs_i = g_i / tau:
+               dh_rows: Tensor | None, want_dtau: bool) -> tuple[Tensor, Tensor | None]:
+    """dq of the row chunk (and its dtau part), recomputing every tile's logits; accumulates dc, fills dh_rows.
+    With gs_i = g_i / tau:
 
         G_ij  = gs_i (p_ij - [j = t_i]) + [j = t_i] beta_i,    p_ij = exp(s_ij - lse_i)
         dq_i  = sum_j G_ij c_j + sum_k Gh_ik h_ik,   dc_j = sum_i G_ij q_i,   dh_ik = Gh_ik q_i
@@ -189,10 +185,7 @@ def _row_grads(p: _Problem, r: _Rows, row_lse: Tensor, g: Tensor, width: int, dc
     gs, beta = terms[0], terms[1]
     dq_rows = torch.zeros_like(r.q)
     for c0, cb, clb in p.blocks(width):
-        if log_p is not None:  # 2 passes over the tile (exp, scale): each pass is a parallel region
-            G = log_p.exp_().mul_((gs * torch.exp(cand_lse - row_lse))[:, None])
-        else:
-            G = _tile_logits(p, r, c0, cb, clb).sub_(row_lse[:, None]).exp_().mul_(gs[:, None])
+        G = _tile_logits(p, r, c0, cb, clb).sub_(row_lse[:, None]).exp_().mul_(gs[:, None])
         rows, cols = _target_cells(r.t, c0, G.shape[1])
         G[rows, cols] -= gs[rows]
         dq_rows.addmm_(G, cb)
@@ -201,25 +194,6 @@ def _row_grads(p: _Problem, r: _Rows, row_lse: Tensor, g: Tensor, width: int, dc
                 G[rows, cols] += beta[rows]
             dc[c0:c0 + cb.shape[0]].addmm_(G.T, r.q)
     return _finish_row_grads(p, r, dq_rows, terms, dh_rows, want_dtau)
-
-
-def _streamed_softmax_mean(p: _Problem, r: _Rows, width: int) -> tuple[Tensor, Tensor]:
-    """(logsumexp_j s_ij, sum_j softmax_j(s_i.) c_j) in one pass over the column blocks, with a running maximum
-    (the flash-attention rescaling): what a frozen bank's dq needs, 2 products per block instead of 3."""
-    max_run = sum_run = acc = None
-    for c0, cb, clb in p.blocks(width):
-        s = _tile_logits(p, r, c0, cb, clb)
-        new_max = s.amax(dim=1) if max_run is None else torch.maximum(max_run, s.amax(dim=1))
-        shift = torch.where(torch.isinf(new_max), torch.zeros_like(new_max), new_max)  # rows with no column yet
-        e = s.sub_(shift[:, None]).exp_()
-        if max_run is None:
-            sum_run, acc = e.sum(1), e @ cb
-        else:
-            scale = torch.exp(max_run - shift)
-            sum_run = sum_run * scale + e.sum(1)
-            acc = acc.mul_(scale[:, None]).addmm_(e, cb)
-        max_run = new_max
-    return max_run + torch.log(sum_run), acc / sum_run[:, None]
 
 
 def _grad_buffers(p: _Problem, need_dq, need_dc, need_dh):
@@ -240,7 +214,7 @@ def info_nce_fwd(q, c, targets, h, tau, ql, cl, label_bias, *, hn_softmax, bce_w
     """-> (loss per row (B,) fp32, logsumexp per row (B,) fp32); ignored rows get loss 0."""
     p = _Problem.of(q, c, targets, h, tau, ql, cl, label_bias, hn_softmax=hn_softmax, bce_weight=bce_weight,
                     bce_scale=bce_scale, bce_bias=bce_bias)
-    loss = torch.empty(q.shape[0], dtype=torch.float32, device=q.device)
+    loss = torch.empty(q.shape[0], dtype=stat_dtype(q.dtype), device=q.device)
     lse = torch.empty_like(loss)
     for r, width in _row_chunks(p):
         lse[r.sl], row_loss = _row_lse_and_loss(p, r, _candidate_lse(p, r, width))
@@ -254,9 +228,9 @@ def info_nce_bwd(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, *, h
     not needed are None."""
     p = _Problem.of(q, c, targets, h, tau, ql, cl, label_bias, hn_softmax=hn_softmax, bce_weight=bce_weight,
                     bce_scale=bce_scale, bce_bias=bce_bias)
-    g_all = torch.where(p.valid, grad_rows.float(), torch.zeros_like(lse))
+    g_all = torch.where(p.valid, grad_rows.to(lse.dtype), torch.zeros_like(lse))
     dq, dc, dh = _grad_buffers(p, need_dq, need_dc, need_dh)
-    dtau = torch.zeros((), dtype=torch.float32, device=q.device)
+    dtau = torch.zeros((), dtype=lse.dtype, device=q.device)
     for r, width in _row_chunks(p):
         dq_rows, dtau_part = _row_grads(p, r, lse[r.sl], g_all[r.sl], width, dc, None if dh is None else dh[r.sl],
                                         need_dtau)
@@ -269,46 +243,66 @@ def info_nce_bwd(grad_rows, q, c, targets, h, tau, ql, cl, label_bias, lse, *, h
     return dq, dc, dh, dtau if need_dtau else None
 
 
-def info_nce_fwd_bwd(q, c, targets, h, tau, ql, cl, label_bias, *, hn_softmax, bce_weight, bce_scale, bce_bias,
-                     reduction, need_dq, need_dc, need_dh, need_dtau):
-    """Scalar loss (reduction "mean" or "sum") and its gradients (one pass, except over column blocks with dc).
+def info_nce_rows(S: Tensor, targets: Tensor, ql: Tensor | None, cl: Tensor | None, label_bias: Tensor | None,
+                  tau: Tensor, y: Tensor | None, *, hn_softmax: bool, bce_weight: float, bce_scale: float,
+                  bce_bias: float, need_stat: bool) -> tuple[Tensor, Tensor | None, Tensor | None]:
+    """The row kernel of the chunked orchestrator (spherekit.ops._info_nce_chunked), in torch: fp32 (or fp64) math
+    in place over S, five passes over it (1/tau, max, shift, exp and sum, scale; the label mask and bias add one
+    each, the temperature's statistic one more and a copy of S).
 
-    Row weights w_i: 1/(number of valid rows) for "mean" (0 if none), 1 for "sum", 0 for ignored rows;
-    loss = sum_i w_i loss_i and the gradients are those of that sum (upstream g_i = w_i).
-    -> (loss 0-dim fp32, dq, dc, dh, dtau) with None for the gradients not needed.
+    S (R, N): the dots x_ij of R query rows with every candidate, overwritten with
+        G'_ij = valid_i (p_ij - [j = t_i] + [j = t_i] beta'_i),
+    targets (R,) (IGNORE_INDEX: an ignored row), ql (R,) / cl (N,) labels, label_bias (E, E), tau 0-dim,
+    y (R, k) the hard-negative dots or None. Symbols: the orchestrator's docstring.
+    -> (loss_i (R,): 0 on ignored rows, NaN on a row whose target or label is out of range; r_i (R,) when
+    need_stat; Gh' (R, k) when hard negatives take part, else None).
     """
-    p = _Problem.of(q, c, targets, h, tau, ql, cl, label_bias, hn_softmax=hn_softmax, bce_weight=bce_weight,
-                    bce_scale=bce_scale, bce_bias=bce_bias)
-    weights = p.valid.float()
-    if reduction == "mean":
-        weights /= p.valid.sum().clamp_min(1)
-    dq, dc, dh = _grad_buffers(p, need_dq, need_dc, need_dh)
-    loss = torch.zeros((), dtype=torch.float32, device=q.device)
-    dtau = torch.zeros_like(loss)
-    for r, width in _row_chunks(p):
-        dh_rows = None if dh is None else dh[r.sl]
-        if width < p.c.shape[0] and dc is None:  # a frozen bank in column blocks: one streamed pass
-            cand_lse, mean_c = _streamed_softmax_mean(p, r, width)
-            row_lse, row_loss = _row_lse_and_loss(p, r, cand_lse)
-            terms = _row_terms(p, r, row_lse, weights[r.sl])
-            gs = terms[0]
-            dq_rows = (mean_c * (gs * torch.exp(cand_lse - row_lse))[:, None]).sub_(gs[:, None] * p.c[r.t])
-            dq_rows, dtau_part = _finish_row_grads(p, r, dq_rows, terms, dh_rows, need_dtau)
-        elif width == p.c.shape[0]:  # one whole-row tile, reused: log-softmax is one pass (logsumexp is several)
-            s = _tile_logits(p, r, 0, p.c, p.cl)
-            log_p = torch.log_softmax(s, dim=1)
-            del s
-            at_target = log_p.gather(1, r.t[:, None]).squeeze(1)  # s_it - lse_i, and s_it = x_it / tau
-            cand_lse = r.target_dot * p.inv_tau - at_target
-            row_lse, row_loss = _row_lse_and_loss(p, r, cand_lse)
-            dq_rows, dtau_part = _row_grads(p, r, row_lse, weights[r.sl], width, dc, dh_rows, need_dtau, log_p,
-                                            cand_lse)
-        else:
-            row_lse, row_loss = _row_lse_and_loss(p, r, _candidate_lse(p, r, width))
-            dq_rows, dtau_part = _row_grads(p, r, row_lse, weights[r.sl], width, dc, dh_rows, need_dtau)
-        loss += (weights[r.sl] * torch.where(p.valid[r.sl], row_loss, torch.zeros_like(row_loss))).sum()
-        if dq is not None:
-            dq[r.sl] = dq_rows
-        if need_dtau:
-            dtau += dtau_part
-    return loss, dq, dc, dh, dtau if need_dtau else None
+    R, N = S.shape
+    nan = float("nan")
+    inv_tau = tau.reciprocal()
+    valid = targets != IGNORE_INDEX
+    bad = valid & ((targets < 0) | (targets >= N))
+    t = torch.where(valid & ~bad, targets, torch.zeros_like(targets))[:, None]
+    x_t = S.gather(1, t).squeeze(1)
+    x = S.clone() if need_stat else None
+    S.mul_(inv_tau)
+    if label_bias is not None:
+        E = label_bias.shape[0]
+        bad = bad | (ql < 0) | (ql >= E)
+        bias = label_bias.to(S.dtype)[ql.clamp(0, E - 1)][:, cl.clamp(0, E - 1)]
+        S.add_(bias.masked_fill_(((cl < 0) | (cl >= E))[None, :], nan))
+        del bias
+    if ql is not None:
+        S.masked_fill_(ql[:, None] == cl[None, :], float("-inf"))
+    S.scatter_(1, t, (x_t * inv_tau)[:, None])  # the target cell: x_it / tau, no bias, never masked
+    m = S.amax(1)  # finite: the target cell is (for finite inputs)
+    total = S.sub_(m[:, None]).exp_().sum(1)
+    s_h = None if y is None else y.to(S.dtype) * inv_tau
+    if s_h is not None and hn_softmax:
+        total = total + torch.exp(s_h - m[:, None]).sum(1)
+    lse = m + torch.log(total)
+    loss = lse - x_t * inv_tau
+    gh_soft = torch.exp(s_h - lse[:, None]) if s_h is not None and hn_softmax else None
+    gh, beta = gh_soft, None
+    if y is not None and bce_weight != 0.0:
+        k = y.shape[1]
+        z_pos, z_neg = bce_scale * x_t + bce_bias, bce_scale * y.to(S.dtype) + bce_bias
+        loss = loss + bce_weight * (F.softplus(-z_pos) + F.softplus(z_neg).sum(1)) / (k + 1)
+        coef = tau * (bce_weight * bce_scale / (k + 1))
+        beta = -torch.sigmoid(-z_pos) * coef
+        gh_bce = torch.sigmoid(z_neg) * coef
+        gh = gh_bce if gh is None else gh + gh_bce
+    row_scale = (torch.exp(m - lse) * valid).masked_fill_(bad, nan)  # p_ij on valid rows, 0 ignored, NaN bad
+    S.mul_(row_scale[:, None])
+    stat = None
+    if need_stat:
+        stat = torch.bmm(S[:, None, :], x[:, :, None]).view(R) - x_t
+        if gh_soft is not None:
+            stat = stat + (gh_soft * y.to(S.dtype)).sum(1)
+        stat = stat * valid
+    at_target = -1.0 if beta is None else beta - 1.0
+    S.scatter_add_(1, t, (at_target * valid)[:, None].to(S.dtype))
+    loss = torch.where(valid, loss, torch.zeros_like(loss)).masked_fill(bad, nan)
+    if gh is not None:
+        gh = (gh * valid[:, None]).masked_fill(bad[:, None], nan)
+    return loss, stat, gh

@@ -5,7 +5,9 @@ chosen implementation through the launchers below; every implementation of a fam
 names and parameters:
 
     family         implementations                                                   Protocol
-    info_nce       kernels/info_nce.py (Triton), ops/_info_nce_cpu.py                 InfoNCEBackend (+ fused CPU)
+    info_nce       kernels/info_nce.py (Triton), ops/_info_nce_cpu.py                 InfoNCEBackend
+    info_nce_rows  kernels/info_nce_rows.py, ops/_info_nce_cpu.py (the row kernel     InfoNCERowsBackend
+                   of ops/_info_nce_chunked.py, the one-pass path)
     sincere        kernels/sincere.py, ops/_sincere_cpu.py                            SincereBackend (+ fused CPU)
     circular_cse   kernels/circular_cse.py, ops/_circular_cse_cpu.py                  CircularCSEBackend (+ fused)
     ngpt           kernels/ngpt.py, ops/_ngpt_cuda.py, ops/_ngpt_cpp.py (CppNgpt),    NGPTBackend
@@ -56,12 +58,14 @@ class InfoNCEBackend(Protocol):
         them to the inputs' dtype)."""
 
 
-class InfoNCEFusedBackend(InfoNCEBackend, Protocol):
-    def info_nce_fwd_bwd(self, q: Tensor, c: Tensor, targets: Tensor, h: Optional[Tensor], tau: Tensor,
-                         ql: Optional[Tensor], cl: Optional[Tensor], label_bias: Optional[Tensor], *, hn_softmax: bool,
-                         bce_weight: float, bce_scale: float, bce_bias: float, reduction: str, need_dq: bool,
-                         need_dc: bool, need_dh: bool, need_dtau: bool) -> tuple[Tensor, Grad, Grad, Grad, Grad]:
-        """-> (scalar loss for reduction "mean" | "sum", dq, dc, dh, dtau) from one pass."""
+class InfoNCERowsBackend(Protocol):
+    def info_nce_rows(self, S: Tensor, targets: Tensor, ql: Optional[Tensor], cl: Optional[Tensor],
+                      label_bias: Optional[Tensor], tau: Tensor, y: Optional[Tensor], *, hn_softmax: bool,
+                      bce_weight: float, bce_scale: float, bce_bias: float,
+                      need_stat: bool) -> tuple[Tensor, Grad, Grad]:
+        """The row kernel of the chunked one-pass path (spherekit.ops._info_nce_chunked): S (R, N) holds the dots
+        of R query rows with every candidate and is overwritten with the scaled logit gradient G'; y (R, k) the
+        hard-negative dots. -> (loss per row (R,), the temperature statistic r (R,) or None, Gh' (R, k) or None)."""
 
 
 class SincereBackend(Protocol):
@@ -151,8 +155,8 @@ class SoftAlignBackend(Protocol):
 # family -> (Protocol, module names of its implementations); a module's name may end in ":Class" for a class
 # (instantiated around an extension module); fused CPU paths are checked against the fused Protocol.
 IMPLEMENTATIONS: dict[str, tuple[type, tuple[str, ...]]] = {
-    "info_nce": (InfoNCEBackend, ("spherekit.kernels.info_nce",)),
-    "info_nce_cpu": (InfoNCEFusedBackend, ("spherekit.ops._info_nce_cpu",)),
+    "info_nce": (InfoNCEBackend, ("spherekit.kernels.info_nce", "spherekit.ops._info_nce_cpu")),
+    "info_nce_rows": (InfoNCERowsBackend, ("spherekit.kernels.info_nce_rows", "spherekit.ops._info_nce_cpu")),
     "sincere": (SincereBackend, ("spherekit.kernels.sincere",)),
     "sincere_cpu": (SincereFusedBackend, ("spherekit.ops._sincere_cpu",)),
     "circular_cse": (CircularCSEBackend, ("spherekit.kernels.circular_cse",)),

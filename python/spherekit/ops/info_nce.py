@@ -14,7 +14,9 @@ from torch import Tensor
 
 from .. import _backend, reference
 from ..reference.contrastive import IGNORE_INDEX
+from . import _dispatch
 from . import checks as C
+from . import _info_nce_chunked as _info_nce_chunked_impl
 from . import _info_nce_cpu
 
 HARD_NEGATIVE_MODES = ("bce", "softmax", "both")
@@ -23,8 +25,16 @@ SUPPORTED = ("triton", "cpu", "reference")
 
 
 def _impl(backend: str):
+    """The forward / backward launchers (recompute in the backward) of a backend."""
     if backend == "triton":
         return _backend.triton_kernels("info_nce")
+    return _info_nce_cpu
+
+
+def _rows_impl(backend: str):
+    """The row kernel of the chunked path (spherekit.ops._info_nce_chunked) on a backend."""
+    if backend == "triton":
+        return _backend.triton_kernels("info_nce_rows")
     return _info_nce_cpu
 
 
@@ -42,7 +52,7 @@ def _info_nce_fwd(
 
 @_info_nce_fwd.register_fake
 def _(queries, *args):
-    rows = queries.new_empty(queries.shape[0], dtype=torch.float32)
+    rows = queries.new_empty(queries.shape[0], dtype=_dispatch.stat_dtype(queries.dtype))
     return rows, torch.empty_like(rows)
 
 
@@ -75,74 +85,108 @@ def _(grad_rows, queries, candidates, targets, hard_negatives, temperature, ql, 
         like(need_dtau, temperature)
 
 
-def _setup_context(ctx, inputs, output):
-    (q, c, t, h, tau, ql, cl, lb, hn_softmax, bce_weight, bce_scale, bce_bias, backend) = inputs
-    ctx.save_for_backward(q, c, t, h, tau, ql, cl, lb, output[1])
-    ctx.options = (hn_softmax, bce_weight, bce_scale, bce_bias)
-    ctx.backend = backend
+class _InfoNCEStreaming(torch.autograd.Function):
+    """Autograd of the streaming path: the forward keeps per-row statistics, the backward recomputes the logits.
+    A torch.autograd.Function with setup_context (over custom ops without autograd of their own), so that
+    torch.func transforms (grad, vjp) and torch.compile both see through it."""
+
+    @staticmethod
+    def forward(q, c, t, h, tau, ql, cl, lb, hn_softmax, bce_weight, bce_scale, bce_bias, backend):
+        return torch.ops.spherekit.info_nce_fwd(q, c, t, h, tau, ql, cl, lb, hn_softmax, bce_weight, bce_scale,
+                                                bce_bias, backend)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        (q, c, t, h, tau, ql, cl, lb, hn_softmax, bce_weight, bce_scale, bce_bias, backend) = inputs
+        ctx.save_for_backward(q, c, t, h, tau, ql, cl, lb, output[1])
+        ctx.options = (hn_softmax, bce_weight, bce_scale, bce_bias)
+        ctx.backend = backend
+        ctx.mark_non_differentiable(output[1])
+
+    @staticmethod
+    def backward(ctx, grad_rows, _grad_lse):
+        q, c, t, h, tau, ql, cl, lb, lse = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        need_dq, need_dc, need_dh, need_dtau = need[0], need[1], need[3] and h is not None, need[4]
+        dq, dc, dh, dtau = torch.ops.spherekit.info_nce_bwd(
+            grad_rows.contiguous(), q, c, t, h, tau, ql, cl, lb, lse, *ctx.options,
+            need_dq, need_dc, need_dh, need_dtau, ctx.backend,
+        )
+        return (dq if need_dq else None, dc if need_dc else None, None, dh if need_dh else None,
+                dtau if need_dtau else None) + (None,) * 8
 
 
-def _backward(ctx, grad_rows, _grad_lse):
-    q, c, t, h, tau, ql, cl, lb, lse = ctx.saved_tensors
-    need = ctx.needs_input_grad
-    need_dq, need_dc, need_dh, need_dtau = need[0], need[1], need[3] and h is not None, need[4]
-    dq, dc, dh, dtau = torch.ops.spherekit.info_nce_bwd(
-        grad_rows.contiguous(), q, c, t, h, tau, ql, cl, lb, lse, *ctx.options,
-        need_dq, need_dc, need_dh, need_dtau, ctx.backend,
-    )
-    return (dq if need_dq else None, dc if need_dc else None, None, dh if need_dh else None,
-            dtau if need_dtau else None) + (None,) * 8
-
-
-torch.library.register_autograd("spherekit::info_nce_fwd", _backward, setup_context=_setup_context)
-
-
-@torch.library.custom_op("spherekit::info_nce_fused", mutates_args=())
-def _info_nce_fused(
+@torch.library.custom_op("spherekit::info_nce_chunked", mutates_args=())
+def _info_nce_chunked(
     queries: Tensor, candidates: Tensor, targets: Tensor, hard_negatives: Optional[Tensor], temperature: Tensor,
     query_labels: Optional[Tensor], candidate_labels: Optional[Tensor], label_bias: Optional[Tensor],
     hn_softmax: bool, bce_weight: float, bce_scale: float, bce_bias: float, reduction: str,
-    need_dq: bool, need_dc: bool, need_dh: bool, need_dtau: bool,
-) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """CPU path for a scalar loss: (loss, dq, dc, dh, dtau) in one pass, gradients in fp32 (empty if not needed)."""
-    out = _info_nce_cpu.info_nce_fwd_bwd(
+    need_dq: bool, need_dc: bool, need_dh: bool, need_dtau: bool, backend: str, workspace_bytes: int,
+    dc_accumulator: str,
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """A scalar loss and its gradients from one chunked pass (spherekit.ops._info_nce_chunked):
+    (loss, dQ', dC', dH', dtau, a), the gradients of q, c, h being a x dQ', a x dC', a x dH' (empty if not needed)."""
+    out = _info_nce_chunked_impl.info_nce_fwd_bwd(
         queries, candidates, targets, hard_negatives, temperature, query_labels, candidate_labels, label_bias,
-        hn_softmax=hn_softmax, bce_weight=bce_weight, bce_scale=bce_scale, bce_bias=bce_bias, reduction=reduction,
-        need_dq=need_dq, need_dc=need_dc, need_dh=need_dh, need_dtau=need_dtau,
+        rows_backend=_rows_impl(backend), compute_dtype=_compute_dtype(queries.dtype, backend), hn_softmax=hn_softmax,
+        bce_weight=bce_weight, bce_scale=bce_scale, bce_bias=bce_bias, reduction=reduction, need_dq=need_dq,
+        need_dc=need_dc, need_dh=need_dh, need_dtau=need_dtau, workspace_bytes=workspace_bytes,
+        dc_accumulator=dc_accumulator,
     )
-    return tuple(x if x is not None else queries.new_empty(0, dtype=torch.float32) for x in out)
+    return tuple(x if x is not None else queries.new_empty(0) for x in out)
 
 
-@_info_nce_fused.register_fake
+@_info_nce_chunked.register_fake
 def _(queries, candidates, targets, hard_negatives, temperature, ql, cl, lb, hn_softmax, bce_weight, bce_scale,
-      bce_bias, reduction, need_dq, need_dc, need_dh, need_dtau):
-    def like(flag, ref):
-        return torch.empty_like(ref, dtype=torch.float32) if flag and ref is not None else \
-            queries.new_empty(0, dtype=torch.float32)
+      bce_bias, reduction, need_dq, need_dc, need_dh, need_dtau, backend, workspace_bytes, dc_accumulator):
+    compute = _compute_dtype(queries.dtype, backend)
+    stat = _dispatch.stat_dtype(compute)
+    acc = torch.float32 if dc_accumulator == "fp32" and compute in (torch.float16, torch.bfloat16) else compute
 
-    return (queries.new_empty((), dtype=torch.float32), like(need_dq, queries), like(need_dc, candidates),
-            like(need_dh, hard_negatives), like(need_dtau, temperature))
+    def like(flag, ref, dtype=compute):
+        return ref.new_empty(ref.shape, dtype=dtype) if flag and ref is not None else queries.new_empty(0)
 
-
-def _fused_setup_context(ctx, inputs, output):
-    ctx.save_for_backward(*output[1:])
-    ctx.dtypes = tuple(x.dtype if x is not None else None for x in (inputs[0], inputs[1], inputs[3], inputs[4]))
-
-
-def _fused_backward(ctx, grad_loss, *_unused):
-    grads = []
-    for g, dtype, needed in zip(ctx.saved_tensors, ctx.dtypes, (ctx.needs_input_grad[i] for i in (0, 1, 3, 4))):
-        grads.append((grad_loss * g).to(dtype) if needed and g.numel() else None)
-    dq, dc, dh, dtau = grads
-    return (dq, dc, None, dh, dtau) + (None,) * 12
+    scalar = queries.new_empty((), dtype=stat)
+    return (scalar, like(need_dq, queries), like(need_dc, candidates, acc), like(need_dh, hard_negatives),
+            scalar.clone() if need_dtau else queries.new_empty(0), scalar.clone())
 
 
-torch.library.register_autograd("spherekit::info_nce_fused", _fused_backward, setup_context=_fused_setup_context)
+class _InfoNCEChunked(torch.autograd.Function):
+    """Autograd of the chunked one-pass path: the forward computes the loss and the gradients, the backward only
+    scales the saved gradients by the incoming scalar (no sync, no recompute). A Function with setup_context, as
+    _InfoNCEStreaming."""
+
+    @staticmethod
+    def forward(*args):
+        return torch.ops.spherekit.info_nce_chunked(*args)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*output[1:])
+        ctx.dtypes = tuple(x.dtype if x is not None else None for x in (inputs[0], inputs[1], inputs[3], inputs[4]))
+        ctx.mark_non_differentiable(*output[1:])
+
+    @staticmethod
+    def backward(ctx, grad_loss, *_unused):
+        dq, dc, dh, dtau, a = ctx.saved_tensors
+        scale = grad_loss * a
+        grads = []
+        needed = (ctx.needs_input_grad[i] for i in (0, 1, 3, 4))
+        for g, dtype, need, factor in zip((dq, dc, dh, dtau), ctx.dtypes, needed, (scale, scale, scale, grad_loss)):
+            grads.append((g * factor.to(g.dtype)).to(dtype) if need and g.numel() else None)
+        gq, gc, gh, gtau = grads
+        return (gq, gc, None, gh, gtau) + (None,) * 15
+
+
+def _compute_dtype(dtype: torch.dtype, backend: str) -> torch.dtype:
+    """The dtype of the chunked path's GEMMs and logits buffer: the inputs' on Triton (fp32 accumulation inside the
+    GEMMs, fp32 statistics in the row kernel), fp32 on the CPU (fp64 for fp64 inputs)."""
+    return dtype if backend == "triton" else _dispatch.stat_dtype(dtype)
 
 
 def _validate(q, c, targets, h, query_labels, candidate_labels, label_bias, hard_negative_mode, reduction,
               bce_weight, bce_scale, bce_bias):
-    C.check_tensor("queries", q, ndim=2, dtypes=C.KERNEL_DTYPES)
+    C.check_tensor("queries", q, ndim=2, dtypes=C.FLOAT_DTYPES)
     device, dtype = q.device, q.dtype
     C.check_nonempty("queries", q)
     C.check_tensor("candidates", c, ndim=2, device=device)
@@ -193,9 +237,16 @@ def _validate(q, c, targets, h, query_labels, candidate_labels, label_bias, hard
             raise ValueError(f"{name} must be a finite float, got {value!r}")
 
 
-def _check_denominators(targets, h, hn_softmax, query_labels, candidate_labels, n_cand):
-    """Each valid row needs a negative: another allowed candidate, or a hard negative in the softmax."""
+def _check_denominators(targets, h, hn_softmax, query_labels, candidate_labels, n_cand, paired):
+    """Each valid row needs a negative: another allowed candidate, or a hard negative in the softmax. From the
+    shapes when targets=None (paired: every row valid); else in the "full" check mode only (in the "fast" mode such
+    a row's loss is its exact value, 0)."""
     if hn_softmax and h is not None:
+        return
+    if paired and query_labels is None and n_cand < 2:
+        raise ValueError("every query's denominator holds only its target (N=1, no hard negatives in the "
+                         "softmax): the loss would be identically 0")
+    if not C.full_checks():
         return
     valid = targets != IGNORE_INDEX
     if query_labels is None:
@@ -232,12 +283,15 @@ def info_nce(
     label_bias: Tensor | None = None,
     candidate_grad: bool = True,
     reduction: str = "mean",
+    workspace_bytes: int | None = None,
+    dc_accumulator: str = "input",
     backend: str = "auto",
 ) -> Tensor:
     r"""InfoNCE (MNRL) with in-batch candidates, hard negatives and a fused BCE hard-negative term.
 
     Args:
-        queries: (B, d) float32/float16/bfloat16, used as given (normalise first for cosine).
+        queries: (B, d) float32/float16/bfloat16 (float64 on backends "cpu" and "reference"), used as given
+            (normalise first for cosine).
         candidates: (N, d), in-batch positives optionally followed by extra shared negatives.
         targets: (B,) int64 index of each query's positive in candidates; None means arange(B) (needs
             N >= B). Rows with target IGNORE_INDEX (-100) are ignored.
@@ -258,8 +312,26 @@ def info_nce(
             target), e.g. SoftCSE weights as log w. Receives no gradient.
         candidate_grad: False treats candidates as a frozen bank: no gradient, no memory for one.
         reduction: "mean" (over non-ignored rows; 0 when all rows are ignored), "sum" or "none".
+        workspace_bytes: byte budget of the logits chunk of the one-pass path (R = workspace_bytes // (N x
+            element size) query rows at a time, at least 64; None: 64 MiB on the CPU, 32 MiB on a GPU,
+            spherekit.ops._info_nce_chunked.DEFAULT_WORKSPACE_BYTES).
+        dc_accumulator: "input" (the candidates' gradient accumulates over the chunks in the inputs' dtype) or
+            "fp32" (an fp32 accumulator: N x d x 4 bytes more, for fp16/bf16 inputs on a GPU; the CPU path is fp32).
         backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend). "triton" under the Triton
             interpreter (TRITON_INTERPRET=1, CPU tensors) refuses bfloat16: its bf16 arithmetic is wrong.
+
+    Returns the loss in fp32 (fp64 for fp64 inputs), also under torch.autocast: there the GPU path runs its
+    products in the autocast dtype (as sentence-transformers' MNRL matmul would), the CPU path in fp32.
+
+    Paths: a scalar loss with a gradient takes one chunked pass that computes the gradients in the forward
+    (spherekit.ops._info_nce_chunked: 3 x 2BNd matmul FLOPs, cuBLAS / BLAS GEMMs and a fused row kernel); the
+    backward only scales them. reduction="none", or no gradient, streams the logits without storing them
+    (kernels/info_nce.py on a GPU, tiled torch on the CPU) and recomputes them in the backward.
+
+    Checks: shapes, dtypes, devices and options always (host metadata, no sync). In the default "fast" check mode
+    no tensor value is read: a NaN / Inf input gives a NaN / Inf loss, a target or label out of range a NaN loss;
+    spherekit.checks("full") raises named errors for those instead, and for rows whose denominator holds only
+    their target.
 
     Math per valid row i (see spherekit.reference.info_nce):
         loss_i = logsumexp_{allowed j [+ hard negatives]} (<q_i, c_j>/tau + bias_ij) - <q_i, c_t>/tau
@@ -273,39 +345,67 @@ def info_nce(
     hard_negative_mode = "bce" if hard_negative_mode is None else hard_negative_mode
     _validate(queries, candidates, targets, hard_negatives, query_labels, candidate_labels, label_bias,
               hard_negative_mode, reduction, bce_weight, bce_scale, bce_bias)
+    C.check_choice("dc_accumulator", dc_accumulator, _info_nce_chunked_impl.DC_ACCUMULATORS)
+    if workspace_bytes is not None and (isinstance(workspace_bytes, bool) or not isinstance(workspace_bytes, int)
+                                        or workspace_bytes <= 0):
+        raise ValueError(f"workspace_bytes must be a positive int or None, got {workspace_bytes!r}")
     device = queries.device
+    chosen = _dispatch.resolve("info_nce", backend, device, queries.dtype, SUPPORTED, "queries",
+                               "queries / candidates / hard_negatives")
+    C.check_triton_dtype(chosen, queries=queries)
     tau = C.as_temperature(temperature, device)
     C.check_finite(queries=queries, candidates=candidates, hard_negatives=hard_negatives)
     if label_bias is not None:
         C.check_log_weights("label_bias", label_bias)
-    if targets is None:
+    paired = targets is None
+    if paired:
         targets = torch.arange(queries.shape[0], device=device)
     hn_softmax = hard_negative_mode in ("softmax", "both")
     use_bce = hard_negatives is not None and hard_negative_mode in ("bce", "both")
-    _check_denominators(targets, hard_negatives, hn_softmax, query_labels, candidate_labels, candidates.shape[0])
-    chosen = _backend.resolve("info_nce", backend, device, SUPPORTED)
-    C.check_triton_dtype(chosen, queries=queries)
+    _check_denominators(targets, hard_negatives, hn_softmax, query_labels, candidate_labels, candidates.shape[0],
+                        paired)
     if not candidate_grad:
         candidates = candidates.detach()
-    if chosen == "reference":
-        return reference.info_nce(
-            queries, candidates, targets, hard_negatives, temperature=tau, hard_negative_mode=hard_negative_mode,
-            bce_weight=bce_weight if use_bce else 0.0, bce_scale=bce_scale, bce_bias=bce_bias,
-            query_labels=query_labels, candidate_labels=candidate_labels, label_bias=label_bias,
-            reduction=reduction,
-        )
-    args = (queries.contiguous(), candidates.contiguous(), targets.contiguous(),
-            None if hard_negatives is None else hard_negatives.contiguous(), tau, query_labels, candidate_labels,
-            None if label_bias is None else label_bias.float().contiguous(), hn_softmax,
-            float(bce_weight) if use_bce else 0.0, float(bce_scale), float(bce_bias))
-    need = (queries.requires_grad, candidates.requires_grad,
-            hard_negatives is not None and hard_negatives.requires_grad, tau.requires_grad)
-    if chosen == "cpu" and reduction != "none" and torch.is_grad_enabled() and any(need):
-        # a scalar loss: gradients come out of the same pass (3 matrix products instead of 4)
-        return torch.ops.spherekit.info_nce_fused(*args, reduction, *need)[0]
-    rows, _ = torch.ops.spherekit.info_nce_fwd(*args, chosen)
-    if reduction == "none":
-        return rows
-    if reduction == "sum":
-        return rows.sum()
-    return rows.sum() / (targets != IGNORE_INDEX).sum().clamp_min(1).to(rows.dtype)
+    with _dispatch.autocast_off(device) as autocast_dtype:
+        if autocast_dtype is not None and chosen == "triton":  # the products run in the autocast dtype
+            queries, candidates = queries.to(autocast_dtype), candidates.to(autocast_dtype)
+            hard_negatives = None if hard_negatives is None else hard_negatives.to(autocast_dtype)
+        if chosen == "reference":
+            return reference.info_nce(
+                queries, candidates, targets, hard_negatives, temperature=tau, hard_negative_mode=hard_negative_mode,
+                bce_weight=bce_weight if use_bce else 0.0, bce_scale=bce_scale, bce_bias=bce_bias,
+                query_labels=query_labels, candidate_labels=candidate_labels, label_bias=label_bias,
+                reduction=reduction, compute_dtype=_dispatch.stat_dtype(queries.dtype),
+            )
+        args = (queries.contiguous(), candidates.contiguous(), targets.contiguous(),
+                None if hard_negatives is None else hard_negatives.contiguous(), tau, query_labels, candidate_labels,
+                None if label_bias is None else label_bias.float().contiguous(), hn_softmax,
+                float(bce_weight) if use_bce else 0.0, float(bce_scale), float(bce_bias))
+        need = (queries.requires_grad, candidates.requires_grad,
+                hard_negatives is not None and hard_negatives.requires_grad, tau.requires_grad)
+        if reduction != "none" and torch.is_grad_enabled() and any(need):
+            budget = workspace_bytes or _info_nce_chunked_impl.default_workspace_bytes(device)
+            return _InfoNCEChunked.apply(*args, reduction, *need, chosen, budget, dc_accumulator)[0]
+        rows, _ = _InfoNCEStreaming.apply(*_poison_bad_rows(*args), chosen)
+        if reduction == "none":
+            return rows
+        if reduction == "sum":
+            return rows.sum()
+        return rows.sum() / (targets != IGNORE_INDEX).sum().clamp_min(1).to(rows.dtype)
+
+
+def _poison_bad_rows(q, c, targets, h, tau, ql, cl, label_bias, *options):
+    """The streaming path's answer to indices that only the "full" check mode rejects, without reading them on the
+    host: a row whose target (or, with label_bias, whose label) is out of range gets a NaN query, a candidate whose
+    label is out of range a NaN embedding, and the indices are clamped into range, so those rows' losses and every
+    gradient they touch are NaN, never finite and wrong. (The chunked path's row kernels do the same in place.)"""
+    N = c.shape[0]
+    bad = (targets != IGNORE_INDEX) & ((targets < 0) | (targets >= N))
+    targets = torch.where(bad, torch.zeros_like(targets), targets)
+    if label_bias is not None:
+        E = label_bias.shape[0]
+        bad = bad | (ql < 0) | (ql >= E)
+        c = c + torch.where((cl < 0) | (cl >= E), float("nan"), 0.0).to(c.dtype)[:, None]
+        ql, cl = ql.clamp(0, E - 1), cl.clamp(0, E - 1)
+    q = q + torch.where(bad, float("nan"), 0.0).to(q.dtype)[:, None]
+    return (q, c, targets, h, tau, ql, cl, label_bias) + options
