@@ -93,6 +93,24 @@ def _info_nce(dtype):
                            need_dh=h is not None, need_dtau=True))
 
 
+def _info_nce_rows(dtype):
+    """The chunked InfoNCE's row kernel over a logits chunk of the GPU goal's width (N = 16,384: its launch options
+    depend on N), each feature combination the orchestrator launches."""
+    from spherekit.kernels import info_nce_rows as K
+
+    R, N = 8, 16384
+    t, tau = torch.arange(R), torch.tensor(0.05)
+    labels, bias = torch.arange(N) % 7, torch.randn(7, 7)
+    cases = {"plain": (None, None, None, False, 0.0, False), "dtau": (None, None, None, False, 0.0, True),
+             "mnrl-hn": (torch.randn(R, 1), None, None, True, 0.0, False),
+             "hn-bce": (torch.randn(R, 1), None, None, False, 0.5, False),
+             "full k=5": (torch.randn(R, 5), labels, bias, True, 0.5, True)}
+    for name, (y, cl, lb, softmax, bce, stat) in cases.items():
+        yield f"info_nce_rows {name}", lambda: K.info_nce_rows(
+            torch.randn(R, N).to(dtype), t, None if cl is None else t % 7, cl, lb, tau, y, hn_softmax=softmax,
+            bce_weight=bce, bce_scale=20.0, bce_bias=0.0, need_stat=stat)
+
+
 def _gram(dtype):
     from spherekit.kernels import circular_cse, sincere
 
@@ -147,7 +165,7 @@ def _tokens(dtype):
                                         clip=True, all_pairs=all_pairs))
 
 
-SCENARIOS = (_info_nce, _gram, _ngpt, _tokens)
+SCENARIOS = (_info_nce, _info_nce_rows, _gram, _ngpt, _tokens)
 
 
 def record_launches(calls) -> list[tuple[str, JITFunction, tuple, dict]]:
@@ -314,7 +332,10 @@ def uncovered(launches: list) -> list[str]:
 
 
 def problems(row: dict) -> list[str]:
-    """What passes the H100's limits, or a bf16 spill on sm_90 that ALLOWED_SPILLS does not explain."""
+    """What passes the H100's limits, or a bf16 spill on sm_90 that ALLOWED_SPILLS does not explain, or the compile
+    error of a kernel that does not compile."""
+    if row.get("error"):
+        return [f"does not compile: {row['error']}"]
     out = []
     if row["registers"] > H100["registers"]:
         out.append(f"{row['registers']} registers > {H100['registers']}")
@@ -336,8 +357,18 @@ _WORK: list = []
 
 
 def _compile_index(job: tuple[int, str, int]) -> dict:
+    """compile_launch of the index-th launch; a kernel that does not compile becomes a row with its error (and no
+    resources), so every other launch is still compiled and reported."""
     index, dtype, arch = job
-    return compile_launch(*_WORK[index], dtype=dtype, arch=arch)
+    try:
+        return compile_launch(*_WORK[index], dtype=dtype, arch=arch)
+    except Exception as exc:  # noqa: BLE001 - the compiler's error is the finding
+        scenario, fn, _, _ = _WORK[index]
+        message = " ".join(str(exc).split())
+        cause = message.rfind("Error(")  # the compiler's own message (e.g. AssertionError("Loop-carried ...")), not
+        start = message.rfind(" ", 0, cause) + 1 if cause > 0 else max(0, len(message) - 300)  # the source excerpt
+        return dict(kernel=fn.fn.__name__, flags="?", scenario=scenario, dtype=dtype, arch=f"sm_{arch}",
+                    triton=triton.__version__, error=f"{type(exc).__name__}: {message[start:][:300]}")
 
 
 def main(argv=None) -> int:
@@ -371,6 +402,9 @@ def main(argv=None) -> int:
     for row in rows:
         issues = problems(row)
         bad += bool(issues)
+        if row.get("error"):
+            print(f"{row['kernel']:<32} {row['arch']} {row['dtype']} [{row['scenario']}]  <-- {issues[0]}", flush=True)
+            continue
         ops = " ".join(f"{k}={row[k]}" for k in SASS_COUNTS if row[k])
         print(f"{row['kernel']:<32} {row['flags']:<52} {row['arch']} {row['dtype']} w{row['num_warps']} "
               f"s{row['num_stages']} REG {row['registers']:>3} spill {row['spill_bytes']:>4} B "
@@ -383,8 +417,9 @@ def main(argv=None) -> int:
           f"{time.perf_counter() - t0:.0f} s; {bad} past the limits or not compiled")
     if args.csv:
         tmp = args.csv + ".tmp"
+        fields = list(next((r for r in rows if not r.get("error")), rows[0])) + ["error"]
         with open(tmp, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer = csv.DictWriter(f, fieldnames=list(dict.fromkeys(fields)), restval="")
             writer.writeheader()
             writer.writerows(rows)
         os.replace(tmp, args.csv)

@@ -110,7 +110,7 @@ GPU = Sizes("cuda", "bfloat16", ("bfloat16", "float32"), (16384, 768), ((2048, 2
             settings=dict(repeats=10, warmup=2, min_repeats=5, budget_s=2.0))
 REHEARSAL = Sizes("cpu", "float32", ("float32",), (128, 32), ((64, 64, 32), (41, 43, 16)),
                   dict(k=50, m=8, n=12, d=16), dict(B=4, k=3, m=8, n=12, d=16), 20, (32, 64), ((33, 64),),
-                  tuple(rows * 128 * 4 for rows in (16, 48)),  # 16 and 48 rows of 128 fp32 logits: 8 and 3 chunks
+                  tuple(rows * 128 * 4 for rows in (64, 128)),  # 64 and 128 rows of 128 fp32 logits: 2 chunks, 1
                   candidates=2, warmups=1, peaks=dict(copy=1 << 20, triad=1 << 20, bf16_matmul=256),
                   settings=dict(repeats=1, warmup=1, min_repeats=1, budget_s=1.0))
 
