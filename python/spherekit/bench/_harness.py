@@ -383,6 +383,7 @@ def run_tasks(module_name: str, tasks: list[dict], settings: Settings, emit: Cal
         groups = list(by_provider.values())
     else:
         raise ValueError(f"isolate must be 'provider', 'task' or 'none', got {settings.isolate!r}")
+
     def late() -> bool:
         return deadline is not None and time.monotonic() > deadline
 
