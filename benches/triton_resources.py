@@ -94,20 +94,20 @@ def _info_nce(dtype):
 
 
 def _info_nce_rows(dtype):
-    """The chunked InfoNCE's row kernel over a logits chunk of the GPU goal's width (N = 16,384: its launch options
-    depend on N), each feature combination the orchestrator launches."""
+    """The row kernel of the chunked one-pass InfoNCE at the GPU goal's chunk (1,024 rows of N = 16,384: its launch
+    options depend on N), each feature combination the orchestrator launches."""
     from spherekit.kernels import info_nce_rows as K
 
-    R, N = 8, 16384
+    R, N = 1024, 16384
     t, tau = torch.arange(R), torch.tensor(0.05)
     labels, bias = torch.arange(N) % 7, torch.randn(7, 7)
     cases = {"plain": (None, None, None, False, 0.0, False), "dtau": (None, None, None, False, 0.0, True),
-             "mnrl-hn": (torch.randn(R, 1), None, None, True, 0.0, False),
-             "hn-bce": (torch.randn(R, 1), None, None, False, 0.5, False),
-             "full k=5": (torch.randn(R, 5), labels, bias, True, 0.5, True)}
+             "mnrl-hn tau": (torch.zeros(R, 1), None, None, True, 0.0, True),
+             "hn-bce": (torch.zeros(R, 1), None, None, False, 0.5, False),
+             "full k=5": (torch.zeros(R, 5), labels, bias, True, 0.5, True)}
     for name, (y, cl, lb, softmax, bce, stat) in cases.items():
         yield f"info_nce_rows {name}", lambda: K.info_nce_rows(
-            torch.randn(R, N).to(dtype), t, None if cl is None else t % 7, cl, lb, tau, y, hn_softmax=softmax,
+            torch.zeros(R, N, dtype=dtype), t, None if cl is None else cl[:R], cl, lb, tau, y, hn_softmax=softmax,
             bce_weight=bce, bce_scale=20.0, bce_bias=0.0, need_stat=stat)
 
 

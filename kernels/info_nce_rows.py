@@ -94,8 +94,8 @@ def _info_nce_rows_kernel(
         y = tl.load(y_ptr + o_r[:, None] * stride_yr + o_k[None, :] * stride_yk, mask=m_rk, other=0.0)
         y = y.to(tl.float32)
     if HN_SOFTMAX:
-        max_run, rescale, p = online_softmax_step(max_run, tl.where(m_rk, y * inv_tau, float("-inf")))
-        sum_run = sum_run * rescale + tl.sum(p, axis=1)
+        max_run, rescale, p_h = online_softmax_step(max_run, tl.where(m_rk, y * inv_tau, float("-inf")))
+        sum_run = sum_run * rescale + tl.sum(p_h, axis=1)
     lse = tl.where(m_r, max_run + tl.log(tl.where(m_r, sum_run, 1.0)), 0.0)  # rows past R: 0, never log(0)
     loss = lse - x_t * inv_tau
     stat = -x_t
@@ -119,10 +119,10 @@ def _info_nce_rows_kernel(
         o_n, m_n = span(n0, N, BLOCK_N)
         x, s = _row_logits(p_rows, stride_sr, o_n, m_r, m_n, t, ql, inv_tau, cl_ptr, p_lb, stride_lb1, E,
                            HAS_LABELS, HAS_BIAS)
-        p = tl.exp(s - lse[:, None])
+        prob = tl.exp(s - lse[:, None])
         if NEED_STAT:
-            stat += tl.sum(tl.where(s > float("-inf"), p * x, 0.0), axis=1)
-        g = p * row_scale[:, None] + tl.where(o_n[None, :] == t[:, None], at_target[:, None], 0.0)
+            stat += tl.sum(tl.where(s > float("-inf"), prob * x, 0.0), axis=1)
+        g = prob * row_scale[:, None] + tl.where(o_n[None, :] == t[:, None], at_target[:, None], 0.0)
         tl.store(p_rows[:, None] + o_n[None, :], (g + nan_row[:, None]).to(s_ptr.dtype.element_ty),
                  mask=m_r[:, None] & m_n[None, :])
 
@@ -134,15 +134,16 @@ def _info_nce_rows_kernel(
                  gh * row_scale[:, None] + nan_row[:, None], mask=m_rk)
 
 
-def _config(N: int) -> dict:
+def _config(N: int, labelled: bool = False) -> dict:
     """Launch options: BLOCK_R rows per program, BLOCK_N columns per step. The interpreter wants few programs and
     steps (16 rows, up to 512 columns). GPU: 1,024-wide steps (or the next power of two of N below it) over
-    max(1, 4,096 // BLOCK_N) rows per program (one row per program at N >= 4,096), 4 warps: a first guess, to be
-    swept on a GPU (TUNE_CANDIDATES)."""
+    max(1, 4,096 // BLOCK_N) rows per program (one row per program at N >= 4,096), 4 warps, 8 with labels (the
+    label loads, masks and bias: at 4 warps the full-featured variant spills 16 B on sm_90 bf16, none at 8; compiled
+    by benches/triton_resources.py). A first guess, to be swept on a GPU (TUNE_CANDIDATES)."""
     if INTERPRET:
         return dict(BLOCK_R=16, BLOCK_N=min(triton.next_power_of_2(max(N, 16)), 512), num_warps=1)
     block_n = min(triton.next_power_of_2(max(N, 16)), 1024)
-    return dict(BLOCK_R=max(1, 4096 // block_n), BLOCK_N=block_n, num_warps=4)
+    return dict(BLOCK_R=max(1, 4096 // block_n), BLOCK_N=block_n, num_warps=8 if labelled else 4)
 
 
 TUNE_CANDIDATES = [  # keys merged into _config() by the GPU sweeps; the default first
@@ -170,7 +171,7 @@ def info_nce_rows(S, targets, ql, cl, label_bias, tau, y, *, hn_softmax, bce_wei
     dummy = torch.empty(1, dtype=torch.int64, device=S.device)
     y_ = y if y is not None else gh
     lb = label_bias if label_bias is not None else gh
-    cfg = _config(N)
+    cfg = _config(N, ql is not None)
     _info_nce_rows_kernel[(triton.cdiv(R, cfg["BLOCK_R"]),)](
         loss, stat, gh, gh.stride(0), gh.stride(1), S, S.stride(0), y_, y_.stride(0), y_.stride(1),
         targets, ql if ql is not None else dummy, cl if cl is not None else dummy,

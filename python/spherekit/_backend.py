@@ -99,8 +99,10 @@ def requested(backend: str) -> str:
     return backend
 
 
+@torch.compiler.assume_constant_result
 def resolve(op: str, backend: str, device: torch.device, supported: tuple[str, ...]) -> str:
-    """Pick the concrete backend for `op` on `device`; raise a clear error when it cannot run."""
+    """Pick the concrete backend for `op` on `device`; raise a clear error when it cannot run. Under torch.compile
+    the choice is made once, at trace time (a constant of the graph: SPHEREKIT_BACKEND is read then)."""
     choice = requested(backend)
     if choice == "auto":
         if device.type == "cuda" and "triton" in supported and _triton_usable(device)[0]:

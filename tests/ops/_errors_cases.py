@@ -45,7 +45,8 @@ def labelled_embeddings():
 EMBEDDINGS = [  # (override of embeddings / labels / backend, error, message)
     (dict(embeddings=torch.randn(6)), ValueError, "embeddings must have 2 dimensions"),
     (dict(embeddings=torch.randn(6, 8).long()), TypeError, "embeddings must have dtype"),
-    (dict(embeddings=torch.randn(6, 8, dtype=torch.float64)), TypeError, "embeddings must have dtype"),
+    (dict(embeddings=torch.randn(6, 8, dtype=torch.float64), backend="triton"), TypeError,
+     "embeddings: float64 is not supported by backend 'triton'"),
     (dict(embeddings=torch.randn(0, 8), labels=torch.zeros(0, dtype=torch.long)), ValueError, "embeddings is empty"),
     (dict(embeddings=torch.randn(1, 8), labels=torch.zeros(1, dtype=torch.long)), ValueError,
      "embeddings must hold B >= 2"),

@@ -24,6 +24,10 @@ def _qc(B=4, N=5, d=8, dtype=torch.float32):
         (dict(candidates=torch.randn(5, 9)), ValueError, r"candidates.shape\[1\] must equal the embedding size"),
         (dict(candidates=torch.randn(5, 8, dtype=torch.float64)), TypeError, "candidates must have the dtype"),
         (dict(queries=torch.randn(4, 8).long()), TypeError, "queries must have dtype"),
+        (dict(queries=torch.randn(4, 8, dtype=torch.float64), candidates=torch.randn(5, 8, dtype=torch.float64),
+              backend="triton"), TypeError, "queries: float64 is not supported by backend 'triton'"),
+        (dict(workspace_bytes=0), ValueError, "workspace_bytes must be a positive int or None"),
+        (dict(dc_accumulator="fp16"), ValueError, "dc_accumulator must be one of"),
         (dict(queries=torch.randn(0, 8)), ValueError, "queries is empty"),
         (dict(targets=torch.tensor([0, 1, 2, 5])), ValueError, r"targets must lie in \[0, 5\)"),
         (dict(targets=torch.tensor([0, 1, 2])), ValueError, r"targets.shape\[0\] must equal the number of queries"),
@@ -134,10 +138,21 @@ def test_label_bias_takes_float64_like_sincere():
 
 
 def test_bce_defaults_are_the_concept_papers_logit():
-    """The documented defaults: BCE logit 20 cos + 0, weight 0.5, mean over the positive and the k negatives."""
+    """The documented BCE defaults: logit 20 cos + 0, weight 0.5, mean over the positive and the k negatives."""
     q, c = _qc()
     h = F.normalize(torch.randn(4, 3, 8), dim=-1)
     plain = info_nce(q, c, temperature=0.05)
     pos, neg = 20 * (q * c[:4]).sum(-1), 20 * torch.einsum("bd,bkd->bk", q, h)
     bce = (F.softplus(-pos) + F.softplus(neg).sum(-1)) / 4
-    torch.testing.assert_close(info_nce(q, c, hard_negatives=h, temperature=0.05), plain + 0.5 * bce.mean())
+    torch.testing.assert_close(info_nce(q, c, hard_negatives=h, temperature=0.05, hard_negative_mode="bce"),
+                               plain + 0.5 * bce.mean())
+
+
+def test_hard_negatives_join_the_softmax_by_default_as_in_sentence_transformers():
+    """The default mode is the ecosystem's (sentence-transformers' MNRL, PyLate): the hard negatives join each
+    query's denominator, exactly as if they were appended to the candidates as its own extra columns."""
+    q, c = _qc()
+    h = F.normalize(torch.randn(4, 3, 8), dim=-1)
+    logits = torch.cat([q @ c.T, torch.einsum("bd,bkd->bk", q, h)], dim=1) / 0.05
+    expected = F.cross_entropy(logits, torch.arange(4))
+    torch.testing.assert_close(info_nce(q, c, hard_negatives=h, temperature=0.05), expected)

@@ -3,6 +3,7 @@ label layouts, SoftCSE weights, anchors whose negatives all have weight 0 (bad i
 
 from __future__ import annotations
 
+import importlib
 import math
 from functools import partial
 
@@ -13,6 +14,8 @@ import torch.nn.functional as F
 from spherekit import reference
 from spherekit.ops import cpu_budget, sincere
 from tests.ops._harness import backends, compare, linear_weights
+
+sincere_ops = importlib.import_module("spherekit.ops.sincere")  # the module (the package exports the function)
 
 BACKENDS = backends("sincere")
 DTYPES = [torch.float32, torch.float16]
@@ -61,7 +64,7 @@ def _run_and_compare(e64, labels, dtype, backend, *, label_bias=None, tau=0.07, 
                   grad_conditioning=grad_conditioning)
     assert out.dtype == torch.float32 and out.shape == ()
     if backend == "cpu":  # a scalar loss with gradients: the one-pass op
-        assert "sincere_fused" in out.grad_fn.name()
+        assert "SincereFused" in out.grad_fn.name()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -199,7 +202,8 @@ def _rows_fp64(e, y, tau, label_bias, shift):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("softcse", [False, True], ids=["sincere", "softcse"])
 def test_custom_op_with_per_row_upstream_gradients(backend, softcse):
-    """The fwd/bwd ops are general in the per-anchor upstream gradient (the public mean makes it uniform)."""
+    """The fwd/bwd ops (through their autograd Function) are general in the per-anchor upstream gradient (the public
+    mean makes it uniform)."""
     from spherekit.reference.contrastive import sincere_bias_shift
 
     e64, y = _case(41, 24, "singletons", seed=13)
@@ -208,8 +212,8 @@ def test_custom_op_with_per_row_upstream_gradients(backend, softcse):
     w = torch.linspace(-1.0, 2.0, 41, dtype=torch.float64)
     e = e64.float().requires_grad_()
     tau = torch.tensor(0.1, requires_grad=True)
-    rows, lse, usum, npos = torch.ops.spherekit.sincere_fwd(e, y, tau, None if lb is None else lb.float(), shift,
-                                                            backend)
+    rows, lse, usum, npos = sincere_ops._SincereStreaming.apply(e, y, tau, None if lb is None else lb.float(), shift,
+                                                                backend)
     (rows * w.float()).sum().backward()
     e_ref = e64.clone().requires_grad_()
     tau_ref = torch.tensor(0.1, dtype=torch.float64, requires_grad=True)
@@ -243,10 +247,10 @@ def test_cpu_scalar_loss_takes_the_one_pass_path_and_matches_the_two_pass_one(ca
     tau = torch.tensor(0.07, requires_grad=tau_grad)
     ins = (e, tau) if tau_grad else (e,)
     fused = sincere(e, y, temperature=tau, label_bias=lb, backend="cpu")
-    assert "sincere_fused" in fused.grad_fn.name()
+    assert "SincereFused" in fused.grad_fn.name()
     g1 = torch.autograd.grad(fused * 0.7, ins)
     shift = None if lb is None else sincere_bias_shift(y, lb)
-    rows, lse, _, npos = torch.ops.spherekit.sincere_fwd(e, y, tau, lb, shift, "cpu")
+    rows, lse, _, npos = sincere_ops._SincereStreaming.apply(e, y, tau, lb, shift, "cpu")
     if case == "zero_weight":
         assert bool(torch.isneginf(lse).any())
     two_pass = rows.sum() / (npos > 0).sum()

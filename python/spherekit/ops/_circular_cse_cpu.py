@@ -7,7 +7,7 @@ See spherekit.reference.circular_cse for the math. With x_ij = <e_i, e_j>, c_ij 
     forward, per row:  rows_i = sum_{j != i} r_ij^2
     backward, upstream w_i on rows_i:  dE_i = sum_{j != i} 2 r_ij (w_i + w_j) e_j     (x and r are symmetric)
 
-All math is fp32 whatever the input dtype; the forward keeps only the per-row sums. circular_cse_fwd_bwd (the
+All math is fp32 whatever the input dtype (fp64 for fp64 inputs); the forward keeps only the per-row sums. circular_cse_fwd_bwd (the
 public scalar mean, with the gradient) gets the loss and dE from one pass over the residual tiles.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ._dispatch import stat_dtype
 from .cpu_budget import row_chunks, rows_per_chunk
 
 
@@ -34,11 +35,11 @@ def _residuals(e32: Tensor, labels: Tensor, cs: Tensor, margin: float, sl: slice
 
 
 def circular_cse_fwd(e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, *, margin: float) -> Tensor:
-    """-> rows (B,) fp32: sum_{j != i} l_ij."""
-    e32 = e.float()
-    cs = torch.stack((row_cos.float(), row_sin.float()), dim=1)
+    """-> rows (B,) fp32 (fp64 for fp64 inputs): sum_{j != i} l_ij."""
+    e32 = e.to(stat_dtype(e.dtype))
+    cs = torch.stack((row_cos, row_sin), dim=1).to(e32.dtype)
     B = e.shape[0]
-    out = torch.empty(B, dtype=torch.float32, device=e.device)
+    out = torch.empty(B, dtype=e32.dtype, device=e.device)
     for sl in row_chunks(B, rows_per_chunk(B)):
         r = _residuals(e32, labels, cs, margin, sl)
         out[sl] = torch.linalg.vecdot(r, r, dim=1)
@@ -47,10 +48,10 @@ def circular_cse_fwd(e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor
 
 def circular_cse_bwd(grad_rows: Tensor, e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, *,
                      margin: float) -> Tensor:
-    """-> dE (B, d) fp32."""
-    e32 = e.float()
-    cs = torch.stack((row_cos.float(), row_sin.float()), dim=1)
-    w = grad_rows.float()
+    """-> dE (B, d) fp32 (fp64 for fp64 inputs)."""
+    e32 = e.to(stat_dtype(e.dtype))
+    cs = torch.stack((row_cos, row_sin), dim=1).to(e32.dtype)
+    w = grad_rows.to(e32.dtype)
     B = e.shape[0]
     de = torch.empty_like(e32)
     for sl in row_chunks(B, rows_per_chunk(B)):
@@ -66,13 +67,13 @@ def circular_cse_fwd_bwd(e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Te
     With the uniform upstream w = 1/(B(B-1)) on every row, dE_i = 4 w sum_{j != i} r_ij e_j: each chunk's
     residual tile gives its rows' loss terms and, with one product, their dE rows (2 matrix products in all
     instead of 3 for forward + recomputing backward).
-    -> (loss 0-dim fp32, dE fp32 (B, d)).
+    -> (loss 0-dim, dE (B, d)), fp32 (fp64 for fp64 inputs).
     """
-    e32 = e.float()
-    cs = torch.stack((row_cos.float(), row_sin.float()), dim=1)
+    e32 = e.to(stat_dtype(e.dtype))
+    cs = torch.stack((row_cos, row_sin), dim=1).to(e32.dtype)
     B = e.shape[0]
     weight = 1.0 / (B * (B - 1))
-    total = torch.zeros((), dtype=torch.float32, device=e.device)
+    total = torch.zeros((), dtype=e32.dtype, device=e.device)
     de = torch.empty_like(e32)
     for sl in row_chunks(B, rows_per_chunk(B)):
         r = _residuals(e32, labels, cs, margin, sl)

@@ -4,7 +4,7 @@ Rows are processed `cpu_budget.rows_per_chunk(B)` at a time, so peak memory is O
 forward keeps only per-anchor statistics (loss, L_i, U_i, |P_i|); the backward recomputes each chunk's
 logits. sincere_fwd_bwd (the public scalar mean, with gradients) gets the loss and the gradients from one
 pass over the chunks instead (3 matrix products per chunk instead of 4). All math is fp32 whatever the
-input dtype. The forward and backward math, and the symbols used here (s, L, U, P, N, G), are in
+input dtype (fp64 for fp64 inputs). The forward and backward math, and the symbols used here (s, L, U, P, N, G), are in
 spherekit.reference.sincere's docstring.
 """
 
@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ._dispatch import stat_dtype
 from .cpu_budget import row_chunks, rows_per_chunk
 
 NEG_INF = float("-inf")
@@ -29,8 +30,8 @@ def _masks(y_r: Tensor, y: Tensor, r0: int) -> tuple[Tensor, Tensor]:
 
 
 def _bias_columns(label_bias: Tensor | None, labels: Tensor) -> Tensor | None:
-    """label_bias[:, y] as (E, B) fp32: a chunk's bias rows are then a cheap row gather, O(E x B) memory."""
-    return None if label_bias is None else label_bias.float().index_select(1, labels).contiguous()
+    """label_bias[:, y] as (E, B) in the math dtype: a chunk's bias rows are then a cheap row gather, O(E x B)."""
+    return None if label_bias is None else label_bias.index_select(1, labels).contiguous()
 
 
 def _neg_logits(s: Tensor, same: Tensor, y_r: Tensor, bias_cols: Tensor | None, shift_r: Tensor | None) -> Tensor:
@@ -52,12 +53,13 @@ def _accumulate(G: Tensor, s: Tensor, e_r: Tensor, e32: Tensor, sl: slice, de: T
 
 
 def sincere_fwd(e: Tensor, labels: Tensor, tau: Tensor, label_bias: Tensor | None, shift: Tensor | None):
-    """-> (loss per anchor (B,), L (B,), U (B,), |P| (B,)), all fp32; anchors without positives get loss 0."""
-    e32 = e.float()
-    lb = _bias_columns(label_bias, labels)
-    inv_tau = 1.0 / tau
+    """-> (loss per anchor (B,), L (B,), U (B,), |P| (B,)), all fp32 (fp64 for fp64 inputs); anchors without
+    positives get loss 0."""
+    e32 = e.to(stat_dtype(e.dtype))
+    lb = _bias_columns(None if label_bias is None else label_bias.to(e32.dtype), labels)
+    inv_tau = 1.0 / tau.to(e32.dtype)
     B = e.shape[0]
-    loss = torch.empty(B, dtype=torch.float32, device=e.device)
+    loss = torch.empty(B, dtype=e32.dtype, device=e.device)
     lse, usum, npos = torch.empty_like(loss), torch.empty_like(loss), torch.empty_like(loss)
     for sl in row_chunks(B, rows_per_chunk(B)):
         y_r = labels[sl]
@@ -67,7 +69,7 @@ def sincere_fwd(e: Tensor, labels: Tensor, tau: Tensor, label_bias: Tensor | Non
         L = torch.logsumexp(z, dim=1)
         del z
         t = s.neg_().add_(L[:, None]).masked_fill_(~pos, NEG_INF)  # L_i - s_ij on positives (reuses s)
-        n = pos.sum(dim=1).float()
+        n = pos.sum(dim=1).to(e32.dtype)
         loss[sl] = F.softplus(t).sum(dim=1) / n.clamp_min(1.0)
         usum[sl] = torch.sigmoid(t).sum(dim=1)
         lse[sl], npos[sl] = L, n
@@ -75,16 +77,16 @@ def sincere_fwd(e: Tensor, labels: Tensor, tau: Tensor, label_bias: Tensor | Non
 
 
 def sincere_bwd(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, *, need_de, need_dtau):
-    """-> (dE fp32 (B, d) or None, dtau 0-dim fp32 or None)."""
-    e32 = e.float()
-    lb = _bias_columns(label_bias, labels)
-    inv_tau = 1.0 / tau
+    """-> (dE (B, d) or None, dtau 0-dim or None), fp32 (fp64 for fp64 inputs)."""
+    e32 = e.to(stat_dtype(e.dtype))
+    lb = _bias_columns(None if label_bias is None else label_bias.to(e32.dtype), labels)
+    inv_tau = 1.0 / tau.to(e32.dtype)
     B = e.shape[0]
-    c = torch.where(npos > 0, grad_rows.float() / npos.clamp_min(1.0), torch.zeros_like(npos))
+    c = torch.where(npos > 0, grad_rows.to(e32.dtype) / npos.clamp_min(1.0), torch.zeros_like(npos))
     cu = c * usum
     lse_safe = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse)  # exp(-inf - 0) = 0, no NaN
     de = torch.zeros_like(e32) if need_de else None
-    dtau = torch.zeros((), dtype=torch.float32, device=e.device)
+    dtau = torch.zeros((), dtype=e32.dtype, device=e.device)
     for sl in row_chunks(B, rows_per_chunk(B)):
         y_r, e_r = labels[sl], e32[sl]
         s = torch.mm(e_r, e32.T).mul_(inv_tau)
@@ -100,10 +102,10 @@ def sincere_bwd(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, *
     return de, dtau if need_dtau else None
 
 
-def _positive_counts(labels: Tensor) -> Tensor:
-    """|P_i| (B,) fp32 from label counts, O(B log B): never a B x B mask."""
+def _positive_counts(labels: Tensor, dtype: torch.dtype) -> Tensor:
+    """|P_i| (B,) from label counts, O(B log B): never a B x B mask (and no host sync)."""
     _, inverse, counts = torch.unique(labels, return_inverse=True, return_counts=True)
-    return (counts[inverse] - 1).float()
+    return (counts[inverse] - 1).to(dtype)
 
 
 def sincere_fwd_bwd(e, labels, tau, label_bias, shift, *, need_de, need_dtau):
@@ -114,17 +116,17 @@ def sincere_fwd_bwd(e, labels, tau, label_bias, shift, *, need_de, need_dtau):
     anchors, 0 otherwise (an anchor with L_i = -inf counts in the mean with loss 0 and zero gradient);
     c_i = w_i / |P_i|. dE = (G + G^T) E / tau is accumulated as dE[chunk] += G_c E and dE += G_c^T E_c:
     3 matrix products per chunk (S, G E, G^T E_c) instead of 4 for forward + recomputing backward.
-    -> (loss 0-dim fp32, dE fp32 (B, d) or None, dtau 0-dim fp32 or None).
+    -> (loss 0-dim, dE (B, d) or None, dtau 0-dim or None), fp32 (fp64 for fp64 inputs).
     """
-    e32 = e.float()
-    lb = _bias_columns(label_bias, labels)
-    inv_tau = 1.0 / tau
+    e32 = e.to(stat_dtype(e.dtype))
+    lb = _bias_columns(None if label_bias is None else label_bias.to(e32.dtype), labels)
+    inv_tau = 1.0 / tau.to(e32.dtype)
     B = e.shape[0]
-    npos = _positive_counts(labels).to(e.device)
+    npos = _positive_counts(labels, e32.dtype).to(e.device)
     has_pos = npos > 0
-    weight = 1.0 / has_pos.sum().clamp_min(1).float()
+    weight = 1.0 / has_pos.sum().clamp_min(1).to(e32.dtype)
     c_all = torch.where(has_pos, weight / npos.clamp_min(1.0), torch.zeros_like(npos))
-    loss = torch.zeros((), dtype=torch.float32, device=e.device)
+    loss = torch.zeros((), dtype=e32.dtype, device=e.device)
     de = torch.zeros_like(e32) if need_de else None
     dtau = torch.zeros_like(loss)
     for sl in row_chunks(B, rows_per_chunk(B)):

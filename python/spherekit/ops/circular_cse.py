@@ -14,7 +14,9 @@ import torch
 from torch import Tensor
 
 from .. import _backend, reference
+from . import _dispatch
 from . import checks as C
+from .sincere import poison_bad_labels
 from . import _circular_cse_cpu
 
 SUPPORTED = ("triton", "cpu", "reference")
@@ -35,7 +37,7 @@ def _circular_cse_fwd(embeddings: Tensor, labels: Tensor, row_cos: Tensor, row_s
 
 @_circular_cse_fwd.register_fake
 def _(embeddings, *args):
-    return embeddings.new_empty(embeddings.shape[0], dtype=torch.float32)
+    return embeddings.new_empty(embeddings.shape[0], dtype=_dispatch.stat_dtype(embeddings.dtype))
 
 
 @torch.library.custom_op("spherekit::circular_cse_bwd", mutates_args=())
@@ -50,52 +52,65 @@ def _(grad_rows, embeddings, *args):
     return torch.empty_like(embeddings)
 
 
-def _setup_context(ctx, inputs, output):
-    e, y, row_cos, row_sin, margin, backend = inputs
-    ctx.save_for_backward(e, y, row_cos, row_sin)
-    ctx.margin, ctx.backend = margin, backend
+class _CircularCSEStreaming(torch.autograd.Function):
+    """Autograd of the forward + recomputing backward (a Function with setup_context over custom ops without
+    autograd of their own: torch.func transforms and torch.compile both see through it)."""
 
+    @staticmethod
+    def forward(e, y, row_cos, row_sin, margin, backend):
+        return torch.ops.spherekit.circular_cse_fwd(e, y, row_cos, row_sin, margin, backend)
 
-def _backward(ctx, grad_rows):
-    e, y, row_cos, row_sin = ctx.saved_tensors
-    de = None
-    if ctx.needs_input_grad[0]:
-        de = torch.ops.spherekit.circular_cse_bwd(grad_rows.contiguous(), e, y, row_cos, row_sin, ctx.margin,
-                                                  ctx.backend)
-    return de, None, None, None, None, None
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        e, y, row_cos, row_sin, margin, backend = inputs
+        ctx.save_for_backward(e, y, row_cos, row_sin)
+        ctx.margin, ctx.backend = margin, backend
 
-
-torch.library.register_autograd("spherekit::circular_cse_fwd", _backward, setup_context=_setup_context)
+    @staticmethod
+    def backward(ctx, grad_rows):
+        e, y, row_cos, row_sin = ctx.saved_tensors
+        de = None
+        if ctx.needs_input_grad[0]:
+            with torch.no_grad():  # no double backward; and under torch.func no second autograd layer
+                de = torch.ops.spherekit.circular_cse_bwd(grad_rows.contiguous(), e, y, row_cos, row_sin,
+                                                          ctx.margin, ctx.backend)
+        return de, None, None, None, None, None
 
 
 @torch.library.custom_op("spherekit::circular_cse_fused", mutates_args=())
 def _circular_cse_fused(embeddings: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor,
                         margin: float) -> tuple[Tensor, Tensor]:
-    """CPU path for the scalar loss: (loss, dE fp32) in one pass."""
+    """CPU path for the scalar loss: (loss, dE) in one pass, fp32 (fp64 for fp64 inputs)."""
     return _circular_cse_cpu.circular_cse_fwd_bwd(embeddings, labels, row_cos, row_sin, margin=margin)
 
 
 @_circular_cse_fused.register_fake
 def _(embeddings, *args):
-    return embeddings.new_empty((), dtype=torch.float32), torch.empty_like(embeddings, dtype=torch.float32)
+    dt = _dispatch.stat_dtype(embeddings.dtype)
+    return embeddings.new_empty((), dtype=dt), torch.empty_like(embeddings, dtype=dt)
 
 
-def _fused_setup_context(ctx, inputs, output):
-    ctx.save_for_backward(output[1])
-    ctx.dtype = inputs[0].dtype
+class _CircularCSEFused(torch.autograd.Function):
+    """Autograd of the one-pass CPU path: the backward scales the gradient the forward computed."""
 
+    @staticmethod
+    def forward(*args):
+        return torch.ops.spherekit.circular_cse_fused(*args)
 
-def _fused_backward(ctx, grad_loss, _grad_de):
-    (de,) = ctx.saved_tensors
-    return (grad_loss * de).to(ctx.dtype) if ctx.needs_input_grad[0] else None, None, None, None, None
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output[1])
+        ctx.dtype = inputs[0].dtype
+        ctx.mark_non_differentiable(output[1])
 
-
-torch.library.register_autograd("spherekit::circular_cse_fused", _fused_backward,
-                                setup_context=_fused_setup_context)
+    @staticmethod
+    def backward(ctx, grad_loss, _grad_de):
+        (de,) = ctx.saved_tensors
+        return (grad_loss * de).to(ctx.dtype) if ctx.needs_input_grad[0] else None, None, None, None, None
 
 
 def _validate(embeddings, labels, label_angles, margin):
-    C.check_tensor("embeddings", embeddings, ndim=2, dtypes=C.KERNEL_DTYPES)
+    C.check_tensor("embeddings", embeddings, ndim=2, dtypes=C.FLOAT_DTYPES)
     device = embeddings.device
     C.check_nonempty("embeddings", embeddings)
     batch = embeddings.shape[0]
@@ -127,8 +142,9 @@ def circular_cse(
     label-angle gap.
 
     Args:
-        embeddings: (B, d) float32/float16/bfloat16, used as given (normalise first), B >= 2.
-        labels: (B,) int64 in [0, E).
+        embeddings: (B, d) float32/float16/bfloat16 (float64 on "cpu" / "reference"), used as given (normalise
+            first), B >= 2.
+        labels: (B,) int64 in [0, E) (outside it: spherekit.checks("full") raises; by default the loss is NaN).
         label_angles: (E,) floating angles in radians (e.g. positions on an emotion circle). Receives
             no gradient.
         margin: m >= 0, the tolerance for pairs sharing a label.
@@ -136,24 +152,29 @@ def circular_cse(
             interpreter (TRITON_INTERPRET=1, CPU tensors) refuses bfloat16: its bf16 arithmetic is wrong.
 
     Returns:
-        0-dim fp32 tensor, 1/(B(B-1)) sum_{i != j} l_ij with x_ij = <e_i, e_j>,
+        0-dim fp32 tensor (fp64 for fp64 inputs; fp32 under torch.autocast), 1/(B(B-1)) sum_{i != j} l_ij with x_ij = <e_i, e_j>,
         l_ij = max(0, |x_ij - 1| - m)^2 if y_i = y_j, else (x_ij - cos(theta_{y_i} - theta_{y_j}))^2.
     """
     _validate(embeddings, labels, label_angles, margin)
     C.check_finite(embeddings=embeddings, label_angles=label_angles)
     device = embeddings.device
-    chosen = _backend.resolve("circular_cse", backend, device, SUPPORTED)
+    chosen = _dispatch.resolve("circular_cse", backend, device, embeddings.dtype, SUPPORTED, "embeddings",
+                               "embeddings")
     C.check_triton_dtype(chosen, embeddings=embeddings)
-    if chosen == "reference":
-        return reference.circular_cse(embeddings, labels, label_angles, margin=float(margin))
-    theta = label_angles.detach()
-    theta = theta if theta.dtype == torch.float64 else theta.float()
-    row_cos = torch.cos(theta)[labels].float().contiguous()
-    row_sin = torch.sin(theta)[labels].float().contiguous()
-    batch = embeddings.shape[0]
-    args = (embeddings.contiguous(), labels.contiguous(), row_cos, row_sin, float(margin))
-    if chosen == "cpu" and torch.is_grad_enabled() and embeddings.requires_grad:
-        # the residual tile gives the loss and the gradient in one pass (2 matrix products instead of 3)
-        return torch.ops.spherekit.circular_cse_fused(*args)[0]
-    rows = torch.ops.spherekit.circular_cse_fwd(*args, chosen)
-    return rows.sum() / (batch * (batch - 1))
+    embeddings, labels = poison_bad_labels(embeddings, labels, label_angles.shape[0])
+    with _dispatch.autocast_off(device) as autocast_dtype:
+        if autocast_dtype is not None and chosen == "triton" and device.type == "cuda":  # products in it
+            embeddings = embeddings.to(autocast_dtype)
+        if chosen == "reference":
+            return reference.circular_cse(embeddings, labels, label_angles, margin=float(margin),
+                                          compute_dtype=_dispatch.stat_dtype(embeddings.dtype))
+        theta = label_angles.detach().to(_dispatch.stat_dtype(embeddings.dtype))
+        row_cos = torch.cos(theta)[labels].contiguous()
+        row_sin = torch.sin(theta)[labels].contiguous()
+        batch = embeddings.shape[0]
+        args = (embeddings.contiguous(), labels.contiguous(), row_cos, row_sin, float(margin))
+        if chosen == "cpu" and torch.is_grad_enabled() and embeddings.requires_grad:
+            # the residual tile gives the loss and the gradient in one pass (2 matrix products instead of 3)
+            return _CircularCSEFused.apply(*args)[0]
+        rows = _CircularCSEStreaming.apply(*args, chosen)
+        return rows.sum() / (batch * (batch - 1))

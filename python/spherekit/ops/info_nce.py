@@ -108,10 +108,11 @@ class _InfoNCEStreaming(torch.autograd.Function):
         q, c, t, h, tau, ql, cl, lb, lse = ctx.saved_tensors
         need = ctx.needs_input_grad
         need_dq, need_dc, need_dh, need_dtau = need[0], need[1], need[3] and h is not None, need[4]
-        dq, dc, dh, dtau = torch.ops.spherekit.info_nce_bwd(
-            grad_rows.contiguous(), q, c, t, h, tau, ql, cl, lb, lse, *ctx.options,
-            need_dq, need_dc, need_dh, need_dtau, ctx.backend,
-        )
+        with torch.no_grad():  # no double backward; and under torch.func no second autograd layer
+            dq, dc, dh, dtau = torch.ops.spherekit.info_nce_bwd(
+                grad_rows.contiguous(), q, c, t, h, tau, ql, cl, lb, lse, *ctx.options,
+                need_dq, need_dc, need_dh, need_dtau, ctx.backend,
+            )
         return (dq if need_dq else None, dc if need_dc else None, None, dh if need_dh else None,
                 dtau if need_dtau else None) + (None,) * 8
 
@@ -298,14 +299,15 @@ def info_nce(
         hard_negatives: (B, k, d) per-query hard negatives, or None.
         temperature: finite and >= 1e-4 (ops.checks.MIN_TEMPERATURE: logits are dot products / temperature
             and must stay in fp32 range); a float or a 0-dim tensor (with requires_grad it receives its gradient).
-        hard_negative_mode: what the hard negatives do: "bce" (the default: a BCE term only, B1 of "Principles of
-            Concept Representation in Sentence Encoders"), "softmax" (they join the query's denominator,
-            B1-unified) or "both". Setting it without hard_negatives is an error (it would be ignored).
-        bce_weight, bce_scale, bce_bias: BCE logit z = bce_scale * <q, h> + bce_bias (defaults 0.5, 20 = 1 /
-            temperature, 0: every hard negative gets a gradient, as the concept paper's B1 wants); the positive
-            pair has label 1, hard negatives label 0; the row's BCE is the mean over its k + 1 pairs. A negative
-            bias (SigLIP's -10: z = 20 cos - 10) saturates the term for negatives below cos 0.5, so only the hard
-            ones near the positive get a gradient.
+        hard_negative_mode: what the hard negatives do: "softmax" (the default, as in sentence-transformers'
+            MultipleNegativesRankingLoss and PyLate: they join the query's denominator), "bce" (a BCE term only,
+            B1 of "Principles of Concept Representation in Sentence Encoders") or "both" (B1-unified plus BCE).
+            Setting it without hard_negatives is an error (it would be ignored).
+        bce_weight, bce_scale, bce_bias: the BCE term of the "bce" and "both" modes: logit z = bce_scale * <q, h>
+            + bce_bias (defaults 0.5, 20 = 1 / temperature, 0: every hard negative gets a gradient, as the concept
+            paper's B1 wants); the positive pair has label 1, hard negatives label 0; the row's BCE is the mean over
+            its k + 1 pairs. A negative bias (SigLIP's -10: z = 20 cos - 10) saturates the term for negatives below
+            cos 0.5, so only the hard ones near the positive get a gradient.
         query_labels, candidate_labels: int64 ids; a candidate sharing the query's label, other than
             its target, is left out of the denominator (false negatives).
         label_bias: (E, E) additive logit bias [query_label, candidate_label] on negatives (not on the
@@ -342,7 +344,7 @@ def info_nce(
     if hard_negative_mode is not None and hard_negatives is None:
         raise ValueError(f"hard_negative_mode={hard_negative_mode!r} needs hard_negatives (a (B, k, d) tensor); "
                          "without hard negatives leave it unset")
-    hard_negative_mode = "bce" if hard_negative_mode is None else hard_negative_mode
+    hard_negative_mode = "softmax" if hard_negative_mode is None else hard_negative_mode
     _validate(queries, candidates, targets, hard_negatives, query_labels, candidate_labels, label_bias,
               hard_negative_mode, reduction, bce_weight, bce_scale, bce_bias)
     C.check_choice("dc_accumulator", dc_accumulator, _info_nce_chunked_impl.DC_ACCUMULATORS)
@@ -367,7 +369,7 @@ def info_nce(
     if not candidate_grad:
         candidates = candidates.detach()
     with _dispatch.autocast_off(device) as autocast_dtype:
-        if autocast_dtype is not None and chosen == "triton":  # the products run in the autocast dtype
+        if autocast_dtype is not None and chosen == "triton" and device.type == "cuda":  # products in it
             queries, candidates = queries.to(autocast_dtype), candidates.to(autocast_dtype)
             hard_negatives = None if hard_negatives is None else hard_negatives.to(autocast_dtype)
         if chosen == "reference":

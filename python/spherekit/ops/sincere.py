@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from .. import _backend, reference
+from . import _dispatch
 from . import checks as C
 from . import _sincere_cpu
 
@@ -27,7 +28,8 @@ def sincere_bias_shift(labels: Tensor, label_bias: Tensor) -> Tensor:
     per-anchor shift of SoftCSE's negative weights (math: spherekit.reference.contrastive.sincere_bias_shift),
     from label counts in O(B + E^2), never a B x B matrix. Anchors without negatives get 0. -> (B,) fp32."""
     n_labels = label_bias.shape[0]
-    counts = torch.bincount(labels, minlength=n_labels).to(torch.float64)  # exact counts for any dtype
+    counts = torch.zeros(n_labels, dtype=torch.float64, device=labels.device).index_add_(  # exact counts; shapes
+        0, labels, torch.ones_like(labels, dtype=torch.float64))  # that do not depend on the data (meta, compile)
     lb = label_bias.to(torch.float64)
     weights = torch.exp(lb).masked_fill(torch.eye(n_labels, dtype=torch.bool, device=lb.device), 0.0)
     per_label_sum = weights @ counts  # sum over negatives of w, per anchor label
@@ -54,7 +56,7 @@ def _sincere_fwd(
 
 @_sincere_fwd.register_fake
 def _(embeddings, *args):
-    rows = embeddings.new_empty(embeddings.shape[0], dtype=torch.float32)
+    rows = embeddings.new_empty(embeddings.shape[0], dtype=_dispatch.stat_dtype(embeddings.dtype))
     return rows, torch.empty_like(rows), torch.empty_like(rows), torch.empty_like(rows)
 
 
@@ -76,22 +78,30 @@ def _(grad_rows, embeddings, labels, temperature, label_bias, shift, lse, usum, 
             torch.empty_like(temperature) if need_dtau else embeddings.new_empty(0))
 
 
-def _setup_context(ctx, inputs, output):
-    e, y, tau, lb, shift, backend = inputs
-    _, lse, usum, npos = output
-    ctx.save_for_backward(e, y, tau, lb, shift, lse, usum, npos)
-    ctx.backend = backend
+class _SincereStreaming(torch.autograd.Function):
+    """Autograd of the forward + recomputing backward (a Function with setup_context over custom ops without
+    autograd of their own: torch.func transforms and torch.compile both see through it)."""
 
+    @staticmethod
+    def forward(e, y, tau, lb, shift, backend):
+        return torch.ops.spherekit.sincere_fwd(e, y, tau, lb, shift, backend)
 
-def _backward(ctx, grad_rows, _grad_lse, _grad_usum, _grad_npos):
-    e, y, tau, lb, shift, lse, usum, npos = ctx.saved_tensors
-    need_de, need_dtau = ctx.needs_input_grad[0], ctx.needs_input_grad[2]
-    de, dtau = torch.ops.spherekit.sincere_bwd(grad_rows.contiguous(), e, y, tau, lb, shift, lse, usum, npos,
-                                               need_de, need_dtau, ctx.backend)
-    return de if need_de else None, None, dtau if need_dtau else None, None, None, None
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        e, y, tau, lb, shift, backend = inputs
+        _, lse, usum, npos = output
+        ctx.save_for_backward(e, y, tau, lb, shift, lse, usum, npos)
+        ctx.backend = backend
+        ctx.mark_non_differentiable(lse, usum, npos)
 
-
-torch.library.register_autograd("spherekit::sincere_fwd", _backward, setup_context=_setup_context)
+    @staticmethod
+    def backward(ctx, grad_rows, _grad_lse, _grad_usum, _grad_npos):
+        e, y, tau, lb, shift, lse, usum, npos = ctx.saved_tensors
+        need_de, need_dtau = ctx.needs_input_grad[0], ctx.needs_input_grad[2]
+        with torch.no_grad():  # no double backward; and under torch.func no second autograd layer
+            de, dtau = torch.ops.spherekit.sincere_bwd(grad_rows.contiguous(), e, y, tau, lb, shift, lse, usum,
+                                                       npos, need_de, need_dtau, ctx.backend)
+        return de if need_de else None, None, dtau if need_dtau else None, None, None, None
 
 
 @torch.library.custom_op("spherekit::sincere_fused", mutates_args=())
@@ -99,38 +109,48 @@ def _sincere_fused(
     embeddings: Tensor, labels: Tensor, temperature: Tensor, label_bias: Optional[Tensor], shift: Optional[Tensor],
     need_de: bool, need_dtau: bool,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """CPU path for the scalar loss: (loss, dE, dtau) in one pass, gradients in fp32 (empty if not needed)."""
+    """CPU path for the scalar loss: (loss, dE, dtau) in one pass, in fp32 (fp64 for fp64 inputs; empty if not
+    needed)."""
     out = _sincere_cpu.sincere_fwd_bwd(embeddings, labels, temperature, label_bias, shift, need_de=need_de,
                                        need_dtau=need_dtau)
-    return tuple(x if x is not None else embeddings.new_empty(0, dtype=torch.float32) for x in out)
+    dt = _dispatch.stat_dtype(embeddings.dtype)
+    return tuple(x if x is not None else embeddings.new_empty(0, dtype=dt) for x in out)
 
 
 @_sincere_fused.register_fake
 def _(embeddings, labels, temperature, label_bias, shift, need_de, need_dtau):
+    dt = _dispatch.stat_dtype(embeddings.dtype)
+
     def like(flag, ref):
-        return torch.empty_like(ref, dtype=torch.float32) if flag else embeddings.new_empty(0, dtype=torch.float32)
+        return torch.empty_like(ref, dtype=dt) if flag else embeddings.new_empty(0, dtype=dt)
 
-    return embeddings.new_empty((), dtype=torch.float32), like(need_de, embeddings), like(need_dtau, temperature)
-
-
-def _fused_setup_context(ctx, inputs, output):
-    ctx.save_for_backward(*output[1:])
-    ctx.dtypes = (inputs[0].dtype, inputs[2].dtype)
+    return embeddings.new_empty((), dtype=dt), like(need_de, embeddings), like(need_dtau, temperature)
 
 
-def _fused_backward(ctx, grad_loss, *_unused):
-    grads = []
-    for g, dtype, needed in zip(ctx.saved_tensors, ctx.dtypes, (ctx.needs_input_grad[i] for i in (0, 2))):
-        grads.append((grad_loss * g).to(dtype) if needed and g.numel() else None)
-    de, dtau = grads
-    return de, None, dtau, None, None, None, None
+class _SincereFused(torch.autograd.Function):
+    """Autograd of the one-pass CPU path: the backward scales the gradients the forward computed."""
 
+    @staticmethod
+    def forward(*args):
+        return torch.ops.spherekit.sincere_fused(*args)
 
-torch.library.register_autograd("spherekit::sincere_fused", _fused_backward, setup_context=_fused_setup_context)
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*output[1:])
+        ctx.dtypes = (inputs[0].dtype, inputs[2].dtype)
+        ctx.mark_non_differentiable(*output[1:])
+
+    @staticmethod
+    def backward(ctx, grad_loss, *_unused):
+        grads = []
+        for g, dtype, needed in zip(ctx.saved_tensors, ctx.dtypes, (ctx.needs_input_grad[i] for i in (0, 2))):
+            grads.append((grad_loss * g).to(dtype) if needed and g.numel() else None)
+        de, dtau = grads
+        return de, None, dtau, None, None, None, None
 
 
 def _validate(embeddings, labels, label_bias):
-    C.check_tensor("embeddings", embeddings, ndim=2, dtypes=C.KERNEL_DTYPES)
+    C.check_tensor("embeddings", embeddings, ndim=2, dtypes=C.FLOAT_DTYPES)
     device = embeddings.device
     C.check_nonempty("embeddings", embeddings)
     batch = embeddings.shape[0]
@@ -147,6 +167,8 @@ def _validate(embeddings, labels, label_bias):
             raise ValueError("label_bias receives no gradient; pass label_bias.detach()")
         C.check_index_range("labels", labels, 0, label_bias.shape[0])
         C.check_log_weights("label_bias", label_bias)
+    if not C.full_checks():  # the label scans below read the labels on the host
+        return
     # positives and negatives from label counts, O(B log B): never a B x B mask
     _, counts = torch.unique(labels, return_counts=True)
     if counts.numel() == 1:
@@ -167,10 +189,11 @@ def sincere(
     eq. 5-8).
 
     Args:
-        embeddings: (B, d) float32/float16/bfloat16, used as given (normalise first for cosine), B >= 2.
+        embeddings: (B, d) float32/float16/bfloat16 (float64 on "cpu" / "reference"), used as given (normalise
+            first for cosine), B >= 2.
         labels: (B,) int64 class ids. Positives of anchor i: the other rows with its label; negatives:
-            the rows with another label. At least one pair must share a label and not all labels may
-            be equal.
+            the rows with another label. At least one pair should share a label and not all labels be equal:
+            spherekit.checks("full") raises otherwise; by default (no label scan) such a batch's loss is 0.
         temperature: finite and >= 1e-4 (ops.checks.MIN_TEMPERATURE: logits are dot products / temperature
             and must stay in fp32 range); a float or a 0-dim tensor (with requires_grad it receives its gradient).
         label_bias: (E, E) log-weights of negatives, label_bias[y_anchor, y_negative]; -inf means weight
@@ -181,26 +204,42 @@ def sincere(
             interpreter (TRITON_INTERPRET=1, CPU tensors) refuses bfloat16: its bf16 arithmetic is wrong.
 
     Returns:
-        0-dim fp32 tensor: the mean over anchors with at least one positive of
+        0-dim fp32 tensor (fp64 for fp64 inputs; fp32 under torch.autocast, whose dtype the GPU products then
+        run in): the mean over anchors with at least one positive of
         (1/|P_i|) sum_{j in P_i} softplus(L_i - s_ij), with s = e e^T / tau and
         L_i = logsumexp_{k: y_k != y_i} (s_ik + label_bias[y_i, y_k] + shift_i).
     """
     _validate(embeddings, labels, label_bias)
     device = embeddings.device
+    chosen = _dispatch.resolve("sincere", backend, device, embeddings.dtype, SUPPORTED, "embeddings", "embeddings")
+    C.check_triton_dtype(chosen, embeddings=embeddings)
     tau = C.as_temperature(temperature, device)
     C.check_finite(embeddings=embeddings)
-    chosen = _backend.resolve("sincere", backend, device, SUPPORTED)
-    C.check_triton_dtype(chosen, embeddings=embeddings)
-    if chosen == "reference":
-        return reference.sincere(embeddings, labels, temperature=tau, label_bias=label_bias)
-    lb = shift = None
     if label_bias is not None:
-        lb = label_bias.detach().float().contiguous()
-        shift = sincere_bias_shift(labels, lb).contiguous()
-    args = (embeddings.contiguous(), labels.contiguous(), tau, lb, shift)
-    need = (embeddings.requires_grad, tau.requires_grad)
-    if chosen == "cpu" and torch.is_grad_enabled() and any(need):
-        # gradients come out of the same pass (3 matrix products per chunk instead of 4)
-        return torch.ops.spherekit.sincere_fused(*args, *need)[0]
-    rows, _, _, npos = torch.ops.spherekit.sincere_fwd(*args, chosen)
-    return rows.sum() / (npos > 0).sum().clamp_min(1).to(rows.dtype)
+        embeddings, labels = poison_bad_labels(embeddings, labels, label_bias.shape[0])
+    with _dispatch.autocast_off(device) as autocast_dtype:
+        if autocast_dtype is not None and chosen == "triton" and device.type == "cuda":  # products in it
+            embeddings = embeddings.to(autocast_dtype)
+        if chosen == "reference":
+            return reference.sincere(embeddings, labels, temperature=tau, label_bias=label_bias,
+                                     compute_dtype=_dispatch.stat_dtype(embeddings.dtype))
+        lb = shift = None
+        if label_bias is not None:
+            lb = label_bias.detach().float().contiguous()
+            shift = sincere_bias_shift(labels, lb).contiguous()
+        args = (embeddings.contiguous(), labels.contiguous(), tau, lb, shift)
+        need = (embeddings.requires_grad, tau.requires_grad)
+        if chosen == "cpu" and torch.is_grad_enabled() and any(need):
+            # gradients come out of the same pass (3 matrix products per chunk instead of 4)
+            return _SincereFused.apply(*args, *need)[0]
+        rows, _, _, npos = _SincereStreaming.apply(*args, chosen)
+        return rows.sum() / (npos > 0).sum().clamp_min(1).to(rows.dtype)
+
+
+def poison_bad_labels(embeddings: Tensor, labels: Tensor, n_labels: int) -> tuple[Tensor, Tensor]:
+    """The default check mode's answer to labels outside [0, n_labels), without reading them on the host: those
+    rows' embeddings become NaN and their labels are clamped into range, so the loss and its gradients are NaN,
+    never finite and wrong (spherekit.checks("full") raises naming `labels` instead)."""
+    bad = (labels < 0) | (labels >= n_labels)
+    poisoned = embeddings + torch.where(bad, float("nan"), 0.0).to(embeddings.dtype)[:, None]
+    return poisoned, labels.clamp(0, n_labels - 1)

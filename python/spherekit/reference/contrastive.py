@@ -31,7 +31,7 @@ def info_nce(
     hard_negatives: Tensor | None = None,
     *,
     temperature: float | Tensor = 0.05,
-    hard_negative_mode: str = "bce",
+    hard_negative_mode: str = "softmax",
     bce_weight: float = 0.5,
     bce_scale: float = 20.0,
     bce_bias: float = 0.0,
