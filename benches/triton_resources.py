@@ -26,6 +26,7 @@ not compile for the GPU fails there, which the CPU interpreter cannot see. Regis
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import os
 import subprocess
@@ -60,8 +61,14 @@ _scenario = ""
 
 
 def _record(self, *args, grid, warmup, **kwargs):
-    """Stands in for JITFunction.run: keep the launch, run nothing."""
+    """Stands in for JITFunction.run: keep the launch, run nothing, and zero the tensors it would have read and
+    written, so what runs after it (aten ops on its outputs: indices, lengths) sees defined values, never
+    uninitialised memory (on a GPU a garbage index would trip a device-side assert)."""
     _LAUNCHES.append((_scenario, self, args, kwargs))
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.numel():
+            with contextlib.suppress(RuntimeError):  # an expanded (stride-0) view cannot be written
+                a.data.zero_()  # .data: no version bump, so autograd never sees an in-place change
 
 
 # ------------------------------------------------------------------------------------------------

@@ -901,6 +901,9 @@ def main(argv=None) -> int:
     if args.rehearse:  # before anything imports triton
         os.environ["TRITON_INTERPRET"] = "1"
         os.environ["SPHEREKIT_TRITON_INTERPRET"] = "1"
+    else:  # on a GPU the interpreter must be off (triton 3.6.0's also fails with numpy >= 2.4)
+        os.environ.pop("TRITON_INTERPRET", None)
+        os.environ["SPHEREKIT_TRITON_INTERPRET"] = "0"
     run = Run(args)
     faulthandler.dump_traceback_later(max(args.deadline_s + 60, 60), exit=False, file=sys.__stderr__)  # a hang
     run.log(f"[gpu_run] steps {','.join(wanted)}; deadline {args.deadline_s:.0f} s; results in {run.out}")

@@ -106,7 +106,7 @@ PRESETS = {
         Block(("torch-ce", "torch-ce-compile"), ("fwd+bwd",), (16384,), (384,), (0,)),
         Block(("reference", "spherekit-cpu"), ("fwd", "bwd"), (16384,), (384,), (0,)),
     ), repeats=5, warmup=1, budget_s=40.0),
-    "gpu": Preset("cuda", "bfloat16", (Block(PROVIDERS[1:], MODES, _BIG, (384, 768), (0, 1)),),
+    "gpu": Preset("cuda", "bfloat16", (Block(CPU_PROVIDERS + GPU_ONLY, MODES, _BIG, (384, 768), (0, 1)),),
                   repeats=20, warmup=3, budget_s=20.0, peaks=PEAKS),
     "full-cpu": Preset("cpu", "float32", (Block(CPU_PROVIDERS, MODES, _BIG, (384, 768), (0, 1)),),
                        repeats=5, warmup=1, budget_s=60.0),
@@ -295,10 +295,10 @@ def spherekit_options(task: dict) -> dict:
     return options
 
 
-def useful_flops(task: dict) -> float:
+def useful_flops(task: dict) -> int:
     """The products a fwd / bwd / fwd+bwd must do: PASSES x 2 B (N + k) d (hard negatives of st-* are in N)."""
     extra = 0 if task["provider"] in _ST else task["k"]
-    return PASSES[task["mode"]] * 2.0 * task["B"] * (task["N"] + extra) * task["d"]
+    return PASSES[task["mode"]] * 2 * task["B"] * (task["N"] + extra) * task["d"]
 
 
 def prepare_call(task: dict, device: str):
