@@ -16,10 +16,11 @@ Steps, in order, each a subprocess with its own time limit (STEPS; its log in <w
 --rehearse (CI, no GPU) runs env, build (a temporary target, sm_90), collect (the GPU test files collected with the
 interpreter off), kernels (benches/triton_resources.py --check: every Triton kernel compiled for sm_90 as launched,
 checked against the H100's limits, no bf16 spill, with the wgmma / cp.async use read from the machine code),
-kernels36 (the same under triton 3.6.0, the GPU image's version, in its own venv: scripts/triton_venv.sh), lease (spherekit.bench.lease: every gpu-lease grid against its
-step's limit), then the bench steps and papers with --rehearse: the same commands on CPU at tiny sizes, and run
-(scripts/gpu_run.py --rehearse: the GPU run's in-process steps on CPU through the Triton interpreter). The steps after build run in an environment without the packages the GPU machine
-lacks (OPTIONAL), with <work>/site first on the path, as on the GPU.
+kernels36 (the same under triton 3.6.0, the GPU image's version, in its own venv: scripts/triton_venv.sh), lease
+(spherekit.bench.lease: every gpu-lease grid against its step's limit), then the bench steps and papers with
+--rehearse: the same commands on CPU at tiny sizes, and run (scripts/gpu_run.py --rehearse: the GPU run's in-process
+steps on CPU through the Triton interpreter). The steps after build run in an environment without the packages the
+GPU machine lacks (OPTIONAL), with <work>/site first on the path, as on the GPU.
 
 Results (--out, default $OUT; at most 8 files, as a device call returns them): summary.txt (the table printed
 last), steps.json (status, seconds and note per step), env.txt, tests.csv, ceilings.csv, bench.csv (every family's
@@ -52,10 +53,11 @@ ROOT = Path(__file__).resolve().parents[1]
 GPU_STEPS = ("env", "build", "tests", "ceilings", "contrastive", "sim_map", "ngpt", "verifier_train", "papers")
 REHEARSAL_STEPS = ("env", "build", "collect", "kernels", "kernels36", "lease", "ceilings", "contrastive", "sim_map",
                    "ngpt", "verifier_train", "papers", "run")
-LIMIT_S = dict(env=30, build=180, tests=150, collect=180, kernels=420, kernels36=600, lease=60, ceilings=40, contrastive=120,
-               sim_map=80, ngpt=150, verifier_train=100, papers=150, run=600)  # bench limits: spherekit.bench.lease
-REHEARSAL_LIMIT_S = dict(LIMIT_S, build=900, collect=300, kernels=600, kernels36=900, contrastive=300, sim_map=300, ngpt=300,
-                         verifier_train=300, papers=300, run=900)  # 2 shared cores, cold caches
+LIMIT_S = dict(env=30, build=180, tests=150, collect=180, kernels=420, kernels36=600, lease=60, ceilings=40,
+               contrastive=120, sim_map=80, ngpt=150, verifier_train=100, papers=150,
+               run=600)  # bench limits: spherekit.bench.lease
+REHEARSAL_LIMIT_S = dict(LIMIT_S, build=900, collect=300, kernels=600, kernels36=900, contrastive=300, sim_map=300,
+                         ngpt=300, verifier_train=300, papers=300, run=900)  # 2 shared cores, cold caches
 OPTIONAL = ("datasets", "faiss", "bm25s", "spacy", "nltk")  # absent on the GPU machine
 RESULT_FILES = ("env.txt", "tests.csv", "ceilings.csv", "bench.csv", "paper_hours.csv")
 BENCH = {"contrastive": "contrastive", "sim_map": "sim_map", "ngpt": "ngpt", "verifier_train": "verifier_throughput"}

@@ -3,7 +3,7 @@ the moment it is measured, inside one 10-minute device call (internal deadline -
 second call.
 
     python3 scripts/gpu_run.py [--out DIR] [--deadline-s 500] [--steps a,b] [--resume DIR] [--work W]
-    python scripts/gpu_run.py --rehearse     # no GPU: CPU, tiny sizes, the Triton interpreter (CI; tests/test_gpu_run.py)
+    python scripts/gpu_run.py --rehearse     # no GPU: CPU, tiny sizes, the Triton interpreter (CI, the tests)
 
 Steps, in order (STEPS):
   build        scripts/gpu_check.py --steps env,build: spherekit with its CUDA extension into <work>/site (skipped when

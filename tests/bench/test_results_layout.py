@@ -135,8 +135,8 @@ def test_the_layout_before_the_device_columns_reads_and_upgrades(tmp_path):
     old = LEGACY_LAYOUTS["v2"]
     assert [c for c in COLUMNS if c not in DEVICE_COLUMNS] == old
     cells = ["2026-11-26T16:11:32+00:00", "2026-11-26T16:11:28+00:00", "gpu-lease", "NVIDIA H200; Xeon (16 cores)",
-             "cuda", "2.11.0", "3.6.0", "0.1.0", "6.0.1", "contrastive", "reference", "fwd+bwd", "B=4096 N=4096 d=768 k=0",
-             "bfloat16", "10", "2.416", "2.346", "2.423", "344.079", "", "ok", ""]
+             "cuda", "2.11.0", "3.6.0", "0.1.0", "6.0.1", "contrastive", "reference", "fwd+bwd",
+             "B=4096 N=4096 d=768 k=0", "bfloat16", "10", "2.416", "2.346", "2.423", "344.079", "", "ok", ""]
     path = tmp_path / "h200_bench.csv"
     path.write_text(",".join(old) + "\n" + ",".join(cells) + "\n")
     (row,) = read_rows(path)

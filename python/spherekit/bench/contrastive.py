@@ -391,7 +391,8 @@ def format_table(rows: list[dict]) -> str:
     rows = sorted(rows, key=lambda r: (int(r["d"]), int(r["k"]), MODES.index(r["mode"]), int(r["B"]),
                                        order.get(r["provider"], 99)))
     table = timing_table(f"{'d':>4} {'k':>2} {'mode':<8} {'B':>6} {'provider':<18} {'N':>7}", rows,
-                         lambda r: f"{r['d']:>4} {r['k']:>2} {r['mode']:<8} {r['B']:>6} {r['provider']:<18} {r['N']:>7}",
+                         lambda r: f"{r['d']:>4} {r['k']:>2} {r['mode']:<8} {r['B']:>6} {r['provider']:<18} "
+                                   f"{r['N']:>7}",
                          lambda r: (r["d"], r["k"], r["mode"], r["B"]))
     if any(int(r["k"]) > 0 for r in rows) and any(r["provider"] in _ST for r in rows):
         table += ("\nnote: at k > 0 the math differs: spherekit and the reference score each query against its own k "

@@ -1,10 +1,10 @@
 """Plots from a family's long-format CSV: <out>/<family>_time.png and <out>/<family>_memory.png.
 
 Time (median, with the 20-80% quantile band as error bars: the device time where a row has one, a GPU row, else
-the wall time) and peak extra memory against B, one line per provider, log-log; one row of panels per mode, one column per (d, hard negatives k, dtype). Only
-the machine of the newest row is plotted, and for each (provider, mode, B, d, k, dtype) its newest
-row: "ok" rows as points, rows that could not run (out of memory, predicted above the memory limit,
-timeout, error) listed in the panel's corner.
+the wall time) and peak extra memory against B, one line per provider, log-log; one row of panels per mode, one
+column per (d, hard negatives k, dtype). Only the machine of the newest row is plotted, and for each (provider,
+mode, B, d, k, dtype) its newest row: "ok" rows as points, rows that could not run (out of memory, predicted above
+the memory limit, timeout, error) listed in the panel's corner.
 """
 
 from __future__ import annotations

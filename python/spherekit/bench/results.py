@@ -276,7 +276,8 @@ def _spread(row: dict) -> float:
 
 def trust_notes(rows: list[dict]) -> list[str]:
     """Warnings on how far the measured rows can be trusted: cells timed fewer than MIN_TRUSTED_REPEATS times,
-    cells whose p20-p80 spread exceeds WIDE_SPREAD of the median (device time where measured), and measurements taken on a busy machine
+    cells whose p20-p80 spread exceeds WIDE_SPREAD of the median (device time where measured), and measurements
+    taken on a busy machine
     (1-minute load above the cores, from each row's note)."""
     ok = [r for r in rows if r.get("status") == "ok"]
     few = [r for r in ok if _repeats(r) < MIN_TRUSTED_REPEATS]

@@ -137,8 +137,9 @@ def info_nce_row(workspace_mib: int, dc_accumulator: str, B: int, N: int, d: int
         what=f"InfoNCE fwd+bwd B=N={B:,} d={d} bf16, chunked, R={R} rows ({workspace_mib} MiB), dc in "
              f"{'bf16' if acc == es else 'fp32'}",
         useful_flops=3 * 2.0 * B * N * d, kernels=tuple(kernels), extra_bytes=extra,
-        goal_ms=MNRL_AUTOCAST_MS / 3, goal=f">= 3x MNRL under bf16 autocast ({MNRL_AUTOCAST_MS} ms), <= 2% of its "
-                                           f"{MNRL_AUTOCAST_MIB:,.0f} MiB, >= 50% of the matmul ceiling in useful FLOPs")
+        goal_ms=MNRL_AUTOCAST_MS / 3,
+        goal=f">= 3x MNRL under bf16 autocast ({MNRL_AUTOCAST_MS} ms), <= 2% of its {MNRL_AUTOCAST_MIB:,.0f} MiB, "
+             ">= 50% of the matmul ceiling in useful FLOPs")
 
 
 def maxsim_rows(k: int, m: int, n: int, h: int, es: int) -> list[Row]:
@@ -174,7 +175,8 @@ def ngpt_row(rows: int, d: int, es: int, programs: int) -> Row:
         key="ngpt fwd+bwd", kind="goal", what=f"nGPT geodesic residual fwd+bwd, {rows:,} x {d:,} bf16",
         useful_flops=0.0, kernels=(
             Kernel("forward: h, f -> out, norms", 0.0, 3 * x + norms + d * 4),
-            Kernel("backward: grad_out, h, f, norms -> grad_h, grad_f, partials", 0.0, 5 * x + norms + d * 4 + partials),
+            Kernel("backward: grad_out, h, f, norms -> grad_h, grad_f, partials", 0.0,
+                   5 * x + norms + d * 4 + partials),
             Kernel("grad_alpha = sum of partials", 0.0, partials + d * 4)),
         extra_bytes=3 * x + norms + partials,
         goal_ms=copy_floor / (0.8 * LAST_H200.copy_gbps * 1e9) * 1e3, goal=">= 80% of the measured copy bandwidth")
