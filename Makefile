@@ -11,7 +11,7 @@ PIP    := $(BIN)/python -m pip
 PINS   := -c requirements/constraints.txt
 PRESET ?= cpu-small
 
-.PHONY: setup data run bench test eval cuda-build-check clean
+.PHONY: setup data run bench test eval cuda-build-check wheel-check clean
 
 setup: $(VENV)/.installed
 
@@ -46,11 +46,19 @@ MODEL ?= all-MiniLM-L6-v2
 eval: data
 	$(BIN)/spherekit eval $(MODEL) --suite all --split in-domain
 
-# Build-only check of the CUDA extension (no GPU needed): compiles csrc/cuda with nvcc into a wheel.
+# Build-only check of the CUDA extension (no GPU needed): compiles csrc/cuda with nvcc into a wheel, whose version
+# carries the CUDA label (spherekit-<version>+cu130-...: pyproject.toml's override).
 cuda-build-check: setup
+	rm -rf build/cuda-wheel-check
 	SPHEREKIT_WITH_CUDA=ON $(PIP) wheel . --no-deps --no-build-isolation -w build/cuda-wheel-check
 	$(BIN)/python -c "import sys, zipfile, glob; w = glob.glob('build/cuda-wheel-check/spherekit-*.whl')[0]; \
-	names = zipfile.ZipFile(w).namelist(); assert any('_cuda' in n for n in names), names; print('cuda wheel ok:', w)"
+	names = zipfile.ZipFile(w).namelist(); assert any('_cuda' in n for n in names), names; \
+	assert '+cu130-' in w, w; print('cuda wheel ok:', w)"
+
+# The release wheel as a user gets it (scripts/wheel_check.sh): sdist, wheel, auditwheel repair to manylinux, then a
+# fresh venv outside the tree with each extra, the README's tour and a tiny reproduction.
+wheel-check: data
+	bash scripts/wheel_check.sh
 
 clean:
 	rm -rf build dist $(VENV)

@@ -52,8 +52,6 @@ ALLOWED_SPILLS: dict[tuple[str, str], str] = {
         f"128 x 128 tiles, one hard negative: dq 8.5 ms vs 28.3 ms for 64 x 64; {_TUNED}",
     ("_info_nce_bwd_dq_kernel", "HAS_HN+HN_SOFTMAX+NEED_DH"):
         f"128 x 128 tiles, one hard negative (its BCE variant was measured: 8.5 ms vs 28.3 ms); {_TUNED}",
-    ("_geodesic_residual_bwd_kernel", "plain"):
-        f"d = 4096 with 4 warps: fwd + bwd 2.02 ms vs 2.97 ms with 16; {_TUNED}",
 }
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 _LAUNCHES: list[tuple[str, JITFunction, tuple, dict]] = []
@@ -118,6 +116,20 @@ def _info_nce_rows(dtype):
             bce_weight=bce, bce_scale=20.0, bce_bias=0.0, need_stat=stat)
 
 
+def _gram_rows(dtype):
+    """The row kernels of the chunked Gram losses at a chunk of 1,024 rows of B = 16,384."""
+    from spherekit.kernels import gram_rows as K
+
+    R, B = 1024, 16384
+    labels, tau, npos = torch.arange(B) % 12, torch.tensor(0.05), torch.full((B,), 3)
+    for name, lb in (("plain", None), ("bias", torch.randn(12, 12))):
+        shift = None if lb is None else torch.zeros(B)
+        yield f"sincere_rows {name}", lambda: K.sincere_rows(torch.zeros(R, B, dtype=dtype), slice(0, R), labels,
+                                                             tau, lb, shift, npos, need_stat=True)
+    yield "circular_cse_rows", lambda: K.circular_cse_rows(torch.zeros(R, B, dtype=dtype), slice(0, R), labels,
+                                                           torch.zeros(B), torch.zeros(B), margin=0.1)
+
+
 def _gram(dtype):
     from spherekit.kernels import circular_cse, sincere
 
@@ -172,7 +184,7 @@ def _tokens(dtype):
                                         clip=True, all_pairs=all_pairs))
 
 
-SCENARIOS = (_info_nce, _info_nce_rows, _gram, _ngpt, _tokens)
+SCENARIOS = (_info_nce, _info_nce_rows, _gram_rows, _gram, _ngpt, _tokens)
 
 
 def record_launches(calls) -> list[tuple[str, JITFunction, tuple, dict]]:

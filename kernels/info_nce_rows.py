@@ -179,6 +179,7 @@ def info_nce_rows(S, targets, ql, cl, label_bias, tau, y, *, hn_softmax, bce_wei
         float(bce_weight), float(bce_scale), float(bce_bias),
         HAS_LABELS=ql is not None, HAS_BIAS=label_bias is not None, HAS_HN=y is not None,
         HN_SOFTMAX=bool(hn_softmax and y is not None), HAS_BCE=has_bce, NEED_STAT=bool(need_stat),
-        BLOCK_R=cfg["BLOCK_R"], BLOCK_N=cfg["BLOCK_N"], BLOCK_K=triton.next_power_of_2(max(K, 1)), num_warps=cfg["num_warps"],
+        BLOCK_R=cfg["BLOCK_R"], BLOCK_N=cfg["BLOCK_N"], BLOCK_K=triton.next_power_of_2(max(K, 1)),
+        num_warps=cfg["num_warps"],
     )
     return loss, stat if need_stat else None, gh if has_gh else None

@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import _extras
+
 # `spherekit bench <name> ...`: the module of each benchmark family (its add_arguments(parser) declares the
 # options, run_from_args(args) runs them, main(argv) does both) and its one-line help
 BENCH_FAMILIES = {
@@ -99,6 +101,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    _extras.check_command(argv)  # `eval` / `reproduce` without their extra: one line naming it, before any work
     if argv[:1] == ["bench"] and len(argv) > 1 and argv[1] in BENCH_ALIASES:
         print(f"spherekit bench {argv[1]}: renamed to `spherekit bench {BENCH_ALIASES[argv[1]]}`", file=sys.stderr)
         argv[1] = BENCH_ALIASES[argv[1]]

@@ -25,4 +25,6 @@ def test_losses_without_sentence_transformers_say_which_extra():
 
     code = "import sys; sys.modules['sentence_transformers'] = None; import spherekit.losses"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.returncode == 1 and "pip install 'spherekit[st]'" in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]  # one line: the extra, what is missing, the pip command
+    assert proc.returncode == 1 and last.startswith("ModuleNotFoundError: spherekit.losses needs the [st] extra")
+    assert "(sentence-transformers not installed): pip install " in last and last.endswith("[st]'")

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from spherekit import reference
-from spherekit.ops import cpu_budget, circular_cse
+from spherekit.ops import _chunked_gemm, cpu_budget, circular_cse
 from tests.ops._harness import backends, compare, linear_weights
 
 circular_cse_ops = importlib.import_module("spherekit.ops.circular_cse")  # the module (the package exports the op)
@@ -27,8 +27,12 @@ ANGLES = torch.arange(N_ANGLES, dtype=torch.float64) * (math.pi / 6)  # i * 30 d
 
 @pytest.fixture(autouse=True)
 def small_cpu_chunks(monkeypatch):
-    """Force the cpu backend through several (uneven) row chunks even at these small batch sizes."""
+    """Force both paths through several (uneven) row chunks even at these small batch sizes: the streaming one on
+    the cpu backend (cpu_budget), the one-pass one on every backend (_chunked_gemm: 1,000 elements a chunk)."""
     monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", 1000)
+    monkeypatch.setattr(_chunked_gemm, "MIN_ROWS", 1)
+    for device in ("cpu", "cuda"):
+        monkeypatch.setitem(_chunked_gemm.DEFAULT_WORKSPACE_BYTES, device, 4000)
 
 
 def _labels(B, layout, gen):
@@ -60,7 +64,7 @@ def _run_and_compare(e64, labels, dtype, backend, *, angles=ANGLES, margin=0.0):
                   dict(embeddings=e64, labels=labels), dtype, ("embeddings",), weights=linear_weights)
     assert out.dtype == torch.float32 and out.shape == ()
     if backend == "cpu":  # a scalar loss with a gradient: the one-pass op
-        assert "CircularCSEFused" in out.grad_fn.name()
+        assert "CircularCSEChunked" in out.grad_fn.name()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -133,7 +137,9 @@ def test_opcheck():
     torch.library.opcheck(torch.ops.spherekit.circular_cse_fwd.default, args, test_utils=utils)
     torch.library.opcheck(torch.ops.spherekit.circular_cse_bwd.default, (torch.full((9,), 0.1),) + args,
                           test_utils=utils)
-    torch.library.opcheck(torch.ops.spherekit.circular_cse_fused.default, args[:-1], test_utils=utils)
+    for backend in BACKENDS:
+        torch.library.opcheck(torch.ops.spherekit.circular_cse_chunked.default, args[:-1] + (backend, 3 * 9 * 4),
+                              test_utils=utils)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -145,7 +151,8 @@ def test_custom_op_with_per_row_upstream_gradients(backend):
     th = ANGLES[y]
     w = torch.linspace(-1.0, 2.0, 41, dtype=torch.float64)
     e = e64.float().requires_grad_()
-    rows = circular_cse_ops._CircularCSEStreaming.apply(e, y, torch.cos(th).float(), torch.sin(th).float(), margin, backend)
+    rows = circular_cse_ops._CircularCSEStreaming.apply(e, y, torch.cos(th).float(), torch.sin(th).float(), margin,
+                                                        backend)
     (rows * w.float()).sum().backward()
     e_ref = e64.clone().requires_grad_()
     diff = e_ref @ e_ref.T - torch.cos(th[:, None] - th[None, :])
@@ -164,9 +171,10 @@ def test_cpu_scalar_loss_takes_the_one_pass_path_and_matches_the_two_pass_one(ma
     th = ANGLES[y]
     e = e64.float().requires_grad_()
     fused = circular_cse(e, y, ANGLES, margin=margin, backend="cpu")
-    assert "CircularCSEFused" in fused.grad_fn.name()
+    assert "CircularCSEChunked" in fused.grad_fn.name()
     (g1,) = torch.autograd.grad(fused * 0.7, (e,))
-    rows = circular_cse_ops._CircularCSEStreaming.apply(e, y, torch.cos(th).float(), torch.sin(th).float(), margin, "cpu")
+    rows = circular_cse_ops._CircularCSEStreaming.apply(e, y, torch.cos(th).float(), torch.sin(th).float(), margin,
+                                                        "cpu")
     two_pass = rows.sum() / (53 * 52)
     (g2,) = torch.autograd.grad(two_pass * 0.7, (e,))
     torch.testing.assert_close(fused, two_pass, atol=1e-6, rtol=1e-6)

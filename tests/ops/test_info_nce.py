@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from spherekit import reference
 from spherekit.ops import info_nce
-from spherekit.ops import _info_nce_chunked
+from spherekit.ops import _chunked_gemm
 from tests.ops._harness import backends, compare, linear_weights
 
 BACKENDS = backends("info_nce")
@@ -75,7 +75,7 @@ def test_values_and_grads(backend, dtype, shape, mode, reduction):
 def test_chunked_path_over_its_chunkings(backend, dtype, rows, reduction, monkeypatch):
     """The one-pass path (a scalar loss with grad) against the oracle over several chunkings of the rows, with
     labels, label bias, ignored rows, shuffled targets, hard negatives in both terms and the temperature's grad."""
-    monkeypatch.setattr(_info_nce_chunked, "MIN_ROWS", 1)
+    monkeypatch.setattr(_chunked_gemm, "MIN_ROWS", 1)
     case = _case(23, 45, 41, 2, seed=4, labels=True, bias=True, ignore=True, targets=True)
     element = 4 if backend == "cpu" else torch.finfo(dtype).bits // 8
     _run_and_compare(case, dtype, backend, reduction=reduction, hard_negative_mode="both", tau_grad=True,
@@ -172,7 +172,7 @@ def test_scalar_loss_takes_the_chunked_path_and_matches_the_two_pass_one(backend
     q, c, h = (case[k].float().requires_grad_() for k in ("queries", "candidates", "hard_negatives"))
     kw = dict(hard_negative_mode="both", query_labels=case["query_labels"], candidate_labels=case["candidate_labels"],
               label_bias=case["label_bias"].float(), backend=backend)
-    monkeypatch.setattr(_info_nce_chunked, "MIN_ROWS", 1)
+    monkeypatch.setattr(_chunked_gemm, "MIN_ROWS", 1)
     fused = info_nce(q, c, case["targets"], h, workspace_bytes=8 * 31 * 4, **kw)
     assert "InfoNCEChunked" in fused.grad_fn.name()
     g1 = torch.autograd.grad(fused * 0.7, (q, c, h))

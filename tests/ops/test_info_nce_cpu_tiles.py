@@ -6,14 +6,11 @@ the chunked one-pass path, which cuts whole rows only."""
 
 from __future__ import annotations
 
-from functools import partial
 
 import pytest
 import torch
 
-from spherekit import reference
 from spherekit.ops import cpu_budget, _info_nce_cpu, info_nce
-from tests.ops._harness import compare
 from tests.ops.test_info_nce import _case, _run_and_compare
 
 # (elements per tile, MIN_ROWS) -> the (rows, columns) tiles they give for B = 23 rows, N = 45 candidates
@@ -47,7 +44,7 @@ def test_every_tiling_matches_the_oracle(tiling, mode, reduction):
 def test_a_wide_frozen_bank_is_read_in_column_blocks(monkeypatch, reduction):
     """A bank too wide for MIN_ROWS whole rows is cut into column blocks that hold every row (B <= MIN_ROWS), on the
     streaming path (reduction "none" or no gradient); a scalar loss with a gradient takes the chunked one-pass path
-    instead, whole rows of at least spherekit.ops._info_nce_chunked.MIN_ROWS (tests/ops/test_info_nce.py)."""
+    instead, whole rows of at least spherekit.ops._chunked_gemm.MIN_ROWS (tests/ops/test_info_nce.py)."""
     monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", 4096)
     monkeypatch.setattr(cpu_budget, "MIN_TILE_ELEMENTS", 0)
     assert _info_nce_cpu.tile_shape(16, 5000) == (16, 256)

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
-from spherekit.ops import _info_nce_chunked, _info_nce_cpu, info_nce
+from spherekit.ops import _chunked_gemm, _info_nce_chunked, _info_nce_cpu, info_nce
 from tests.ops._harness import backends
 from tests.ops._hot_path import count_launches, no_host_sync, peak_live_bytes
 
@@ -25,8 +25,9 @@ def _inputs(B, N, d, k=None, seed=0, dtype=torch.float32):
     return q, c, h
 
 
-def _matmul_flops(fn) -> tuple[int, int]:
-    """(2 m k n summed over the top-level aten matmuls fn runs, number of bmm calls) from the recorded shapes."""
+def _matmul_flops(fn, skip_inner: int | None = None) -> tuple[int, int]:
+    """(2 m k n summed over the top-level aten matmuls fn runs, number of bmm calls) from the recorded shapes;
+    skip_inner: leave out the products over that inner size k (CircularCSE's 2-wide cos/sin table)."""
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
         fn()
     flops, bmm = 0, 0
@@ -37,7 +38,8 @@ def _matmul_flops(fn) -> tuple[int, int]:
             i, j = MATMULS[event.name]
             (m, kk), (kk2, n) = event.input_shapes[i], event.input_shapes[j]
             assert kk == kk2, event.input_shapes
-            flops += 2 * m * kk * n
+            if kk != skip_inner:
+                flops += 2 * m * kk * n
         elif event.name == "aten::bmm":
             bmm += 1
     return flops, bmm
@@ -60,7 +62,7 @@ def test_forward_and_backward_do_three_products_of_2BNd(backend, candidate_grad)
 def test_products_stay_3x2BNd_over_several_chunks(backend, monkeypatch):
     """Over 4 chunks of 32 rows the big products still sum to 3 x 2BNd; the hard negatives add 2 small batched
     products per chunk (their dots and their share of dq) and nothing else."""
-    monkeypatch.setattr(_info_nce_chunked, "MIN_ROWS", 1)
+    monkeypatch.setattr(_chunked_gemm, "MIN_ROWS", 1)
     B, N, d, k = 128, 160, 32, 2
     q, c, h = _inputs(B, N, d, k)
     element = 4
@@ -93,7 +95,7 @@ def test_no_host_sync_in_the_default_check_mode(backend, extras):
 def test_launches_are_fixed_per_chunk_whatever_the_batch(backend, monkeypatch):
     """One chunk costs the same aten operators and Triton launches at B = N = 32 as at B = N = 96; each further
     chunk adds the same number again."""
-    monkeypatch.setattr(_info_nce_chunked, "MIN_ROWS", 1)
+    monkeypatch.setattr(_chunked_gemm, "MIN_ROWS", 1)
 
     def launches(B, chunks):
         q, c, _ = _inputs(B, B, 16)
@@ -120,7 +122,7 @@ def test_peak_extra_memory_at_the_gpu_goal_shape(accumulator):
     c = torch.empty(N, d, dtype=torch.bfloat16, device=meta)
     targets = torch.empty(B, dtype=torch.int64, device=meta)
     tau = torch.empty((), dtype=torch.float32, device=meta)
-    budget = _info_nce_chunked.DEFAULT_WORKSPACE_BYTES["cuda"]
+    budget = _chunked_gemm.DEFAULT_WORKSPACE_BYTES["cuda"]
 
     def forward():
         return _info_nce_chunked.info_nce_fwd_bwd(
@@ -131,7 +133,7 @@ def test_peak_extra_memory_at_the_gpu_goal_shape(accumulator):
     out, peak = peak_live_bytes(forward)
     MiB = 1 << 20
     grads = B * d * 2 + N * d * (4 if accumulator == "fp32" else 2)  # dQ' bf16, dC' bf16 or fp32
-    chunk = _info_nce_chunked.chunk_rows(B, N, 2, budget) * N * 2
+    chunk = _chunked_gemm.chunk_rows(B, N, 2, budget) * N * 2
     assert chunk == budget == 32 * MiB
     assert peak <= grads + chunk + MiB, (peak / MiB, (grads + chunk) / MiB)
     assert out[1].shape == (B, d) and out[2].dtype == (torch.float32 if accumulator == "fp32" else torch.bfloat16)
@@ -142,8 +144,8 @@ FAST_MODE_BAD = {  # name -> (overrides of the inputs, what the default check mo
     "inf-candidate": lambda q, c: dict(candidates=c.detach().clone().index_fill_(0, torch.tensor([5]), float("inf"))),
     "target-too-large": lambda q, c: dict(targets=torch.arange(12).index_fill_(0, torch.tensor([2]), 14)),
     "negative-target": lambda q, c: dict(targets=torch.arange(12).index_fill_(0, torch.tensor([4]), -7)),
-    "label-outside-bias": lambda q, c: dict(query_labels=torch.arange(12) % 3 + 1, candidate_labels=torch.arange(14) % 3,
-                                            label_bias=torch.zeros(3, 3)),
+    "label-outside-bias": lambda q, c: dict(query_labels=torch.arange(12) % 3 + 1,
+                                            candidate_labels=torch.arange(14) % 3, label_bias=torch.zeros(3, 3)),
     "nan-temperature": lambda q, c: dict(temperature=torch.tensor(float("nan"))),
     "tiny-temperature": lambda q, c: dict(temperature=torch.tensor(1e-6)),
 }

@@ -273,20 +273,25 @@ def test_auto_resolves_to_cpu_and_env_override(monkeypatch):
     assert ngpt_ops._resolve("l2_normalize", "cpu", x.device) == "cpu"
 
 
-def test_auto_on_cuda_prefers_cuda_then_triton(monkeypatch):
-    """auto on CUDA tensors: the CUDA launchers when spherekit._cuda has the nGPT kernels, else Triton, and the
-    torch composition (cpu backend) for rows wider than Triton's MAX_D."""
+def test_auto_on_cuda_prefers_triton_then_cuda(monkeypatch):
+    """auto on CUDA tensors: the Triton launchers (measured faster on the H200, one round per row), the CUDA
+    launchers when Triton cannot run or for rows wider than Triton's MAX_D, else the torch composition (cpu)."""
     cuda = torch.device("cuda")
-    monkeypatch.setattr(ngpt_ops._ngpt_cuda, "available", lambda: True)
-    monkeypatch.setattr(_backend, "_triton_usable", lambda device: (True, "fake"))
+    triton_ok, cuda_ok, kernels = [True], [True], [True]
+    monkeypatch.setattr(ngpt_ops._ngpt_cuda, "available", lambda: kernels[0])
+    monkeypatch.setattr(_backend, "_triton_usable", lambda device: (triton_ok[0], "fake"))
     real_usable = _backend.usable
-    monkeypatch.setattr(_backend, "usable", lambda b, dev: (True, "fake") if b == "cuda" else real_usable(b, dev))
-    assert ngpt_ops._resolve("geodesic_residual", "auto", cuda, 64) == "cuda"
-    assert ngpt_ops._impl("cuda", cuda) is ngpt_ops._ngpt_cuda
-    monkeypatch.setattr(ngpt_ops._ngpt_cuda, "available", lambda: False)  # built, but without nGPT kernels
+    monkeypatch.setattr(_backend, "usable", lambda b, dev: (cuda_ok[0], "fake") if b == "cuda" else real_usable(b, dev))
     assert ngpt_ops._resolve("geodesic_residual", "auto", cuda, 64) == "triton"
     monkeypatch.setattr(ngpt_ops, "_triton_max_d", lambda: 128)
+    assert ngpt_ops._resolve("geodesic_residual", "auto", cuda, 129) == "cuda"  # rows past MAX_D
+    assert ngpt_ops._impl("cuda", cuda) is ngpt_ops._ngpt_cuda
+    kernels[0] = False  # spherekit._cuda built, but without the nGPT kernels
     assert ngpt_ops._resolve("geodesic_residual", "auto", cuda, 129) == "cpu"
+    triton_ok[0], kernels[0] = False, True
+    assert ngpt_ops._resolve("geodesic_residual", "auto", cuda, 64) == "cuda"
+    cuda_ok[0] = False
+    assert ngpt_ops._resolve("geodesic_residual", "auto", cuda, 64) == "cpu"
     assert ngpt_ops._impl("cpu", cuda) is ngpt_ops._ngpt_cpu  # never the C++ loops on device memory
 
 
@@ -423,3 +428,58 @@ def test_geodesic_residual_dtype_error_names_the_dtype_of_h():
     h = _rand((4, 8), 22)  # float64 works (cpu, reference): f must match h, whatever h is
     with pytest.raises(TypeError, match=r"f must have the dtype of h \(torch.float64\), got torch.float32"):
         ops.geodesic_residual(h, h.float(), 0.05)
+
+
+# ---- the one-round forward: rows where ||y||^2 from the five sums cancels ------------------------------------
+
+def antipodal_rows(d: int = 41) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp64 (h, f) pairs at angles from 90 to ~180 degrees (cos = 0 ... -1 + 1e-9) and one exactly opposite pair:
+    at a = 0.5 their ||y|| runs from 0.7 down to ~1e-5 and 0, where the sum r_h^2 A + 2 r_h r_f B + r_f^2 C cancels
+    (the Triton forward must take its explicit path there)."""
+    g = torch.Generator().manual_seed(31)
+    hn = F.normalize(torch.randn(9, d, generator=g, dtype=torch.float64), dim=-1)
+    u = torch.randn(9, d, generator=g, dtype=torch.float64)
+    u = F.normalize(u - (u * hn).sum(-1, keepdim=True) * hn, dim=-1)  # orthogonal to hn
+    theta = torch.pi - torch.tensor([torch.pi / 2, 1.0, 0.3, 1e-1, 1e-2, 1e-3, 1e-4, 3e-5, 0.0], dtype=torch.float64)
+    fn = torch.cos(theta)[:, None] * hn + torch.sin(theta)[:, None] * u
+    h, f = hn * 3.0, fn * 0.5  # norms != 1, so the row norms matter too
+    f[-1] = -0.25 * h[-1]  # exactly opposite in every precision (a power-of-two multiple)
+    return h, f
+
+
+def _y_norms(h64: torch.Tensor, f64: torch.Tensor, a: float) -> torch.Tensor:
+    """||y|| per row in fp64 of the fp32-rounded inputs."""
+    hn, fn = F.normalize(h64.float().double(), dim=-1), F.normalize(f64.float().double(), dim=-1)
+    return (hn + a * (fn - hn)).norm(dim=-1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+@pytest.mark.parametrize("alpha", [0.5, 0.3])
+def test_geodesic_residual_near_antipodal_rows(backend, alpha):
+    """Within the project's error rule against the fp64 oracle (value and every gradient, per row) where hn and fn
+    point apart. Any fp32 computation of y = hn + a (fn - hn) carries a relative error ~ulp / ||y|| there (the rule's
+    conditioning term, 16 ulp / ||y||); ||y||^2 taken from the five sums alone would carry ~ulp / ||y||^2 (0.24 at
+    ||y|| = 5e-4), which is what the Triton forward's explicit path avoids (the exactly opposite row, y = 0, has
+    no conditioning term: its bound is the same-precision error)."""
+    h64, f64 = antipodal_rows()
+    a64 = torch.full((41,), alpha, dtype=torch.float64)
+    got, base, oracle = _geodesic_runs(backend, h64, f64, a64, torch.float32)
+    ny = _y_norms(h64, f64, alpha)
+    for i in range(h64.shape[0]):
+        conditioning = 16 * 2 ** -24 / ny[i].item() if ny[i] > 0 else 0.0
+        for name, g, b, o in zip(GR_NAMES[:3], got, base, oracle):
+            assert_close_to_oracle(f"{name}[{i}]", g[i], b[i], o[i], torch.float32, conditioning=conditioning)
+
+
+def test_triton_saved_norms_near_antipodal_rows():
+    """The Triton forward's saved ||y|| (which the backward reads) within 16 ulp / ||y|| relative of fp64 on every
+    row (the five-sum formula alone is off by up to ~ulp / ||y||^2 on these rows), exactly 0 for y = 0."""
+    K, why = _backend.try_triton_kernels("ngpt")
+    if K is None:
+        pytest.skip(f"kernels/ngpt.py does not import: {why}")
+    h64, f64 = antipodal_rows()
+    _, norms = K.geodesic_residual_fwd(h64.float(), f64.float(), torch.full((41,), 0.5), eps=1e-6)
+    want = _y_norms(h64, f64, 0.5)
+    assert want[-1] == 0 and norms[-1, 2] == 0  # exactly opposite: y = 0
+    rel = (norms[:-1, 2].double() - want[:-1]).abs() / want[:-1]
+    assert (rel <= 16 * 2 ** -24 / want[:-1]).all(), rel.tolist()

@@ -385,3 +385,69 @@ def test_gpu_public_ops(backend, dtype):
     base = _oracle(h, f, alpha.detach(), go, 1e-6, dtype)
     for name, got, b, o in zip(("out", "grad_h", "grad_f", "grad_alpha"), (out,) + grads, base, o64):
         assert_close_to_oracle(name, got, b, o, dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [64, 768, 4096])
+def test_gpu_triton_persistent_loops(d):
+    """Many more rows than resident programs (each program runs many steps of its pipelined row loop, the last
+    one partial) and zero rows, against the fp64 oracle; grad_alpha deterministic across runs."""
+    from spherekit.kernels import ngpt as K
+
+    R, dtype = 70_001, torch.bfloat16
+    h, f, go = _gpu_case(R, d, 1, dtype), _gpu_case(R, d, 2, dtype), _gpu_case(R, d, 3, dtype)
+    h[5], f[6] = 0, 0
+    alpha = (torch.rand(d, device="cuda") - 0.3) * 1.4
+    ga = _check_gpu(K, h, f, alpha, go, 1e-6, dtype)
+    out, norms = K.geodesic_residual_fwd(h, f, alpha, eps=1e-6)
+    assert torch.equal(K.geodesic_residual_bwd(go, h, f, alpha, norms, eps=1e-6)[2], ga)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["auto", "triton", "cuda"])
+def test_gpu_autocast(backend):
+    """Under CUDA bf16 autocast: an fp32 h and a bf16 block output give fp32 (promoted, as on the CPU), two bf16
+    inputs give bf16, l2_normalize keeps its input's dtype; values as outside autocast; auto is triton on CUDA."""
+    if backend == "cuda":
+        need_cuda_extension(*NC.ENTRY_POINTS)
+    from spherekit import ops
+    from spherekit.ops import ngpt as ngpt_ops
+
+    assert ngpt_ops._resolve("geodesic_residual", "auto", torch.device("cuda"), 768) == "triton"
+    h, x = _gpu_case(64, 768, 1, torch.float32), _gpu_case(64, 768, 2, torch.float32)
+    lin = torch.nn.Linear(768, 768, device="cuda")
+    alpha = torch.full((768,), 0.05, device="cuda", requires_grad=True)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        f = lin(x)
+        mixed = ops.geodesic_residual(h, f, alpha, backend=backend)
+        both = ops.geodesic_residual(f, f.flip(0), alpha, backend=backend)
+        unit = ops.l2_normalize(f, backend=backend)
+    assert f.dtype == torch.bfloat16 and mixed.dtype == torch.float32 and both.dtype == unit.dtype == torch.bfloat16
+    torch.testing.assert_close(mixed, ops.geodesic_residual(h, f.float(), alpha, backend=backend), rtol=0, atol=0)
+    torch.testing.assert_close(both, ops.geodesic_residual(f, f.flip(0), alpha, backend=backend), rtol=0, atol=0)
+    mixed.sum().backward()
+    assert alpha.grad is not None and torch.isfinite(alpha.grad).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [41, 4096])
+def test_gpu_triton_near_antipodal_rows(d):
+    """The compiled forward's explicit path (rows where the five-sum ||y||^2 cancels), fp32: each output row within
+    the error rule with the conditioning 16 ulp / ||y|| (tests/ops/test_ngpt.py), the saved ||y|| within that of fp64,
+    the exactly opposite pair exactly 0."""
+    from spherekit.kernels import ngpt as K
+    from tests.ops.test_ngpt import antipodal_rows
+
+    h64, f64 = antipodal_rows(d)
+    h, f = h64.float().cuda(), f64.float().cuda()
+    out, norms = K.geodesic_residual_fwd(h, f, torch.full((d,), 0.5, device="cuda"), eps=1e-6)
+    hn, fn = F.normalize(h.double(), dim=-1), F.normalize(f.double(), dim=-1)
+    y = hn + 0.5 * (fn - hn)
+    ny = y.norm(dim=-1)
+    want = y / ny.clamp_min(1e-6)[:, None]
+    base = ref.geodesic_residual(h, f, torch.full((d,), 0.5, device="cuda"), compute_dtype=torch.float32)
+    assert ny[-1] == 0 and norms[-1, 2] == 0 and torch.equal(out[-1], torch.zeros_like(out[-1]))
+    for i in range(len(ny) - 1):
+        cond = 16 * 2 ** -24 / ny[i].item()
+        assert_close_to_oracle(f"out[{i}]", out[i], base[i], want[i], torch.float32, conditioning=cond)
+        assert abs(norms[i, 2].item() - ny[i].item()) <= cond * ny[i].item(), i

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from spherekit import reference
-from spherekit.ops import cpu_budget, sincere
+from spherekit.ops import _chunked_gemm, cpu_budget, sincere
 from tests.ops._harness import backends, compare, linear_weights
 
 sincere_ops = importlib.import_module("spherekit.ops.sincere")  # the module (the package exports the function)
@@ -29,8 +29,12 @@ SOFTCSE_BIAS = torch.log1p(-torch.cos(ANGLES[:, None] - ANGLES[None, :]))
 
 @pytest.fixture(autouse=True)
 def small_cpu_chunks(monkeypatch):
-    """Force the cpu backend through several (uneven) row chunks even at these small batch sizes."""
+    """Force both paths through several (uneven) row chunks even at these small batch sizes: the streaming one on
+    the cpu backend (cpu_budget), the one-pass one on every backend (_chunked_gemm: 1,000 elements a chunk)."""
     monkeypatch.setattr(cpu_budget, "CHUNK_ELEMENTS", 1000)
+    monkeypatch.setattr(_chunked_gemm, "MIN_ROWS", 1)
+    for device in ("cpu", "cuda"):
+        monkeypatch.setitem(_chunked_gemm.DEFAULT_WORKSPACE_BYTES, device, 4000)
 
 
 def _labels(B, layout, gen):
@@ -64,7 +68,7 @@ def _run_and_compare(e64, labels, dtype, backend, *, label_bias=None, tau=0.07, 
                   grad_conditioning=grad_conditioning)
     assert out.dtype == torch.float32 and out.shape == ()
     if backend == "cpu":  # a scalar loss with gradients: the one-pass op
-        assert "SincereFused" in out.grad_fn.name()
+        assert "SincereChunked" in out.grad_fn.name()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -184,8 +188,10 @@ def test_opcheck():
     _, lse, usum, npos = torch.ops.spherekit.sincere_fwd(*args)
     bwd_args = (torch.full((9,), 0.1), e, y, tau, lb, shift, lse, usum, npos, True, True, "cpu")
     torch.library.opcheck(torch.ops.spherekit.sincere_bwd.default, bwd_args, test_utils=utils)
-    for need in ((True, True), (True, False), (False, True)):
-        torch.library.opcheck(torch.ops.spherekit.sincere_fused.default, args[:-1] + need, test_utils=utils)
+    for backend in BACKENDS:
+        for need in ((True, True), (True, False), (False, True)):
+            torch.library.opcheck(torch.ops.spherekit.sincere_chunked.default,
+                                  args[:-1] + need + (backend, 3 * 9 * 4), test_utils=utils)
 
 
 def _rows_fp64(e, y, tau, label_bias, shift):
@@ -247,7 +253,7 @@ def test_cpu_scalar_loss_takes_the_one_pass_path_and_matches_the_two_pass_one(ca
     tau = torch.tensor(0.07, requires_grad=tau_grad)
     ins = (e, tau) if tau_grad else (e,)
     fused = sincere(e, y, temperature=tau, label_bias=lb, backend="cpu")
-    assert "SincereFused" in fused.grad_fn.name()
+    assert "SincereChunked" in fused.grad_fn.name()
     g1 = torch.autograd.grad(fused * 0.7, ins)
     shift = None if lb is None else sincere_bias_shift(y, lb)
     rows, lse, _, npos = sincere_ops._SincereStreaming.apply(e, y, tau, lb, shift, "cpu")

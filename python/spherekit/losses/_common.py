@@ -18,10 +18,10 @@ from torch import Tensor, nn
 
 try:
     from sentence_transformers.util import all_gather_with_grad, get_rank
-except ImportError as exc:  # pragma: no cover - exercised only without the optional dependency
-    raise ImportError(
-        "spherekit.losses needs sentence-transformers>=6 (pip install 'spherekit[st]')"
-    ) from exc
+except ImportError as exc:  # pragma: no cover - exercised only with a sentence-transformers older than 6
+    from .. import _extras
+
+    raise ImportError(f"spherekit.losses needs sentence-transformers>=6,<7: {_extras.install_command('st')}") from exc
 
 __all__ = [
     "LabelledTextLoss",

@@ -1,7 +1,7 @@
-"""The losses subclass sentence-transformers' modules: without it, say which extra brings it."""
+"""The losses subclass sentence-transformers' modules: without it, say which extra brings it (one line)."""
 
-try:
-    import sentence_transformers  # noqa: F401
-except ModuleNotFoundError as exc:
-    raise ModuleNotFoundError("spherekit.losses needs sentence-transformers: pip install 'spherekit[st]' (or "
-                              "pip install 'sentence-transformers>=6,<7')", name=exc.name) from exc
+from .. import _extras
+
+_absent = _extras.missing("st")
+if _absent:
+    raise ModuleNotFoundError(_extras.message("st", "spherekit.losses", _absent), name=_absent[0])

@@ -7,8 +7,9 @@ See spherekit.reference.circular_cse for the math. With x_ij = <e_i, e_j>, c_ij 
     forward, per row:  rows_i = sum_{j != i} r_ij^2
     backward, upstream w_i on rows_i:  dE_i = sum_{j != i} 2 r_ij (w_i + w_j) e_j     (x and r are symmetric)
 
-All math is fp32 whatever the input dtype (fp64 for fp64 inputs); the forward keeps only the per-row sums. circular_cse_fwd_bwd (the
-public scalar mean, with the gradient) gets the loss and dE from one pass over the residual tiles.
+All math is fp32 whatever the input dtype (fp64 for fp64 inputs); the forward keeps only the per-row sums. A scalar
+loss with the gradient takes the chunked one-pass path (spherekit.ops._gram_chunked), whose torch row kernel is
+circular_cse_rows here.
 """
 
 from __future__ import annotations
@@ -20,15 +21,14 @@ from ._dispatch import stat_dtype
 from .cpu_budget import row_chunks, rows_per_chunk
 
 
-def _residuals(e32: Tensor, labels: Tensor, cs: Tensor, margin: float, sl: slice) -> Tensor:
-    """r (R, B) fp32 for the rows sl, with the diagonal at 0."""
+def _residuals(x: Tensor, labels: Tensor, cs: Tensor, margin: float, sl: slice) -> Tensor:
+    """r (R, B) in place over the dots x of the rows sl, with the diagonal at 0."""
     y_r = labels[sl]
     same = y_r[:, None] == labels[None, :]
-    r = torch.mm(e32[sl], e32.T)
-    r.sub_(torch.mm(cs[sl], cs.T).masked_fill_(same, 1.0))  # x - cos(theta_i - theta_j)
+    r = x.sub_(torch.mm(cs[sl], cs.T).masked_fill_(same, 1.0))  # x - cos(theta_i - theta_j)
     if margin > 0:
         shrunk = r.abs().sub_(margin).clamp_(min=0.0).mul_(torch.sign(r))
-        r = torch.where(same, shrunk, r)
+        r.copy_(torch.where(same, shrunk, r))
     rows = torch.arange(r.shape[0], device=r.device)
     r[rows, rows + sl.start] = 0.0
     return r
@@ -41,7 +41,7 @@ def circular_cse_fwd(e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor
     B = e.shape[0]
     out = torch.empty(B, dtype=e32.dtype, device=e.device)
     for sl in row_chunks(B, rows_per_chunk(B)):
-        r = _residuals(e32, labels, cs, margin, sl)
+        r = _residuals(torch.mm(e32[sl], e32.T), labels, cs, margin, sl)
         out[sl] = torch.linalg.vecdot(r, r, dim=1)
     return out
 
@@ -55,28 +55,17 @@ def circular_cse_bwd(grad_rows: Tensor, e: Tensor, labels: Tensor, row_cos: Tens
     B = e.shape[0]
     de = torch.empty_like(e32)
     for sl in row_chunks(B, rows_per_chunk(B)):
-        r = _residuals(e32, labels, cs, margin, sl)
+        r = _residuals(torch.mm(e32[sl], e32.T), labels, cs, margin, sl)
         r.mul_(w[sl, None] + w[None, :])
         torch.mm(r, e32, out=de[sl])
     return de.mul_(2.0)
 
 
-def circular_cse_fwd_bwd(e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, *, margin: float):
-    """The public scalar loss 1/(B(B-1)) sum_{i != j} l_ij and dE in one pass over the row chunks.
-
-    With the uniform upstream w = 1/(B(B-1)) on every row, dE_i = 4 w sum_{j != i} r_ij e_j: each chunk's
-    residual tile gives its rows' loss terms and, with one product, their dE rows (2 matrix products in all
-    instead of 3 for forward + recomputing backward).
-    -> (loss 0-dim, dE (B, d)), fp32 (fp64 for fp64 inputs).
-    """
-    e32 = e.to(stat_dtype(e.dtype))
-    cs = torch.stack((row_cos, row_sin), dim=1).to(e32.dtype)
-    B = e.shape[0]
-    weight = 1.0 / (B * (B - 1))
-    total = torch.zeros((), dtype=e32.dtype, device=e.device)
-    de = torch.empty_like(e32)
-    for sl in row_chunks(B, rows_per_chunk(B)):
-        r = _residuals(e32, labels, cs, margin, sl)
-        total += torch.vdot(r.view(-1), r.view(-1))
-        torch.mm(r, e32, out=de[sl])
-    return total * weight, de.mul_(4.0 * weight)
+def circular_cse_rows(S: Tensor, sl: slice, labels: Tensor, row_cos: Tensor, row_sin: Tensor, *,
+                      margin: float) -> tuple[Tensor, None]:
+    """The row kernel of the chunked one-pass path (spherekit.ops._gram_chunked), in torch: S (R, B) holds the dots
+    of the rows sl with every embedding and is overwritten with G' = r, the residuals (symmetric: the orchestrator
+    takes dE' = 2 r E); returns (the rows' sum of r_ij^2, None: no temperature)."""
+    cs = torch.stack((row_cos, row_sin), dim=1).to(S.dtype)
+    r = _residuals(S, labels, cs, margin, sl)
+    return torch.vdot(r.view(-1), r.view(-1)), None

@@ -25,8 +25,8 @@ G' and the scalar a multiplies the results once, in the backward. With r_i = val
 sum_k ph_ik y_ik - x_it), the temperature's gradient is dtau = -(a / tau) sum_i r_i. Symbols and the math of
 every term: spherekit.reference.info_nce.
 
-Memory: the R x N buffer, dQ', dC' (and dH'); R = workspace_bytes // (N x element size), at least MIN_ROWS
-rows (fewer make memory-bound products) and at most B.
+Memory: the R x N buffer, dQ', dC' (and dH'); R = workspace_bytes // (N x element size) rows, at least 64 and at
+most B (spherekit.ops._chunked_gemm).
 """
 
 from __future__ import annotations
@@ -35,38 +35,9 @@ import torch
 from torch import Tensor
 
 from ..reference.contrastive import IGNORE_INDEX
-from . import _dispatch, cpu_budget
+from . import _dispatch
+from ._chunked_gemm import accumulate, accumulator_dtype, chunk_rows
 from .cpu_budget import row_chunks
-
-MIN_ROWS = 64
-# The default byte budget of the logits chunk, by device type. CPU: cpu_budget.MIN_TILE_ELEMENTS fp32 elements
-# (64 MiB: each pass over a chunk must outlast a scheduler time slice on a busy machine, see cpu_budget). CUDA:
-# 32 MiB, R = 1,024 rows of N = 16,384 bf16 logits at the GPU goal shape (16 chunks), GEMMs of 25 GFLOP each.
-DEFAULT_WORKSPACE_BYTES = {"cpu": 4 * cpu_budget.MIN_TILE_ELEMENTS, "cuda": 32 << 20}
-DC_ACCUMULATORS = ("input", "fp32")
-
-
-def default_workspace_bytes(device: torch.device) -> int:
-    """DEFAULT_WORKSPACE_BYTES for the device type (the CUDA value for any accelerator)."""
-    return DEFAULT_WORKSPACE_BYTES.get(device.type, DEFAULT_WORKSPACE_BYTES["cuda"])
-
-
-def chunk_rows(B: int, N: int, element_size: int, workspace_bytes: int) -> int:
-    """Rows R of one logits chunk: workspace_bytes // (N x element_size), clamped to [min(B, MIN_ROWS), B]."""
-    rows = workspace_bytes // max(1, N * element_size)
-    return max(1, min(B, max(MIN_ROWS, rows)))
-
-
-def _accumulate(acc: Tensor, G: Tensor, q_rows: Tensor) -> None:
-    """acc += G^T q_rows, with acc in G's dtype or in fp32 (cuBLAS's fp32-output GEMM on CUDA, no temporary; a
-    temporary product elsewhere, where aten has no such kernel)."""
-    if acc.dtype == G.dtype:
-        acc.addmm_(G.T, q_rows)
-    elif acc.device.type in ("cuda", "meta") and hasattr(torch.ops.aten.addmm, "dtype_out"):
-        torch.ops.aten.addmm.dtype_out(acc, G.T, q_rows, acc.dtype, out=acc)
-    else:
-        acc.add_(torch.mm(G.T, q_rows))
-
 
 def info_nce_fwd_bwd(q: Tensor, c: Tensor, targets: Tensor, h: Tensor | None, tau: Tensor, ql: Tensor | None,
                      cl: Tensor | None, label_bias: Tensor | None, *, rows_backend, compute_dtype: torch.dtype,
@@ -93,8 +64,7 @@ def info_nce_fwd_bwd(q: Tensor, c: Tensor, targets: Tensor, h: Tensor | None, ta
     dq = torch.empty_like(q_) if need_dq else None
     dc = None
     if need_dc:
-        dc = torch.zeros((N, c.shape[1]), dtype=torch.float32 if dc_accumulator == "fp32" and compute_dtype in
-                         (torch.float16, torch.bfloat16) else compute_dtype, device=q.device)
+        dc = torch.zeros((N, c.shape[1]), dtype=accumulator_dtype(compute_dtype, dc_accumulator), device=q.device)
     dh = torch.empty_like(h_) if need_dh else None
     loss = torch.zeros((), dtype=stat_dtype, device=q.device)
     stat = torch.zeros_like(loss) if need_dtau else None
@@ -115,7 +85,7 @@ def info_nce_fwd_bwd(q: Tensor, c: Tensor, targets: Tensor, h: Tensor | None, ta
             if gh is not None:
                 dq[sl].add_(torch.bmm(gh.to(compute_dtype)[:, None, :], h_[sl]).squeeze(1))
         if need_dc:
-            _accumulate(dc, S, q_rows)
+            accumulate(dc, S.T, q_rows)
         if need_dh and gh is None:  # hard negatives in no term (bce_weight 0 in "bce" mode): no gradient
             dh[sl].zero_()
         elif need_dh:

@@ -1,11 +1,10 @@
 """The "cpu" backend of sincere (SINCERE / SoftCSE): chunked torch, BLAS for the products.
 
 Rows are processed `cpu_budget.rows_per_chunk(B)` at a time, so peak memory is O(rows x B), never B x B. The
-forward keeps only per-anchor statistics (loss, L_i, U_i, |P_i|); the backward recomputes each chunk's
-logits. sincere_fwd_bwd (the public scalar mean, with gradients) gets the loss and the gradients from one
-pass over the chunks instead (3 matrix products per chunk instead of 4). All math is fp32 whatever the
-input dtype (fp64 for fp64 inputs). The forward and backward math, and the symbols used here (s, L, U, P, N, G), are in
-spherekit.reference.sincere's docstring.
+forward keeps only per-anchor statistics (loss, L_i, U_i, |P_i|); the backward recomputes each chunk's logits.
+A scalar loss with gradients takes the chunked one-pass path instead (spherekit.ops._gram_chunked), whose torch
+row kernel is sincere_rows here. All math is fp32 whatever the input dtype (fp64 for fp64 inputs). The forward
+and backward math, and the symbols used here (s, L, U, P, N, G), are in spherekit.reference.sincere's docstring.
 """
 
 from __future__ import annotations
@@ -102,49 +101,42 @@ def sincere_bwd(grad_rows, e, labels, tau, label_bias, shift, lse, usum, npos, *
     return de, dtau if need_dtau else None
 
 
-def _positive_counts(labels: Tensor, dtype: torch.dtype) -> Tensor:
-    """|P_i| (B,) from label counts, O(B log B): never a B x B mask (and no host sync)."""
-    _, inverse, counts = torch.unique(labels, return_inverse=True, return_counts=True)
-    return (counts[inverse] - 1).to(dtype)
+def positive_counts(labels: Tensor) -> Tensor:
+    """|P_i| (B,) int64, the other embeddings sharing anchor i's label, by sorting: O(B log B), shapes fixed by B
+    (no host sync, traceable), never a B x B mask."""
+    ordered, _ = torch.sort(labels)
+    return (torch.searchsorted(ordered, labels, right=True) - torch.searchsorted(ordered, labels)) - 1
 
 
-def sincere_fwd_bwd(e, labels, tau, label_bias, shift, *, need_de, need_dtau):
-    """The public scalar loss (mean over anchors with >= 1 positive) and its gradients in one pass.
+def sincere_rows(S: Tensor, sl: slice, labels: Tensor, tau: Tensor, label_bias: Tensor | None,
+                 shift: Tensor | None, npos: Tensor, *, need_stat: bool) -> tuple[Tensor, Tensor | None]:
+    """The row kernel of the chunked one-pass path (spherekit.ops._gram_chunked), in torch: S (R, B) holds the dots
+    x_ij of the rows sl with every embedding and is overwritten with
 
-    A row chunk holds full rows, so L_i, U_i and |P_i| are complete within it: the chunk's loss rows and
-    G rows come from one logit tile. Upstream weight w_i = 1/(number of anchors with a positive) for those
-    anchors, 0 otherwise (an anchor with L_i = -inf counts in the mean with loss 0 and zero gradient);
-    c_i = w_i / |P_i|. dE = (G + G^T) E / tau is accumulated as dE[chunk] += G_c E and dE += G_c^T E_c:
-    3 matrix products per chunk (S, G E, G^T E_c) instead of 4 for forward + recomputing backward.
-    -> (loss 0-dim, dE (B, d) or None, dtau 0-dim or None), fp32 (fp64 for fp64 inputs).
-    """
-    e32 = e.to(stat_dtype(e.dtype))
-    lb = _bias_columns(None if label_bias is None else label_bias.to(e32.dtype), labels)
-    inv_tau = 1.0 / tau.to(e32.dtype)
-    B = e.shape[0]
-    npos = _positive_counts(labels, e32.dtype).to(e.device)
-    has_pos = npos > 0
-    weight = 1.0 / has_pos.sum().clamp_min(1).to(e32.dtype)
-    c_all = torch.where(has_pos, weight / npos.clamp_min(1.0), torch.zeros_like(npos))
-    loss = torch.zeros((), dtype=e32.dtype, device=e.device)
-    de = torch.zeros_like(e32) if need_de else None
-    dtau = torch.zeros_like(loss)
-    for sl in row_chunks(B, rows_per_chunk(B)):
-        y_r, e_r, c = labels[sl], e32[sl], c_all[sl]
-        s = torch.mm(e_r, e32.T).mul_(inv_tau)
-        same, pos = _masks(y_r, labels, sl.start)
-        G = _neg_logits(s, same, y_r, lb, None if shift is None else shift[sl])
-        L = torch.logsumexp(G, dim=1)
-        t = torch.sub(L[:, None], s).masked_fill_(~pos, NEG_INF)  # L_i - s_ij on positives, -inf elsewhere
-        rows = F.softplus(t).sum(dim=1) / npos[sl].clamp_min(1.0)
-        loss += (torch.where(has_pos[sl], rows, torch.zeros_like(rows)) * weight).sum()
-        sig = t.sigmoid_()  # 0 off the positives (and everywhere when L_i = -inf)
-        U = sig.sum(dim=1)
-        L_safe = torch.where(torch.isneginf(L), torch.zeros_like(L), L)  # exp(-inf - 0) = 0, no NaN
-        G.sub_(L_safe[:, None]).exp_().mul_((c * U)[:, None])  # softmax part: c_i U_i p_ij on negatives
-        G.sub_(sig.mul_(c[:, None]))
-        del sig, t
-        dtau -= _accumulate(G, s, e_r, e32, sl, de, inv_tau, need_dtau)
-    if de is not None:
-        de.mul_(inv_tau)
-    return loss, de, dtau if need_dtau else None
+        G'_ij = (1/|P_i|) (U_i p_ij [j in N_i] - sigmoid(L_i - s_ij) [j in P_i]),   p_ij = exp(s_ij + b_ij - L_i)
+
+    (0 on anchors without a positive), the gradient with respect to the logits s = x / tau of the loss
+    sum_i (1/|P_i|) sum_{j in P_i} softplus(L_i - s_ij), whose sum over the rows it returns with r = sum G'_ij x_ij
+    (need_stat). label_bias (E, E), shift (B,), npos = |P| (B,). Symbols: spherekit.reference.sincere.
+    -> (the rows' loss sum, their r sum or None)."""
+    dt = S.dtype
+    y_r = labels[sl]
+    x = S.clone() if need_stat else None
+    s = S.mul_(1.0 / tau.to(dt))
+    same, pos = _masks(y_r, labels, sl.start)
+    G = _neg_logits(s, same, y_r, _bias_columns(None if label_bias is None else label_bias.to(dt), labels),
+                    None if shift is None else shift[sl])
+    L = torch.logsumexp(G, dim=1)
+    t = torch.sub(L[:, None], s).masked_fill_(~pos, NEG_INF)  # L_i - s_ij on positives, -inf elsewhere
+    n = npos[sl].to(dt)
+    c = torch.where(n > 0, 1.0 / n.clamp_min(1.0), torch.zeros_like(n))
+    loss = (F.softplus(t).sum(dim=1) * c).sum()
+    sig = t.sigmoid_()  # 0 off the positives (and everywhere when L_i = -inf)
+    U = sig.sum(dim=1)
+    L_safe = torch.where(torch.isneginf(L), torch.zeros_like(L), L)  # exp(-inf - 0) = 0, no NaN
+    G.sub_(L_safe[:, None]).exp_().mul_((c * U)[:, None])  # softmax part: U_i p_ij / |P_i| on negatives
+    G.sub_(sig.mul_(c[:, None]))
+    del sig, t
+    S.copy_(G)
+    stat = torch.vdot(G.view(-1), x.view(-1)) if need_stat else None
+    return loss, stat

@@ -346,6 +346,12 @@ def as_scalar(name: str, value, device: torch.device, dtype: torch.dtype, *, tem
     return out
 
 
+def check_workspace_bytes(value, name: str = "workspace_bytes") -> None:
+    """A byte budget of a chunked path: None (the device's default) or a positive int."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+        raise ValueError(f"{name} must be a positive int or None, got {value!r}")
+
+
 def check_flag(name: str, value) -> None:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be a bool, got {type(value).__name__}")

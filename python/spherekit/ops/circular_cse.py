@@ -4,8 +4,8 @@ spherekit.reference.circular_cse.
 
 The public function validates arguments, turns label angles into per-row cos/sin (O(B)), then calls two
 torch.library custom ops (spherekit::circular_cse_fwd / spherekit::circular_cse_bwd) so torch.compile
-traces through them. On the cpu backend with gradients, a third op (spherekit::circular_cse_fused) computes
-the scalar loss and its gradient in one pass.
+traces through them. With the gradient, a third op (spherekit::circular_cse_chunked, on every backend) computes
+the scalar loss and its gradient in one chunked pass (spherekit.ops._gram_chunked).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from .. import _backend, reference
-from . import _dispatch
+from . import _chunked_gemm, _dispatch, _gram_chunked
 from . import checks as C
 from .sincere import poison_bad_labels
 from . import _circular_cse_cpu
@@ -77,36 +77,56 @@ class _CircularCSEStreaming(torch.autograd.Function):
         return de, None, None, None, None, None
 
 
-@torch.library.custom_op("spherekit::circular_cse_fused", mutates_args=())
-def _circular_cse_fused(embeddings: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor,
-                        margin: float) -> tuple[Tensor, Tensor]:
-    """CPU path for the scalar loss: (loss, dE) in one pass, fp32 (fp64 for fp64 inputs)."""
-    return _circular_cse_cpu.circular_cse_fwd_bwd(embeddings, labels, row_cos, row_sin, margin=margin)
+@torch.library.custom_op("spherekit::circular_cse_chunked", mutates_args=())
+def _circular_cse_chunked(embeddings: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, margin: float,
+                          backend: str, workspace_bytes: int) -> tuple[Tensor, Tensor, Tensor]:
+    """The scalar loss and its gradient from one chunked pass (spherekit.ops._gram_chunked): (loss, dE', a), the
+    embeddings' gradient being a x dE'. With w = 1/(B(B-1)): loss = w sum r_ij^2, G' = r (symmetric), a = 2 w."""
+    compute = embeddings.dtype if backend == "triton" else _dispatch.stat_dtype(embeddings.dtype)
+    rows_impl = _rows_impl(backend)
+
+    def rows(S, sl):
+        return rows_impl.circular_cse_rows(S, sl, labels, row_cos, row_sin, margin=margin)
+
+    total, de, _ = _gram_chunked.gram_fwd_bwd(embeddings, rows, compute_dtype=compute, symmetric=True, need_de=True,
+                                              workspace_bytes=workspace_bytes)
+    B = embeddings.shape[0]
+    w = 1.0 / (B * (B - 1))
+    return total * w, de, torch.full((), 2.0 * w, dtype=total.dtype, device=embeddings.device)
 
 
-@_circular_cse_fused.register_fake
-def _(embeddings, *args):
-    dt = _dispatch.stat_dtype(embeddings.dtype)
-    return embeddings.new_empty((), dtype=dt), torch.empty_like(embeddings, dtype=dt)
+@_circular_cse_chunked.register_fake
+def _(embeddings, labels, row_cos, row_sin, margin, backend, workspace_bytes):
+    compute = embeddings.dtype if backend == "triton" else _dispatch.stat_dtype(embeddings.dtype)
+    scalar = embeddings.new_empty((), dtype=_dispatch.stat_dtype(compute))
+    return scalar, torch.empty_like(embeddings, dtype=compute), scalar.clone()
 
 
-class _CircularCSEFused(torch.autograd.Function):
-    """Autograd of the one-pass CPU path: the backward scales the gradient the forward computed."""
+class _CircularCSEChunked(torch.autograd.Function):
+    """Autograd of the chunked one-pass path: the backward scales the gradient the forward computed."""
 
     @staticmethod
     def forward(*args):
-        return torch.ops.spherekit.circular_cse_fused(*args)
+        return torch.ops.spherekit.circular_cse_chunked(*args)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(output[1])
+        ctx.save_for_backward(*output[1:])
         ctx.dtype = inputs[0].dtype
-        ctx.mark_non_differentiable(output[1])
+        ctx.mark_non_differentiable(*output[1:])
 
     @staticmethod
-    def backward(ctx, grad_loss, _grad_de):
-        (de,) = ctx.saved_tensors
-        return (grad_loss * de).to(ctx.dtype) if ctx.needs_input_grad[0] else None, None, None, None, None
+    def backward(ctx, grad_loss, *_unused):
+        de, a = ctx.saved_tensors
+        g = (de * (grad_loss * a).to(de.dtype)).to(ctx.dtype) if ctx.needs_input_grad[0] else None
+        return (g,) + (None,) * 6
+
+
+def _rows_impl(backend: str):
+    """The row kernel of the chunked path on a backend."""
+    if backend == "triton":
+        return _backend.triton_kernels("gram_rows")
+    return _circular_cse_cpu
 
 
 def _validate(embeddings, labels, label_angles, margin):
@@ -136,6 +156,7 @@ def circular_cse(
     label_angles: Tensor,
     *,
     margin: float = 0.0,
+    workspace_bytes: int | None = None,
     backend: str = "auto",
 ) -> Tensor:
     r"""CircularCSE ("Mapping the Circumplex of Affect", eq. 9): pairwise dot products regress to cos of the
@@ -148,14 +169,18 @@ def circular_cse(
         label_angles: (E,) floating angles in radians (e.g. positions on an emotion circle). Receives
             no gradient.
         margin: m >= 0, the tolerance for pairs sharing a label.
+        workspace_bytes: byte budget of the one-pass path's chunk of the B x B residuals (as info_nce's; None: 64
+            MiB on the CPU, 32 MiB on a GPU).
         backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend). "triton" under the Triton
             interpreter (TRITON_INTERPRET=1, CPU tensors) refuses bfloat16: its bf16 arithmetic is wrong.
 
     Returns:
-        0-dim fp32 tensor (fp64 for fp64 inputs; fp32 under torch.autocast), 1/(B(B-1)) sum_{i != j} l_ij with x_ij = <e_i, e_j>,
+        0-dim fp32 tensor (fp64 for fp64 inputs; fp32 under torch.autocast), 1/(B(B-1)) sum_{i != j} l_ij with
+        x_ij = <e_i, e_j>,
         l_ij = max(0, |x_ij - 1| - m)^2 if y_i = y_j, else (x_ij - cos(theta_{y_i} - theta_{y_j}))^2.
     """
     _validate(embeddings, labels, label_angles, margin)
+    C.check_workspace_bytes(workspace_bytes)
     C.check_finite(embeddings=embeddings, label_angles=label_angles)
     device = embeddings.device
     chosen = _dispatch.resolve("circular_cse", backend, device, embeddings.dtype, SUPPORTED, "embeddings",
@@ -173,8 +198,8 @@ def circular_cse(
         row_sin = torch.sin(theta)[labels].contiguous()
         batch = embeddings.shape[0]
         args = (embeddings.contiguous(), labels.contiguous(), row_cos, row_sin, float(margin))
-        if chosen == "cpu" and torch.is_grad_enabled() and embeddings.requires_grad:
-            # the residual tile gives the loss and the gradient in one pass (2 matrix products instead of 3)
-            return _CircularCSEFused.apply(*args)[0]
+        if torch.is_grad_enabled() and embeddings.requires_grad:  # the residual tile gives the gradient too
+            budget = workspace_bytes or _chunked_gemm.default_workspace_bytes(device)
+            return _CircularCSEChunked.apply(*args, chosen, budget)[0]
         rows = _CircularCSEStreaming.apply(*args, chosen)
         return rows.sum() / (batch * (batch - 1))

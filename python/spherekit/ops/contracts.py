@@ -8,8 +8,11 @@ names and parameters:
     info_nce       kernels/info_nce.py (Triton), ops/_info_nce_cpu.py                 InfoNCEBackend
     info_nce_rows  kernels/info_nce_rows.py, ops/_info_nce_cpu.py (the row kernel     InfoNCERowsBackend
                    of ops/_info_nce_chunked.py, the one-pass path)
-    sincere        kernels/sincere.py, ops/_sincere_cpu.py                            SincereBackend (+ fused CPU)
-    circular_cse   kernels/circular_cse.py, ops/_circular_cse_cpu.py                  CircularCSEBackend (+ fused)
+    sincere        kernels/sincere.py, ops/_sincere_cpu.py                            SincereBackend
+    sincere_rows   kernels/gram_rows.py, ops/_sincere_cpu.py (ops/_gram_chunked.py)   SincereRowsBackend
+    circular_cse   kernels/circular_cse.py, ops/_circular_cse_cpu.py                  CircularCSEBackend
+    circular_cse_  kernels/gram_rows.py, ops/_circular_cse_cpu.py                     CircularCSERowsBackend
+      rows
     ngpt           kernels/ngpt.py, ops/_ngpt_cuda.py, ops/_ngpt_cpp.py (CppNgpt),    NGPTBackend
                    ops/_ngpt_cpu.py
     maxsim         kernels/maxsim.py, ops/_maxsim_cpu.py                              MaxSimBackend
@@ -17,8 +20,8 @@ names and parameters:
     sim_map        kernels/sim_map.py, ops/_sim_map_cpu.py                            SimMapBackend
 
 Conventions (tests/ops/test_contracts.py checks every implementation against its Protocol):
-  - launchers are named ``<op>_fwd`` / ``<op>_bwd``; a CPU path that returns a scalar loss and its gradients
-    from one pass adds ``<op>_fwd_bwd``;
+  - launchers are named ``<op>_fwd`` / ``<op>_bwd``; the row kernel of a chunked one-pass loss (a scalar loss and
+    its gradients from one pass: ops/_info_nce_chunked.py, ops/_gram_chunked.py) is ``<op>_rows``;
   - tensors are positional, in the order below; options (flags, scalars, which gradients are needed) are
     keyword-only;
   - inputs arrive validated (spherekit.ops.checks) and contiguous where the op says so; a launcher only asserts
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 from typing import Optional, Protocol, Sequence
 
+import torch
 from torch import Tensor
 
 Grad = Optional[Tensor]
@@ -79,10 +83,11 @@ class SincereBackend(Protocol):
         """-> (dE, dtau) from the statistics the forward saved."""
 
 
-class SincereFusedBackend(SincereBackend, Protocol):
-    def sincere_fwd_bwd(self, e: Tensor, labels: Tensor, tau: Tensor, label_bias: Optional[Tensor],
-                        shift: Optional[Tensor], *, need_de: bool, need_dtau: bool) -> tuple[Tensor, Grad, Grad]:
-        """-> (the scalar mean loss, dE, dtau) from one pass."""
+class SincereRowsBackend(Protocol):
+    def sincere_rows(self, S: Tensor, sl: slice, labels: Tensor, tau: Tensor, label_bias: Optional[Tensor],
+                     shift: Optional[Tensor], npos: Tensor, *, need_stat: bool) -> tuple[Tensor, Grad]:
+        """The row kernel of the chunked one-pass path (spherekit.ops._gram_chunked): S (R, B) holds the dots of the
+        rows sl with every embedding and is overwritten with G'. -> (the rows' loss sum, their statistic or None)."""
 
 
 class CircularCSEBackend(Protocol):
@@ -95,10 +100,11 @@ class CircularCSEBackend(Protocol):
         """-> dE (B, d)."""
 
 
-class CircularCSEFusedBackend(CircularCSEBackend, Protocol):
-    def circular_cse_fwd_bwd(self, e: Tensor, labels: Tensor, row_cos: Tensor, row_sin: Tensor, *,
-                             margin: float) -> tuple[Tensor, Tensor]:
-        """-> (the scalar mean loss, dE) from one pass."""
+class CircularCSERowsBackend(Protocol):
+    def circular_cse_rows(self, S: Tensor, sl: slice, labels: Tensor, row_cos: Tensor, row_sin: Tensor, *,
+                          margin: float) -> tuple[Tensor, None]:
+        """The row kernel of the chunked one-pass path: S (R, B) overwritten with the residuals r.
+        -> (the rows' sum of r^2, None)."""
 
 
 class NGPTBackend(Protocol):
@@ -153,14 +159,16 @@ class SoftAlignBackend(Protocol):
 
 
 # family -> (Protocol, module names of its implementations); a module's name may end in ":Class" for a class
-# (instantiated around an extension module); fused CPU paths are checked against the fused Protocol.
+# (instantiated around an extension module). A "<family>_rows" entry is the row kernel of the family's chunked
+# one-pass path.
 IMPLEMENTATIONS: dict[str, tuple[type, tuple[str, ...]]] = {
     "info_nce": (InfoNCEBackend, ("spherekit.kernels.info_nce", "spherekit.ops._info_nce_cpu")),
     "info_nce_rows": (InfoNCERowsBackend, ("spherekit.kernels.info_nce_rows", "spherekit.ops._info_nce_cpu")),
-    "sincere": (SincereBackend, ("spherekit.kernels.sincere",)),
-    "sincere_cpu": (SincereFusedBackend, ("spherekit.ops._sincere_cpu",)),
-    "circular_cse": (CircularCSEBackend, ("spherekit.kernels.circular_cse",)),
-    "circular_cse_cpu": (CircularCSEFusedBackend, ("spherekit.ops._circular_cse_cpu",)),
+    "sincere": (SincereBackend, ("spherekit.kernels.sincere", "spherekit.ops._sincere_cpu")),
+    "sincere_rows": (SincereRowsBackend, ("spherekit.kernels.gram_rows", "spherekit.ops._sincere_cpu")),
+    "circular_cse": (CircularCSEBackend, ("spherekit.kernels.circular_cse", "spherekit.ops._circular_cse_cpu")),
+    "circular_cse_rows": (CircularCSERowsBackend, ("spherekit.kernels.gram_rows",
+                                                   "spherekit.ops._circular_cse_cpu")),
     "ngpt": (NGPTBackend, ("spherekit.kernels.ngpt", "spherekit.ops._ngpt_cuda", "spherekit.ops._ngpt_cpp:CppNgpt",
                            "spherekit.ops._ngpt_cpu")),
     "maxsim": (MaxSimBackend, ("spherekit.kernels.maxsim", "spherekit.ops._maxsim_cpu")),
@@ -180,7 +188,7 @@ def backend_of(target: str) -> str:
 
 
 def backends(family: str) -> tuple[str, ...]:
-    """The backends that implement `family`: those of its entries in IMPLEMENTATIONS (its own and its fused CPU
-    contract's, "<family>_cpu"), each once, in the order listed."""
-    targets = IMPLEMENTATIONS[family][1] + IMPLEMENTATIONS.get(f"{family}_cpu", (None, ()))[1]
+    """The backends that implement `family`: those of its entries in IMPLEMENTATIONS (its own and its row kernel's,
+    "<family>_rows"), each once, in the order listed."""
+    targets = IMPLEMENTATIONS[family][1] + IMPLEMENTATIONS.get(f"{family}_rows", (None, ()))[1]
     return tuple(dict.fromkeys(backend_of(target) for target in targets))

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from .. import _backend, reference
 from ..reference.contrastive import IGNORE_INDEX
-from . import _dispatch
+from . import _chunked_gemm, _dispatch
 from . import checks as C
 from . import _info_nce_chunked as _info_nce_chunked_impl
 from . import _info_nce_cpu
@@ -316,7 +316,7 @@ def info_nce(
         reduction: "mean" (over non-ignored rows; 0 when all rows are ignored), "sum" or "none".
         workspace_bytes: byte budget of the logits chunk of the one-pass path (R = workspace_bytes // (N x
             element size) query rows at a time, at least 64; None: 64 MiB on the CPU, 32 MiB on a GPU,
-            spherekit.ops._info_nce_chunked.DEFAULT_WORKSPACE_BYTES).
+            spherekit.ops._chunked_gemm.DEFAULT_WORKSPACE_BYTES).
         dc_accumulator: "input" (the candidates' gradient accumulates over the chunks in the inputs' dtype) or
             "fp32" (an fp32 accumulator: N x d x 4 bytes more, for fp16/bf16 inputs on a GPU; the CPU path is fp32).
         backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend). "triton" under the Triton
@@ -347,10 +347,8 @@ def info_nce(
     hard_negative_mode = "softmax" if hard_negative_mode is None else hard_negative_mode
     _validate(queries, candidates, targets, hard_negatives, query_labels, candidate_labels, label_bias,
               hard_negative_mode, reduction, bce_weight, bce_scale, bce_bias)
-    C.check_choice("dc_accumulator", dc_accumulator, _info_nce_chunked_impl.DC_ACCUMULATORS)
-    if workspace_bytes is not None and (isinstance(workspace_bytes, bool) or not isinstance(workspace_bytes, int)
-                                        or workspace_bytes <= 0):
-        raise ValueError(f"workspace_bytes must be a positive int or None, got {workspace_bytes!r}")
+    C.check_choice("dc_accumulator", dc_accumulator, _chunked_gemm.ACCUMULATORS)
+    C.check_workspace_bytes(workspace_bytes)
     device = queries.device
     chosen = _dispatch.resolve("info_nce", backend, device, queries.dtype, SUPPORTED, "queries",
                                "queries / candidates / hard_negatives")
@@ -386,7 +384,7 @@ def info_nce(
         need = (queries.requires_grad, candidates.requires_grad,
                 hard_negatives is not None and hard_negatives.requires_grad, tau.requires_grad)
         if reduction != "none" and torch.is_grad_enabled() and any(need):
-            budget = workspace_bytes or _info_nce_chunked_impl.default_workspace_bytes(device)
+            budget = workspace_bytes or _chunked_gemm.default_workspace_bytes(device)
             return _InfoNCEChunked.apply(*args, reduction, *need, chosen, budget, dc_accumulator)[0]
         rows, _ = _InfoNCEStreaming.apply(*_poison_bad_rows(*args), chosen)
         if reduction == "none":

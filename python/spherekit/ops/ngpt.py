@@ -2,15 +2,22 @@
 residual update, fused L2 normalisation with backward, and in-place multi-tensor weight renormalisation. Math:
 spherekit.reference.ngpt.
 
-Each op is a torch.library custom op (register_fake + register_autograd, so torch.compile traces through it)
-whose implementation is picked per backend:
+Each op is a torch.library custom op (register_fake + register_autograd) that the public functions apply through an
+autograd.Function with setup_context, so torch.compile(fullgraph=True) traces them, torch.func.grad differentiates
+them and meta / fake tensors propagate shapes; a second derivative raises. The implementation is picked per
+backend:
     "cuda"       spherekit._cuda kernels through spherekit.ops._ngpt_cuda (CUDA tensors)
     "triton"     spherekit.kernels.ngpt launchers
     "cpu"        spherekit._C C++ loops (OpenMP, one pass over memory) on CPU tensors; otherwise (no _C, or
                  tensors on another device) a torch composition with fp32 math
     "reference"  the pure-torch oracle with torch autograd
-    "auto"       cuda on CUDA tensors when spherekit._cuda has the nGPT kernels, else triton (rows of at most
-                 kernels.ngpt.MAX_D features), else cpu.
+    "auto"       on CUDA tensors: triton (rows of at most kernels.ngpt.MAX_D features), else cuda when
+                 spherekit._cuda has the nGPT kernels, else cpu; on CPU tensors: cpu. Triton comes first because it
+                 measured faster on the one GPU these ran on (H200, 65,536 x 4,096 bf16 fwd + bwd: Triton 2.86 ms,
+                 the CUDA kernels 4.69 ms; 8,192 x 16,384: 2.09 vs 2.16 ms; benches/results/gpu/h200_bench.csv),
+                 and the Triton kernels since got the one-round rows and the pipelined persistent grid that the
+                 CUDA kernels lack (two rounds per row, no prefetch): the CUDA path stays for explicit
+                 backend="cuda" and for rows past MAX_D.
 Statistics and math are fp32 for fp16/bf16 storage; outputs keep the input dtype. float64 runs in float64 on
 "reference" and "cpu" (the torch composition; auto picks it for float64 on CUDA too); the Triton and CUDA
 kernels are fp32 and refuse it with a TypeError naming the argument and the backend. Norms are robust: a row
@@ -18,12 +25,23 @@ whose fp32 sum of squares overflows (|x| >= ~1.8e19) is scaled down before squar
 unit vector (math in spherekit.reference.ngpt); the backward reads the saved norms (fp32 unless the input is
 float64), so its gradients need ||x|| <= 3.4e38.
 
-NaN or Inf in an input raises ValueError naming it (one reduction per tensor). The check runs inside the custom
-ops (and before the reference), so compiled graphs check too, and renormalize_ raises before writing anything.
+Autocast: under torch.autocast (CPU or CUDA, any dtype) geodesic_residual promotes h and f to their common dtype
+(torch.promote_types: an fp32 residual stream and a bf16 block output give fp32) and returns that dtype;
+l2_normalize returns x's dtype; renormalize_ works in place in each weight's dtype. The math is fp32 either way
+(float64 for float64), so autocast never lowers an op's precision and never makes it raise for mixed dtypes.
+
+Check modes (spherekit.checks): by default ("fast") the ops validate only metadata (types, shapes, dtypes,
+devices, strides, eps, dims), read no tensor data and never synchronise with the device; NaN or Inf in an input
+then gives NaN or Inf in every output row it reaches (a row of h or f: that row of the output and of the
+gradients; alpha: every row), never a finite wrong number, and renormalize_ writes NaN into a weight that held
+one. In spherekit.checks("full") / SPHEREKIT_CHECKS=full a NaN or Inf raises ValueError naming the tensor (one
+reduction per tensor, one host sync): inside the custom ops (so compiled graphs check too), before the
+reference, and for renormalize_ before anything is written.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import torch
@@ -52,23 +70,35 @@ def _triton_max_d() -> int:
     return getattr(mod, "MAX_D", 1 << 62) if mod is not None else 1 << 62
 
 
-def _resolve(op: str, backend: str, device: torch.device, d: int | None = None, float64_arg: str | None = None) -> str:
-    """The concrete backend. auto on CUDA: cuda (when spherekit._cuda has the nGPT kernels), else triton, else
-    cpu (which on CUDA tensors is the torch composition); rows wider than Triton's MAX_D skip triton.
-    float64_arg names a float64 input: auto then picks cpu, and cuda/triton raise naming it (checks.refuse_float64)."""
+@torch.compiler.assume_constant_result
+def _resolve_choice(op: str, backend: str, device: torch.device, float64_arg: str | None) -> tuple[str, int, str]:
+    """(the concrete backend, the widest row it takes, the backend for wider rows): auto on CUDA picks triton
+    (module docstring) and, for rows wider than Triton's MAX_D, cuda or cpu; an explicit backend is its own answer
+    at every width. float64_arg names a float64 input: auto then picks cpu, and cuda/triton raise naming it
+    (checks.refuse_float64). torch.compile runs this once while tracing and keeps the answer (it imports the
+    extensions and reads SPHEREKIT_BACKEND, which a graph cannot trace), so it takes no tensor size."""
     if _backend.requested(backend) == "auto" and device.type == "cuda":
         if float64_arg is not None:
-            return "cpu"
-        if _backend.usable("cuda", device)[0] and _ngpt_cuda.available():
-            return "cuda"
-        chosen = _backend.resolve(op, "auto", device, SUPPORTED)
-        return "cpu" if chosen == "triton" and d is not None and d > _triton_max_d() else chosen
+            return "cpu", 0, "cpu"
+        chosen = _backend.resolve(op, "auto", device, SUPPORTED)  # triton, else cuda, else cpu
+        if chosen == "cuda" and not _ngpt_cuda.available():
+            return "cpu", 0, "cpu"
+        if chosen == "triton":
+            wide = "cuda" if _backend.usable("cuda", device)[0] and _ngpt_cuda.available() else "cpu"
+            return chosen, _triton_max_d(), wide
+        return chosen, 0, chosen
     chosen = _backend.resolve(op, backend, device, SUPPORTED)
     if float64_arg is not None:
         C.refuse_float64(chosen, float64_arg, "inputs")
     if chosen == "cuda" and not _ngpt_cuda.available():
         raise RuntimeError(f"{op}: backend 'cuda' cannot run here: spherekit._cuda has no nGPT kernels")
-    return chosen
+    return chosen, 0, chosen
+
+
+def _resolve(op: str, backend: str, device: torch.device, d: int | None = None, float64_arg: str | None = None) -> str:
+    """The concrete backend for rows of d features (_resolve_choice; d may be symbolic under torch.compile)."""
+    chosen, max_d, wide = _resolve_choice(op, backend, device, float64_arg)
+    return wide if chosen != wide and d is not None and d > max_d else chosen
 
 
 def _impl(backend: str, device: torch.device, float64: bool = False):
@@ -123,6 +153,47 @@ def _gr_setup(ctx, inputs, output):
     ctx.mark_non_differentiable(output[1])
 
 
+class _NoSecondDerivative(torch.autograd.Function):
+    """Identity on gradients (views, no copy) whose backward raises: what a first-order-only backward hands out
+    when a graph of the gradients is being built. `anchor`, a saved input that requires grad, makes the outputs
+    part of that graph."""
+
+    @staticmethod
+    def forward(anchor, *grads):
+        return tuple(g.view_as(g) for g in grads)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, *_):
+        raise RuntimeError("spherekit's nGPT ops have no second derivative: their backward is not differentiable "
+                           "(a gradient of a gradient, e.g. a gradient penalty, cannot pass through them)")
+
+
+def _first_order_only(backward):
+    """backward run without autograd (the backward ops have no derivative of their own). Where a graph of the
+    gradients is being built (create_graph=True, or torch.func, which always builds one) and an incoming gradient
+    or a saved input requires grad, the gradients come out through _NoSecondDerivative, so differentiating them
+    raises. (torch.autograd.function.once_differentiable looks at the incoming gradients only: a gradient penalty
+    through the saved h, f, alpha would silently lose its second-order terms.)"""
+    @functools.wraps(backward)
+    def wrapper(ctx, *grads):
+        with torch.no_grad():
+            outputs = backward(ctx, *grads)
+        if not torch.is_grad_enabled():
+            return outputs
+        anchor = next((t for t in (*grads, *ctx.saved_tensors) if isinstance(t, Tensor) and t.requires_grad), None)
+        if anchor is None:
+            return outputs
+        present = [i for i, g in enumerate(outputs) if g is not None]
+        raising = iter(_NoSecondDerivative.apply(anchor, *(outputs[i] for i in present)))
+        return tuple(next(raising) if g is not None else None for g in outputs)
+    return wrapper
+
+
+@_first_order_only
 def _gr_backward(ctx, grad_out, _grad_norms):
     h, f, alpha, norms = ctx.saved_tensors
     grad_out = torch.zeros_like(h) if grad_out is None else grad_out.to(h.dtype).contiguous()
@@ -132,6 +203,20 @@ def _gr_backward(ctx, grad_out, _grad_norms):
 
 
 torch.library.register_autograd("spherekit::geodesic_residual_fwd", _gr_backward, setup_context=_gr_setup)
+
+
+class _GeodesicResidual(torch.autograd.Function):
+    """The public path: geodesic_residual_fwd with the same setup_context and backward as its register_autograd.
+    torch.func transforms (grad, vjp, jacrev) need an autograd.Function with setup_context, and the one
+    register_autograd builds for a custom op has none (torch 2.13), so the public functions apply this one;
+    torch.compile traces it, and direct callers of torch.ops.spherekit.* still get the op's own autograd."""
+
+    @staticmethod
+    def forward(h, f, alpha, eps, backend):
+        return torch.ops.spherekit.geodesic_residual_fwd(h, f, alpha, eps, backend)
+
+    setup_context = staticmethod(_gr_setup)
+    backward = staticmethod(_gr_backward)
 
 
 # ---- l2 normalisation -------------------------------------------------------------------------------------
@@ -169,6 +254,7 @@ def _l2_setup(ctx, inputs, output):
     ctx.mark_non_differentiable(output[1])
 
 
+@_first_order_only
 def _l2_backward(ctx, grad_out, _grad_norms):
     x, norms = ctx.saved_tensors
     grad_out = torch.zeros_like(x) if grad_out is None else grad_out.to(x.dtype).contiguous()
@@ -176,6 +262,17 @@ def _l2_backward(ctx, grad_out, _grad_norms):
 
 
 torch.library.register_autograd("spherekit::l2_normalize_fwd", _l2_backward, setup_context=_l2_setup)
+
+
+class _L2Normalize(torch.autograd.Function):
+    """l2_normalize_fwd for the public path, as _GeodesicResidual."""
+
+    @staticmethod
+    def forward(x, eps, backend):
+        return torch.ops.spherekit.l2_normalize_fwd(x, eps, backend)
+
+    setup_context = staticmethod(_l2_setup)
+    backward = staticmethod(_l2_backward)
 
 
 # ---- in-place renormalisation -----------------------------------------------------------------------------
@@ -225,6 +322,15 @@ def _check_finite_weights(weights: Sequence[Tensor]) -> None:
     C.check_finite(**{f"weights[{i}]": w for i, w in enumerate(weights)})
 
 
+def _autocast_promote(h: Tensor, f: Tensor) -> tuple[Tensor, Tensor]:
+    """Under torch.autocast on h's device: h and f of two float dtypes in their common one (module docstring)."""
+    if (h.dtype != f.dtype and h.is_floating_point() and f.is_floating_point()
+            and torch.is_autocast_enabled(h.device.type)):
+        common = torch.promote_types(h.dtype, f.dtype)
+        return h.to(common), f.to(common)
+    return h, f
+
+
 def _check_rows(name: str, x: Tensor) -> None:
     C.check_tensor(name, x, dtypes=C.FLOAT_DTYPES)
     if x.dim() == 0:
@@ -248,16 +354,19 @@ def geodesic_residual(h: Tensor, f: Tensor, alpha: Tensor | float, *, eps: float
         backend: "auto" | "cuda" | "triton" | "cpu" | "reference" (see the module docstring).
 
     Returns:
-        (..., d) in h.dtype. Gradients flow to h, f and alpha (math in spherekit.reference.ngpt).
+        (..., d) in h.dtype (under torch.autocast: the common dtype of h and f). Gradients flow to h, f and alpha
+        (math in spherekit.reference.ngpt). NaN / Inf in: NaN / Inf out, or a ValueError in spherekit.checks("full")
+        (module docstring).
     """
     _check_rows("h", h)
     C.check_tensor("f", f)
+    h, f = _autocast_promote(h, f)
     C.check_same("f", f, "h", h)
     if f.shape != h.shape:
         raise ValueError(f"f must have the shape of h {tuple(h.shape)}, got {tuple(f.shape)}")
     d = h.shape[-1]
-    if isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
-        alpha = torch.tensor(float(alpha), dtype=_stat_dtype(h.dtype), device=h.device)
+    if isinstance(alpha, (int, float)) and not isinstance(alpha, bool):  # a fill on the device, no host copy
+        alpha = torch.full((), float(alpha), dtype=_stat_dtype(h.dtype), device=h.device)
     if not isinstance(alpha, Tensor):
         raise TypeError(f"alpha must be a torch.Tensor or a Python number, got {type(alpha).__name__}")
     C.check_tensor("alpha", alpha, device=h.device)
@@ -271,8 +380,7 @@ def geodesic_residual(h: Tensor, f: Tensor, alpha: Tensor | float, *, eps: float
         C.check_finite(h=h, f=f, alpha=alpha)
         return _ref.geodesic_residual(h, f, alpha, eps, compute_dtype=stat)
     a = alpha.to(stat).reshape(-1).expand(d).contiguous()  # autograd sums the expanded gradient back
-    out, _ = torch.ops.spherekit.geodesic_residual_fwd(h.reshape(-1, d).contiguous(), f.reshape(-1, d).contiguous(),
-                                                       a, eps, chosen)
+    out, _ = _GeodesicResidual.apply(h.reshape(-1, d).contiguous(), f.reshape(-1, d).contiguous(), a, eps, chosen)
     return out.view(h.shape)
 
 
@@ -303,7 +411,7 @@ def l2_normalize(x: Tensor, dim: int = -1, *, eps: float = 1e-6, backend: str = 
         C.check_finite(x=x)
         return _ref.l2_normalize(x, dim, eps, compute_dtype=stat)
     moved = x.movedim(dim, -1)
-    out, _ = torch.ops.spherekit.l2_normalize_fwd(moved.reshape(-1, moved.shape[-1]).contiguous(), eps, chosen)
+    out, _ = _L2Normalize.apply(moved.reshape(-1, moved.shape[-1]).contiguous(), eps, chosen)
     return out.view(moved.shape).movedim(-1, dim)
 
 
@@ -312,7 +420,8 @@ def renormalize_(weights: Sequence[Tensor], dims: Sequence[int], *, eps: float =
 
     nGPT keeps every embedding/projection matrix on the unit sphere along its embedding dimension by calling
     this after each optimiser step. Parameters are accepted (the update runs under torch.no_grad()). NaN or Inf
-    in any tensor raises ValueError naming it before anything is written.
+    in a tensor makes its slices NaN (or, in spherekit.checks("full"), raises ValueError naming it before anything
+    is written). torch.compile(fullgraph=True) traces it (a custom op that mutates its list of tensors).
 
     Args:
         weights: list/tuple of contiguous float32/float16/bfloat16 (or float64: reference and cpu) tensors on one

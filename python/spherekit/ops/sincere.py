@@ -4,8 +4,8 @@ spherekit.reference.sincere.
 
 The public function validates and normalises arguments, computes the SoftCSE per-anchor weight shift
 from label counts (O(B + E^2)), then calls two torch.library custom ops (spherekit::sincere_fwd /
-spherekit::sincere_bwd) so torch.compile traces through them. On the cpu backend with gradients, a third op
-(spherekit::sincere_fused) computes the scalar loss and its gradients in one pass.
+spherekit::sincere_bwd) so torch.compile traces through them. With gradients, a third op (spherekit::sincere_chunked,
+on every backend) computes the scalar loss and its gradients in one chunked pass (spherekit.ops._gram_chunked).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from .. import _backend, reference
-from . import _dispatch
+from . import _chunked_gemm, _dispatch, _gram_chunked
 from . import checks as C
 from . import _sincere_cpu
 
@@ -104,35 +104,44 @@ class _SincereStreaming(torch.autograd.Function):
         return de if need_de else None, None, dtau if need_dtau else None, None, None, None
 
 
-@torch.library.custom_op("spherekit::sincere_fused", mutates_args=())
-def _sincere_fused(
+@torch.library.custom_op("spherekit::sincere_chunked", mutates_args=())
+def _sincere_chunked(
     embeddings: Tensor, labels: Tensor, temperature: Tensor, label_bias: Optional[Tensor], shift: Optional[Tensor],
-    need_de: bool, need_dtau: bool,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """CPU path for the scalar loss: (loss, dE, dtau) in one pass, in fp32 (fp64 for fp64 inputs; empty if not
-    needed)."""
-    out = _sincere_cpu.sincere_fwd_bwd(embeddings, labels, temperature, label_bias, shift, need_de=need_de,
-                                       need_dtau=need_dtau)
-    dt = _dispatch.stat_dtype(embeddings.dtype)
-    return tuple(x if x is not None else embeddings.new_empty(0, dtype=dt) for x in out)
+    need_de: bool, need_dtau: bool, backend: str, workspace_bytes: int,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The scalar loss and its gradients from one chunked pass (spherekit.ops._gram_chunked): (loss, dE', dtau, a),
+    the embeddings' gradient being a x dE' (empty tensors for what is not needed)."""
+    compute = embeddings.dtype if backend == "triton" else _dispatch.stat_dtype(embeddings.dtype)
+    stat = _dispatch.stat_dtype(compute)
+    tau = temperature.to(stat)
+    npos = _sincere_cpu.positive_counts(labels)
+    w = 1.0 / (npos > 0).sum().clamp_min(1).to(stat)
+    rows_impl = _rows_impl(backend)
+
+    def rows(S, sl):
+        return rows_impl.sincere_rows(S, sl, labels, tau, label_bias, shift, npos, need_stat=need_dtau)
+
+    loss, de, r = _gram_chunked.gram_fwd_bwd(embeddings, rows, compute_dtype=compute, symmetric=False,
+                                             need_de=need_de, workspace_bytes=workspace_bytes)
+    a = w / tau
+    empty = embeddings.new_empty(0)
+    return (loss * w, de if de is not None else empty, -(a / tau) * r if need_dtau else empty, a)
 
 
-@_sincere_fused.register_fake
-def _(embeddings, labels, temperature, label_bias, shift, need_de, need_dtau):
-    dt = _dispatch.stat_dtype(embeddings.dtype)
-
-    def like(flag, ref):
-        return torch.empty_like(ref, dtype=dt) if flag else embeddings.new_empty(0, dtype=dt)
-
-    return embeddings.new_empty((), dtype=dt), like(need_de, embeddings), like(need_dtau, temperature)
+@_sincere_chunked.register_fake
+def _(embeddings, labels, temperature, label_bias, shift, need_de, need_dtau, backend, workspace_bytes):
+    compute = embeddings.dtype if backend == "triton" else _dispatch.stat_dtype(embeddings.dtype)
+    scalar = embeddings.new_empty((), dtype=_dispatch.stat_dtype(compute))
+    return (scalar, torch.empty_like(embeddings, dtype=compute) if need_de else embeddings.new_empty(0),
+            scalar.clone() if need_dtau else embeddings.new_empty(0), scalar.clone())
 
 
-class _SincereFused(torch.autograd.Function):
-    """Autograd of the one-pass CPU path: the backward scales the gradients the forward computed."""
+class _SincereChunked(torch.autograd.Function):
+    """Autograd of the chunked one-pass path: the backward scales the gradients the forward computed."""
 
     @staticmethod
     def forward(*args):
-        return torch.ops.spherekit.sincere_fused(*args)
+        return torch.ops.spherekit.sincere_chunked(*args)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -142,11 +151,18 @@ class _SincereFused(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_loss, *_unused):
-        grads = []
-        for g, dtype, needed in zip(ctx.saved_tensors, ctx.dtypes, (ctx.needs_input_grad[i] for i in (0, 2))):
-            grads.append((grad_loss * g).to(dtype) if needed and g.numel() else None)
-        de, dtau = grads
-        return de, None, dtau, None, None, None, None
+        de, dtau, a = ctx.saved_tensors
+        need_de, need_dtau = ctx.needs_input_grad[0], ctx.needs_input_grad[2]
+        g_e = (de * (grad_loss * a).to(de.dtype)).to(ctx.dtypes[0]) if need_de and de.numel() else None
+        g_tau = (grad_loss * dtau).to(ctx.dtypes[1]) if need_dtau and dtau.numel() else None
+        return (g_e, None, g_tau) + (None,) * 6
+
+
+def _rows_impl(backend: str):
+    """The row kernel of the chunked path on a backend."""
+    if backend == "triton":
+        return _backend.triton_kernels("gram_rows")
+    return _sincere_cpu
 
 
 def _validate(embeddings, labels, label_bias):
@@ -183,6 +199,7 @@ def sincere(
     *,
     temperature: float | Tensor = 0.05,
     label_bias: Tensor | None = None,
+    workspace_bytes: int | None = None,
     backend: str = "auto",
 ) -> Tensor:
     r"""SINCERE supervised contrastive loss; with ``label_bias`` it is SoftCSE ("Mapping the Circumplex of Affect",
@@ -200,6 +217,8 @@ def sincere(
             0 (e.g. SoftCSE's log(1 - cos(theta_a - theta_b))), NaN/+inf are errors; labels must lie in
             [0, E). The weights are renormalised per anchor to mean 1 over its in-batch negatives (eq. 8).
             Receives no gradient.
+        workspace_bytes: byte budget of the one-pass path's chunk of the B x B logits (as info_nce's; None: 64 MiB
+            on the CPU, 32 MiB on a GPU).
         backend: "auto" | "triton" | "cpu" | "reference" (see spherekit._backend). "triton" under the Triton
             interpreter (TRITON_INTERPRET=1, CPU tensors) refuses bfloat16: its bf16 arithmetic is wrong.
 
@@ -210,6 +229,7 @@ def sincere(
         L_i = logsumexp_{k: y_k != y_i} (s_ik + label_bias[y_i, y_k] + shift_i).
     """
     _validate(embeddings, labels, label_bias)
+    C.check_workspace_bytes(workspace_bytes)
     device = embeddings.device
     chosen = _dispatch.resolve("sincere", backend, device, embeddings.dtype, SUPPORTED, "embeddings", "embeddings")
     C.check_triton_dtype(chosen, embeddings=embeddings)
@@ -229,9 +249,9 @@ def sincere(
             shift = sincere_bias_shift(labels, lb).contiguous()
         args = (embeddings.contiguous(), labels.contiguous(), tau, lb, shift)
         need = (embeddings.requires_grad, tau.requires_grad)
-        if chosen == "cpu" and torch.is_grad_enabled() and any(need):
-            # gradients come out of the same pass (3 matrix products per chunk instead of 4)
-            return _SincereFused.apply(*args, *need)[0]
+        if torch.is_grad_enabled() and any(need):  # the gradients come out of the forward's chunked pass
+            budget = workspace_bytes or _chunked_gemm.default_workspace_bytes(device)
+            return _SincereChunked.apply(*args, *need, chosen, budget)[0]
         rows, _, _, npos = _SincereStreaming.apply(*args, chosen)
         return rows.sum() / (npos > 0).sum().clamp_min(1).to(rows.dtype)
 
