@@ -191,14 +191,16 @@ class Run:
                                                          f"{self.failed[op][:120]}"})
                 continue
             todo.append(task)
-        if todo:
+        if todo:  # the harness's deadline is a time.monotonic() value
             H.run_tasks(module.__name__, todo, self.settings, emit, progress=False,
-                        deadline=self.deadline - RESERVE_S.get(step, 0.0))
+                        deadline=time.monotonic() + self.left() - RESERVE_S.get(step, 0.0))
         return self.rows[before:]
 
     def family_rows(self, family: str) -> list[dict]:
-        """This run's (and the resumed) rows of a family, with the ceilings measured in the ceilings step."""
-        return [r for r in self.rows if r.get("family") == family or r.get("provider") == "peak"]
+        """This run's (and the resumed) rows of a family but its sweep candidates', with the ceilings measured in
+        the ceilings step."""
+        return [r for r in self.rows
+                if (r.get("family") == family and not r.get("config")) or r.get("provider") == "peak"]
 
     def record(self, name: str, status: str, seconds: float, note: str, lines=()) -> None:
         self.records[name] = dict(status=status, seconds=round(seconds, 1), note=" ".join(str(note).split())[:200],
@@ -251,7 +253,7 @@ def ngpt_tasks(s: Sizes, providers) -> list[dict]:
 INFO_NCE_PROVIDERS = ("spherekit-triton", "st-mnrl-autocast", "st-mnrl", "reference", "torch-ce-compile")
 RERANK_PROVIDERS = ("einsum", "spherekit-triton", "spherekit-ragged-cuda")
 TRAIN_PROVIDERS = ("einsum", "spherekit-triton")
-NGPT_PROVIDERS = ("eager", "compile", "spherekit-triton", "spherekit-cuda", "spherekit-auto")
+NGPT_PROVIDERS = ("spherekit-triton", "spherekit-cuda", "spherekit-auto", "eager", "compile")  # compile last: slow
 
 
 def goal_workloads(s: Sizes) -> list[tuple[str, str, list[dict]]]:
@@ -743,7 +745,7 @@ def step_sweeps(run: Run):
             continue
         with patched(kmod, override) if kmod is not None else contextlib.nullcontext():
             rows = run.measure(module, tasks, step="sweeps", op=op, config=config_text(override))
-        what = f"{family} {kernel or 'options'}"
+        what = f"{family} options" if kernel is None else f"kernels/{kernel}.py _config"
         for r in rows:
             errors += r["status"] == "error"
             label = config_text(override) or " ".join(f"{k}={r[k]}" for k in ("workspace_bytes", "dc_accumulator")
