@@ -40,7 +40,7 @@ def _sincere_rows_kernel(
     y_ptr, lb_ptr, stride_lb0, stride_lb1, shift_ptr, npos_ptr, tau_ptr,
     R, B, row0,
     HAS_BIAS: tl.constexpr, HAS_SHIFT: tl.constexpr, NEED_STAT: tl.constexpr,
-    BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr,
 ):
     o_r, m_r = span(tl.program_id(0).to(tl.int64) * BLOCK_R, R, BLOCK_R)
     gi = row0 + o_r
@@ -56,7 +56,7 @@ def _sincere_rows_kernel(
 
     max_run = tl.full((BLOCK_R,), float("-inf"), dtype=tl.float32)
     sum_run = tl.zeros((BLOCK_R,), dtype=tl.float32)
-    for n0 in range(0, B, BLOCK_N):
+    for n0 in tl.range(0, B, BLOCK_N, num_stages=STAGES):
         o_n, m_n = span(n0, B, BLOCK_N)
         _, _, z, _ = _sincere_tile(p_rows, o_n, m_r, m_n, gi, y_i, shift_i, inv_tau, y_ptr, p_lb, stride_lb1,
                                    HAS_BIAS)
@@ -67,7 +67,7 @@ def _sincere_rows_kernel(
 
     loss = tl.zeros((BLOCK_R,), dtype=tl.float32)
     u = tl.zeros((BLOCK_R,), dtype=tl.float32)
-    for n0 in range(0, B, BLOCK_N):
+    for n0 in tl.range(0, B, BLOCK_N, num_stages=STAGES):
         o_n, m_n = span(n0, B, BLOCK_N)
         _, s, _, positive = _sincere_tile(p_rows, o_n, m_r, m_n, gi, y_i, shift_i, inv_tau, y_ptr, p_lb, stride_lb1,
                                           HAS_BIAS)
@@ -76,7 +76,7 @@ def _sincere_rows_kernel(
         u += tl.sum(tl.where(positive, tl.sigmoid(t), 0.0), axis=1)
 
     stat = tl.zeros((BLOCK_R,), dtype=tl.float32)
-    for n0 in range(0, B, BLOCK_N):
+    for n0 in tl.range(0, B, BLOCK_N, num_stages=STAGES):
         o_n, m_n = span(n0, B, BLOCK_N)
         x, s, z, positive = _sincere_tile(p_rows, o_n, m_r, m_n, gi, y_i, shift_i, inv_tau, y_ptr, p_lb,
                                           stride_lb1, HAS_BIAS)
@@ -97,7 +97,7 @@ def _circular_cse_rows_kernel(
     s_ptr, stride_sr,
     y_ptr, cos_ptr, sin_ptr,
     R, B, row0, margin,
-    HAS_MARGIN: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
+    HAS_MARGIN: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr,
 ):
     o_r, m_r = span(tl.program_id(0).to(tl.int64) * BLOCK_R, R, BLOCK_R)
     gi = row0 + o_r
@@ -106,7 +106,7 @@ def _circular_cse_rows_kernel(
     sin_i = tl.load(sin_ptr + gi, mask=m_r, other=0.0).to(tl.float32)
     p_rows = s_ptr + o_r * stride_sr
     total = tl.zeros((BLOCK_R,), dtype=tl.float32)
-    for n0 in range(0, B, BLOCK_N):
+    for n0 in tl.range(0, B, BLOCK_N, num_stages=STAGES):
         o_n, m_n = span(n0, B, BLOCK_N)
         m = m_r[:, None] & m_n[None, :]
         x = tl.load(p_rows[:, None] + o_n[None, :], mask=m, other=0.0).to(tl.float32)
@@ -125,17 +125,19 @@ def _circular_cse_rows_kernel(
     tl.store(loss_ptr + o_r, total, mask=m_r)
 
 
-def _config(B: int) -> dict:
-    """BLOCK_R rows per program, BLOCK_N columns per step: as kernels/info_nce_rows.py (1,024-wide steps over
+def _config(B: int, gpu_warps: int = 4) -> dict:
+    """BLOCK_R rows per program, BLOCK_N columns per step, STAGES loads in flight: as kernels/info_nce_rows.py (1,024-wide steps over
     max(1, 4,096 // BLOCK_N) rows, 4 warps on a GPU; 16 rows and up to 512 columns in the interpreter). A first
-    guess, to be swept on a GPU (TUNE_CANDIDATES)."""
+    guess, to be swept on a GPU (TUNE_CANDIDATES). SINCERE takes 8 warps: at 4 its three passes spill 8 B on sm_90
+    bf16 (benches/triton_resources.py)."""
     if INTERPRET:
-        return dict(BLOCK_R=16, BLOCK_N=min(triton.next_power_of_2(max(B, 16)), 512), num_warps=1)
+        return dict(BLOCK_R=16, BLOCK_N=min(triton.next_power_of_2(max(B, 16)), 512), STAGES=1, num_warps=1)
     block_n = min(triton.next_power_of_2(max(B, 16)), 1024)
-    return dict(BLOCK_R=max(1, 4096 // block_n), BLOCK_N=block_n, num_warps=4)
+    return dict(BLOCK_R=max(1, 4096 // block_n), BLOCK_N=block_n, STAGES=2, num_warps=gpu_warps)
 
 
-TUNE_CANDIDATES = [{}, dict(BLOCK_R=1, BLOCK_N=2048, num_warps=8), dict(BLOCK_R=2, BLOCK_N=512, num_warps=4)]
+TUNE_CANDIDATES = [{}, dict(BLOCK_R=1, BLOCK_N=2048, num_warps=8), dict(BLOCK_R=2, BLOCK_N=512, num_warps=4),
+                   dict(STAGES=3), dict(STAGES=1)]
 
 
 def sincere_rows(S, sl, labels, tau, label_bias, shift, npos, *, need_stat):
@@ -146,12 +148,12 @@ def sincere_rows(S, sl, labels, tau, label_bias, shift, npos, *, need_stat):
     loss = torch.empty(R, dtype=torch.float32, device=S.device)
     stat = torch.empty_like(loss) if need_stat else loss
     lb = label_bias if label_bias is not None else loss.view(1, -1)
-    cfg = _config(B)
+    cfg = _config(B, gpu_warps=8)
     _sincere_rows_kernel[(triton.cdiv(R, cfg["BLOCK_R"]),)](
         loss, stat, S, S.stride(0), labels, lb, lb.stride(0), lb.stride(1),
         shift if shift is not None else loss, npos, tau, R, B, sl.start,
         HAS_BIAS=label_bias is not None, HAS_SHIFT=shift is not None, NEED_STAT=bool(need_stat),
-        BLOCK_R=cfg["BLOCK_R"], BLOCK_N=cfg["BLOCK_N"], num_warps=cfg["num_warps"],
+        BLOCK_R=cfg["BLOCK_R"], BLOCK_N=cfg["BLOCK_N"], STAGES=cfg["STAGES"], num_warps=cfg["num_warps"],
     )
     return loss.sum(), stat.sum() if need_stat else None
 
@@ -165,6 +167,7 @@ def circular_cse_rows(S, sl, labels, row_cos, row_sin, *, margin):
     cfg = _config(B)
     _circular_cse_rows_kernel[(triton.cdiv(R, cfg["BLOCK_R"]),)](
         loss, S, S.stride(0), labels, row_cos, row_sin, R, B, sl.start, float(margin),
-        HAS_MARGIN=margin > 0, BLOCK_R=cfg["BLOCK_R"], BLOCK_N=cfg["BLOCK_N"], num_warps=cfg["num_warps"],
+        HAS_MARGIN=margin > 0, BLOCK_R=cfg["BLOCK_R"], BLOCK_N=cfg["BLOCK_N"], STAGES=cfg["STAGES"],
+        num_warps=cfg["num_warps"],
     )
     return loss.sum(), None

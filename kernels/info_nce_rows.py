@@ -59,7 +59,7 @@ def _info_nce_rows_kernel(
     bce_weight, bce_scale, bce_bias,
     HAS_LABELS: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_HN: tl.constexpr, HN_SOFTMAX: tl.constexpr,
     HAS_BCE: tl.constexpr, NEED_STAT: tl.constexpr,
-    BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
 ):
     o_r, m_r = span(tl.program_id(0).to(tl.int64) * BLOCK_R, R, BLOCK_R)
     tau = tl.load(tau_ptr).to(tl.float32)
@@ -80,7 +80,7 @@ def _info_nce_rows_kernel(
 
     max_run = tl.full((BLOCK_R,), float("-inf"), dtype=tl.float32)
     sum_run = tl.zeros((BLOCK_R,), dtype=tl.float32)
-    for n0 in range(0, N, BLOCK_N):
+    for n0 in tl.range(0, N, BLOCK_N, num_stages=STAGES):
         o_n, m_n = span(n0, N, BLOCK_N)
         _, s = _row_logits(p_rows, stride_sr, o_n, m_r, m_n, t, ql, inv_tau, cl_ptr, p_lb, stride_lb1, E,
                            HAS_LABELS, HAS_BIAS)
@@ -115,7 +115,7 @@ def _info_nce_rows_kernel(
     row_scale = tl.where(valid, 1.0, 0.0)
     at_target = (beta - 1.0) * row_scale
     nan_row = tl.where(bad, float("nan"), 0.0)  # added: NaN on a bad row, 0 elsewhere
-    for n0 in range(0, N, BLOCK_N):
+    for n0 in tl.range(0, N, BLOCK_N, num_stages=STAGES):
         o_n, m_n = span(n0, N, BLOCK_N)
         x, s = _row_logits(p_rows, stride_sr, o_n, m_r, m_n, t, ql, inv_tau, cl_ptr, p_lb, stride_lb1, E,
                            HAS_LABELS, HAS_BIAS)
@@ -135,15 +135,16 @@ def _info_nce_rows_kernel(
 
 
 def _config(N: int, labelled: bool = False) -> dict:
-    """Launch options: BLOCK_R rows per program, BLOCK_N columns per step. The interpreter wants few programs and
+    """Launch options: BLOCK_R rows per program, BLOCK_N columns per step, STAGES the loads in flight along a row
+    (tl.range: cp.async prefetch on sm_90; a plain range is not pipelined). The interpreter wants few programs and
     steps (16 rows, up to 512 columns). GPU: 1,024-wide steps (or the next power of two of N below it) over
     max(1, 4,096 // BLOCK_N) rows per program (one row per program at N >= 4,096), 4 warps, 8 with labels (the
     label loads, masks and bias: at 4 warps the full-featured variant spills 16 B on sm_90 bf16, none at 8; compiled
     by benches/triton_resources.py). A first guess, to be swept on a GPU (TUNE_CANDIDATES)."""
     if INTERPRET:
-        return dict(BLOCK_R=16, BLOCK_N=min(triton.next_power_of_2(max(N, 16)), 512), num_warps=1)
+        return dict(BLOCK_R=16, BLOCK_N=min(triton.next_power_of_2(max(N, 16)), 512), STAGES=1, num_warps=1)
     block_n = min(triton.next_power_of_2(max(N, 16)), 1024)
-    return dict(BLOCK_R=max(1, 4096 // block_n), BLOCK_N=block_n, num_warps=8 if labelled else 4)
+    return dict(BLOCK_R=max(1, 4096 // block_n), BLOCK_N=block_n, STAGES=2, num_warps=8 if labelled else 4)
 
 
 TUNE_CANDIDATES = [  # keys merged into _config() by the GPU sweeps; the default first
@@ -153,6 +154,8 @@ TUNE_CANDIDATES = [  # keys merged into _config() by the GPU sweeps; the default
     dict(BLOCK_R=2, BLOCK_N=1024, num_warps=8),
     dict(BLOCK_R=1, BLOCK_N=4096, num_warps=8),
     dict(BLOCK_R=4, BLOCK_N=512, num_warps=4),
+    dict(STAGES=3),
+    dict(STAGES=1),
 ]
 
 
@@ -179,7 +182,7 @@ def info_nce_rows(S, targets, ql, cl, label_bias, tau, y, *, hn_softmax, bce_wei
         float(bce_weight), float(bce_scale), float(bce_bias),
         HAS_LABELS=ql is not None, HAS_BIAS=label_bias is not None, HAS_HN=y is not None,
         HN_SOFTMAX=bool(hn_softmax and y is not None), HAS_BCE=has_bce, NEED_STAT=bool(need_stat),
-        BLOCK_R=cfg["BLOCK_R"], BLOCK_N=cfg["BLOCK_N"], BLOCK_K=triton.next_power_of_2(max(K, 1)),
-        num_warps=cfg["num_warps"],
+        BLOCK_R=cfg["BLOCK_R"], BLOCK_N=cfg["BLOCK_N"], STAGES=cfg["STAGES"],
+        BLOCK_K=triton.next_power_of_2(max(K, 1)), num_warps=cfg["num_warps"],
     )
     return loss, stat if need_stat else None, gh if has_gh else None

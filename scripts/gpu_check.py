@@ -1,4 +1,6 @@
-"""The one command for a lent GPU (scripts/gpu_check.sh), and its rehearsal without one (--rehearse).
+"""The GPU check (scripts/gpu_check.sh): build, tests and the bench families' gpu-lease presets on a lent GPU, and the
+rehearsal of every step that needs none (--rehearse). On a GPU, scripts/gpu_run.py comes first (the in-process
+measurements of the goals, sweeps and profiles) and calls this for its build and, with the time left, its bench steps.
 
 Steps, in order, each a subprocess with its own time limit (STEPS; its log in <work>/logs/):
   env         GPU, driver, Python, torch, triton, numpy, transformers, nvcc, cmake (env.txt)
@@ -11,13 +13,14 @@ Steps, in order, each a subprocess with its own time limit (STEPS; its log in <w
   contrastive, sim_map, ngpt, verifier_train
               each family's gpu-lease preset, its providers side by side in one run, the goals as ratios (bench.csv)
   papers      scripts/gpu_papers.py: predicted GPU-hours of every paper's `paper` preset (paper_hours.csv)
-  tune        scripts/gpu_tune.py: a profile and launch-option sweeps (logs/tune.csv in logs.tar.gz)
 --rehearse (CI, no GPU) runs env, build (a temporary target, sm_90), collect (the GPU test files collected with the
 interpreter off), kernels (benches/triton_resources.py --check: every Triton kernel compiled for sm_90 as launched,
-checked against the H100's limits, no bf16 spill), lease (spherekit.bench.lease: every gpu-lease grid against its
-step's limit), then the bench steps, papers and tune with --rehearse: the same commands on CPU at tiny sizes (tune
-through the Triton interpreter). The steps after build run in an environment without the packages the GPU machine
-lacks (OPTIONAL), with <work>/site first on the path, as on the GPU.
+checked against the H100's limits, no bf16 spill, with the wgmma / cp.async use read from the machine code),
+kernels36 (the same under triton 3.6.0, the GPU image's version, in its own venv: scripts/triton_venv.sh), lease
+(spherekit.bench.lease: every gpu-lease grid against its step's limit), then the bench steps and papers with
+--rehearse: the same commands on CPU at tiny sizes, and run (scripts/gpu_run.py --rehearse: the GPU run's in-process
+steps on CPU through the Triton interpreter). The steps after build run in an environment without the packages the
+GPU machine lacks (OPTIONAL), with <work>/site first on the path, as on the GPU.
 
 Results (--out, default $OUT; at most 8 files, as a device call returns them): summary.txt (the table printed
 last), steps.json (status, seconds and note per step), env.txt, tests.csv, ceilings.csv, bench.csv (every family's
@@ -47,14 +50,14 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-GPU_STEPS = ("env", "build", "tests", "ceilings", "contrastive", "sim_map", "ngpt", "verifier_train", "papers",
-             "tune")
-REHEARSAL_STEPS = ("env", "build", "collect", "kernels", "lease", "ceilings", "contrastive", "sim_map", "ngpt",
-                   "verifier_train", "papers", "tune")
-LIMIT_S = dict(env=30, build=180, tests=150, collect=180, kernels=420, lease=60, ceilings=40, contrastive=100,
-               sim_map=80, ngpt=150, verifier_train=100, papers=150, tune=150)  # bench limits: spherekit.bench.lease
-REHEARSAL_LIMIT_S = dict(LIMIT_S, build=900, collect=300, kernels=600, contrastive=300, sim_map=300, ngpt=300,
-                         verifier_train=300, papers=300, tune=300)  # 2 shared cores, cold caches
+GPU_STEPS = ("env", "build", "tests", "ceilings", "contrastive", "sim_map", "ngpt", "verifier_train", "papers")
+REHEARSAL_STEPS = ("env", "build", "collect", "kernels", "kernels36", "lease", "ceilings", "contrastive", "sim_map",
+                   "ngpt", "verifier_train", "papers", "run")
+LIMIT_S = dict(env=30, build=180, tests=150, collect=180, kernels=420, kernels36=600, lease=60, ceilings=40,
+               contrastive=120, sim_map=80, ngpt=150, verifier_train=100, papers=150,
+               run=600)  # bench limits: spherekit.bench.lease
+REHEARSAL_LIMIT_S = dict(LIMIT_S, build=900, collect=300, kernels=600, kernels36=900, contrastive=300, sim_map=300,
+                         ngpt=300, verifier_train=300, papers=300, run=900)  # 2 shared cores, cold caches
 OPTIONAL = ("datasets", "faiss", "bm25s", "spacy", "nltk")  # absent on the GPU machine
 RESULT_FILES = ("env.txt", "tests.csv", "ceilings.csv", "bench.csv", "paper_hours.csv")
 BENCH = {"contrastive": "contrastive", "sim_map": "sim_map", "ngpt": "ngpt", "verifier_train": "verifier_throughput"}
@@ -137,22 +140,26 @@ class Check:
         if rows:
             (self.out / "bench.csv").write_text("\n".join(rows) + "\n")
         with tarfile.open(self.out / "logs.tar.gz.tmp", "w:gz") as tar:
-            for part in ("logs", "bench", "junit.xml", "kernels_bf16.csv", "env.txt"):
+            for part in ("logs", "bench", "junit.xml", "kernels_bf16.csv", "kernels36_bf16.csv", "env.txt"):
                 if (self.work / part).exists():
                     tar.add(self.work / part, arcname=part)
         os.replace(self.out / "logs.tar.gz.tmp", self.out / "logs.tar.gz")
         (self.out / "summary.txt").write_text(self.summary())
 
     def summary(self) -> str:
-        head = f"{'step':<15} {'status':<9} {'seconds':>7}  note"
-        lines = ["spherekit gpu_check" + (" --rehearse (no GPU)" if self.rehearse else ""), head, "-" * len(head)]
-        for name, r in self.records.items():
-            lines.append(f"{name:<15} {r['status']:<9} {r['seconds']:>7.0f}  {r['note']}")
+        lines = steps_table("spherekit gpu_check" + (" --rehearse (no GPU)" if self.rehearse else ""), self.records, 15)
         goals = [g for r in self.records.values() for g in r.get("goals", [])]
         if goals:
             lines += ["", "goals (ratios measured in this run) and predictions:"] + [f"  {g}" for g in goals]
         lines.append(f"\nresults in {self.out} ({time.monotonic() - self.started:.0f} s in all)")
         return "\n".join(lines) + "\n"
+
+
+def steps_table(title: str, records: dict, width: int) -> list[str]:
+    """The printed table of a run's steps: title, head, rule, one line per step (status, seconds, note)."""
+    head = f"{'step':<{width}} {'status':<9} {'seconds':>7}  note"
+    return [title, head, "-" * len(head)] + [f"{name:<{width}} {r['status']:<9} {r['seconds']:>7.0f}  {r['note']}"
+                                             for name, r in records.items()]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -275,6 +282,23 @@ def step_kernels(c: Check):
     return rc == 0, tail.splitlines()[-1] if tail else f"rc {rc}"
 
 
+GPU_TRITON = "3.6.0"  # the GPU image's triton
+
+
+def step_kernels36(c: Check):
+    """benches/triton_resources.py --check under the GPU image's triton, in a venv beside the project's (the venv is
+    made by scripts/triton_venv.sh from PyPI on first use, then reused)."""
+    venv = c.work / f"venv-triton{GPU_TRITON}"
+    rc, tail = c.run("kernels36", ["bash", "scripts/triton_venv.sh", GPU_TRITON, str(venv)],
+                     env=dict(os.environ, PYTHON=c.python))
+    if rc != 0:
+        return False, f"no triton {GPU_TRITON} venv: {tail.splitlines()[-1] if tail else rc}"
+    csv_path = c.work / "kernels36_bf16.csv"
+    rc, tail = c.run("kernels36", [str(venv / "bin" / "python"), "benches/triton_resources.py", "--arch", "90",
+                                   "--dtype", "bf16", "--check", "--csv", str(csv_path)])
+    return rc == 0, tail.splitlines()[-1] if tail else f"rc {rc}"
+
+
 def step_lease(c: Check):
     rc, tail = c.run("lease", [c.python, "-m", "spherekit.bench.lease"])
     return rc == 0, "every gpu-lease grid fits its step's limit" if rc == 0 else tail
@@ -285,15 +309,7 @@ def step_ceilings(c: Check):
     rc, tail = c.run("ceilings", [c.python, "-m", "spherekit.bench.ceilings", "--out", str(c.work)] + sizes)
     if (c.work / "ceilings.csv").exists():
         shutil.copy(c.work / "ceilings.csv", c.out / "ceilings.csv")
-    return rc == 0, "; ".join(" ".join(ln.split()[:3]) for ln in tail.splitlines()[-2:])
-
-
-def matmul_ceiling(c: Check) -> str | None:
-    path = c.out / "ceilings.csv"
-    if not path.exists():
-        return None
-    values = [r["value"] for r in csv.DictReader(open(path)) if r["ceiling"] == "bf16_matmul"]
-    return values[-1] if values else None
+    return rc == 0, "; ".join(" ".join(ln.split()[:3]) for ln in tail.splitlines()[-3:])  # copy, triad, matmul
 
 
 GOAL = re.compile(r"^\s*(PASS|FAIL|N/A)\s|^\s+B=\s*\d+: spherekit")
@@ -306,8 +322,6 @@ def step_bench(c: Check, family: str):
         cmd.append("--no-progress")
     if family == "contrastive":
         cmd.append("--no-plot")
-        peak = matmul_ceiling(c)
-        cmd += ["--peak-tflops", peak] if peak and not c.rehearse else []
     if c.rehearse:
         cmd.append("--rehearse")
     table = c.work / "bench" / f"{family}.csv"
@@ -331,19 +345,18 @@ def step_papers(c: Check):
     return rc == 0, f"{len(totals)} papers predicted", [f"papers: {' '.join(t.split())}" for t in totals]
 
 
-def step_tune(c: Check):
-    """scripts/gpu_tune.py: the profile and launch-option sweeps (rehearsal: the interpreter at tiny sizes); its
-    tune.csv goes into logs.tar.gz (the results folder holds 8 files at most)."""
-    (c.work / "logs" / "tune.csv").unlink(missing_ok=True)
-    cmd = [c.python, "scripts/gpu_tune.py", "--out", str(c.work / "logs"),
-           "--deadline-s", str(max(c.limit("tune") - 20, 10))]  # the script ends its sections before the step's kill
-    extra = {"TRITON_INTERPRET": "1", "SPHEREKIT_TRITON_INTERPRET": "1"} if c.rehearse else {}
-    rc, tail = c.run("tune", cmd + (["--rehearse"] if c.rehearse else []), env=c.env(**extra))
-    table = c.work / "logs" / "tune.csv"
-    rows = table.read_text().splitlines()[1:] if table.exists() else []
-    errors = [r for r in rows if ",error: " in r or "DIFFERS" in r]
-    ok = rc == 0 and bool(rows) and not (c.rehearse and errors)
-    return ok, f"{len(rows)} rows in logs/tune.csv, {len(errors)} errors or mismatches"
+def step_run(c: Check):
+    """scripts/gpu_run.py --rehearse: the GPU run's in-process steps on CPU at tiny sizes through the Triton interpreter
+    (build and check are this script's own); its results go into logs.tar.gz (the results folder holds 8 files)."""
+    out = c.work / "logs" / "gpu_run"
+    shutil.rmtree(out, ignore_errors=True)
+    steps = "env,precompile,correctness,ceilings,goals,sweeps,profile"
+    rc, tail = c.run("run", [c.python, "scripts/gpu_run.py", "--rehearse", "--steps", steps, "--out", str(out),
+                             "--work", str(c.work / "gpu_run"), "--deadline-s", str(max(c.limit("run") - 20, 10))])
+    state = json.loads((out / "steps.json").read_text()).get("steps", {}) if (out / "steps.json").exists() else {}
+    bad = sorted(name for name, r in state.items() if r.get("status") != "ok")
+    note = f"{len(state)} steps, {len(bad)} not ok" + (f" ({', '.join(bad)})" if bad else "")
+    return rc == 0 and bool(state) and not bad, note
 
 
 def dispatch(c: Check, name: str):

@@ -3,26 +3,16 @@ resuming from a previous call's steps.json, the step list, and a plan for every 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests._scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-G = _load("gpu_check")
-P = _load("gpu_papers")
+G = load_script("gpu_check")
+P = load_script("gpu_papers")
 
 
 def test_junit_rows(tmp_path):
@@ -62,3 +52,12 @@ def test_every_paper_preset_has_a_plan():
         assert items and all(w.backbone in P.ARCHS for w in items), name
         steps = [w.steps(30_000_000) if callable(w.steps) else w.steps for w in items]
         assert all(s >= 0 for s in steps) and sum(steps) > 0, name
+
+
+def test_step_lists_and_limits():
+    """The rehearsal compiles the kernels under both tritons and rehearses the GPU run (scripts/gpu_run.py), whose
+    sweeps replaced gpu_tune.py; every step has a limit."""
+    assert {"kernels", "kernels36", "run"} <= set(G.REHEARSAL_STEPS) and "tune" not in G.GPU_STEPS + G.REHEARSAL_STEPS
+    assert G.GPU_TRITON == "3.6.0"
+    assert set(G.GPU_STEPS) | set(G.REHEARSAL_STEPS) <= set(G.LIMIT_S) == set(G.REHEARSAL_LIMIT_S)
+    assert not (ROOT / "scripts" / "gpu_tune.py").exists()

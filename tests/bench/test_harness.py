@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +46,12 @@ def test_quantile_matches_numpy():
 def test_measure_reports_quantiles_and_memory():
     calls = []
     settings = H.Settings(repeats=4, warmup=2, min_repeats=1, budget_s=10.0)
-    result = H.measure(lambda: calls.append(1) or torch.zeros(1 << 20), settings)  # 4 MiB per call
+    def step():  # over 1 ms: the sub-ms rule (SUB_MS_REPEATS) does not apply
+        calls.append(1)
+        time.sleep(0.002)
+        return torch.zeros(1 << 20)  # 4 MiB per call
+
+    result = H.measure(step, settings)
     assert len(calls) == 2 + 4 + 1  # warmup, timed, memory probe
     assert result["status"] == "ok" and result["repeats"] == 4
     assert result["p20_ms"] <= result["median_ms"] <= result["p80_ms"]

@@ -126,3 +126,19 @@ def test_legacy_simmap_rows_read_as_sim_map(tmp_path):
     path = tmp_path / "old.csv"
     _write(path, "v1-sim_map")
     assert {row["family"] for row in read_rows(path)} == {"sim_map"}
+
+
+def test_the_layout_before_the_device_columns_reads_and_upgrades(tmp_path):
+    """'v2' (COLUMNS without device_median_ms, device_p20_ms, device_p80_ms): every cell kept, device time empty."""
+    from spherekit.bench.results import DEVICE_COLUMNS
+
+    old = LEGACY_LAYOUTS["v2"]
+    assert [c for c in COLUMNS if c not in DEVICE_COLUMNS] == old
+    cells = ["2026-11-26T16:11:32+00:00", "2026-11-26T16:11:28+00:00", "gpu-lease", "NVIDIA H200; Xeon (16 cores)",
+             "cuda", "2.11.0", "3.6.0", "0.1.0", "6.0.1", "contrastive", "reference", "fwd+bwd",
+             "B=4096 N=4096 d=768 k=0", "bfloat16", "10", "2.416", "2.346", "2.423", "344.079", "", "ok", ""]
+    path = tmp_path / "h200_bench.csv"
+    path.write_text(",".join(old) + "\n" + ",".join(cells) + "\n")
+    (row,) = read_rows(path)
+    assert [row[c] for c in old] == cells and all(row[c] == "" for c in DEVICE_COLUMNS) and row["B"] == "4096"
+    assert upgrade_file(path) and read_rows(path) == [row]

@@ -6,18 +6,26 @@ Machine and version facts are in ``machine``, the peak extra memory probe in ``m
 Timing
     Each measurement is one (provider, config, mode). A call of the measured step is preceded by
     its untimed setup (e.g. the forward pass when only the backward is timed) and followed by its
-    untimed teardown (dropping outputs and gradients). ``warmup`` calls come first (compilation,
-    lazy initialisation); then ``repeats`` timed calls, cut down so that they fit ``budget_s``
-    (never below ``min_repeats``); then one untimed memory probe (``memory.PeakMemory``, which
-    defines the ``peak_extra_mib`` column; note "mem=sampled" where it had to sample). On CUDA every
-    timed region starts and ends with ``torch.cuda.synchronize()``. Reported: median, 20% and 80%
-    quantiles, in ms.
+    untimed teardown (dropping outputs and gradients). On CUDA the first call (JIT compilation, lazy
+    initialisation) is timed apart (metric first_call_ms) and is no warm-up; at least GPU_WARMUPS (2)
+    warm-up calls follow it. On CPU ``warmup`` calls come first, the first of them compiling. Then
+    ``repeats`` timed calls, cut down so that they fit ``budget_s`` (never below ``min_repeats``, and
+    never below SUB_MS_REPEATS (10) for a call under 1 ms); then one untimed memory probe
+    (``memory.PeakMemory``, which defines the ``peak_extra_mib`` column; note "mem=sampled" where it had to
+    sample). Every timed call's wall time is the host clock around the synchronised call (median_ms, p20_ms,
+    p80_ms); on CUDA CUDA events recorded around the step give its device time too (device_median_ms,
+    device_p20_ms, device_p80_ms), and the GPU's clocks after the timed calls go into the metrics (sm_mhz,
+    mem_mhz). A family may ask for back-to-back calls (one synchronisation for many launches: a server's
+    throughput) and for the executed matrix-product FLOPs of the probe call (spherekit.bench.flops).
+    Reported: median, 20% and 80% quantiles, in ms.
 
 Isolation and out-of-memory handling
     ``isolate="provider"`` (default) runs each provider's measurements in a fresh worker process
     (``python -m spherekit.bench._harness --worker MODULE TASKS.json``), so library imports, compile
     caches and allocator state never leak between providers; ``"task"`` starts one worker per
-    measurement; ``"none"`` runs in-process (tests). Before a measurement is dispatched, the
+    measurement; ``"none"`` runs in-process (tests, and scripts/gpu_run.py, one process for a whole GPU run:
+    torch.compile's caches and the CUDA allocator's cached blocks are dropped between providers, and a
+    ``deadline`` stops starting measurements). Before a measurement is dispatched, the
     family's memory prediction is compared to ``mem_limit_bytes`` (default on CPU, from
     ``machine.default_mem_limit``: 20 GiB, or 90% of the memory available at start if less; on CUDA:
     no prediction, real OOM errors are caught): above it the row gets status "skipped". A worker
@@ -48,6 +56,11 @@ from .machine import GIB, default_mem_limit
 from .memory import PeakMemory, malloc_probe_mode, rss_bytes
 
 MIB = 1 << 20
+GPU_WARMUPS = 2      # warm-up calls after the first (compiling) call on a GPU, at least
+SUB_MS_REPEATS = 10  # timed calls of a row under 1 ms, at least
+# what measure() adds to a row beside the columns: every family's metrics cell lists them (start_run)
+HARNESS_METRICS = ("first_call_ms", "warmups", "back_to_back_calls", "back_to_back_ms", "back_to_back_wall_ms",
+                   "matmul_flops", "sm_mhz", "mem_mhz")
 _START = "@@SPHEREKIT-BENCH-START "
 _RESULT = "@@SPHEREKIT-BENCH-RESULT "
 
@@ -87,6 +100,8 @@ class Settings:
     timeout_s: float = 1800.0  # a measurement running longer is killed (isolated modes only)
     mem_limit_bytes: int | None = None
     isolate: str = "provider"  # "provider" | "task" | "none"
+    count_flops: bool = False  # count the probe call's aten matmul FLOPs (GPU runs and rehearsals)
+    triton_on_cpu: bool = False  # Triton providers run on CPU tensors through the interpreter (gpu_run --rehearse)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -114,62 +129,146 @@ def _busy_note() -> str:
     return f"busy machine: load {load:.1f} on {cores} cores" if load > cores + 0.5 else ""
 
 
-def measure(step: Callable[[], object], settings: Settings, *, setup: Callable[[], None] | None = None,
-            teardown: Callable[[], None] | None = None) -> dict:
-    """Warm up, time ``step``, then probe its peak extra memory once; returns the result columns."""
-    cuda = settings.device.startswith("cuda")
+def _timer(cuda: bool):
+    """call(step, setup, teardown) -> (wall ms, device ms or None) of one synchronised call of step."""
+    if not cuda:
+        def call(step, setup, teardown):
+            setup()
+            t0 = time.perf_counter()
+            out = step()
+            wall = (time.perf_counter() - t0) * 1e3
+            del out
+            teardown()
+            return wall, None
+        return call
+    import torch
+
+    sync = torch.cuda.synchronize
+
+    def call(step, setup, teardown):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        setup()
+        sync()
+        t0 = time.perf_counter()
+        start.record()
+        out = step()
+        end.record()
+        sync()
+        wall = (time.perf_counter() - t0) * 1e3
+        del out
+        teardown()
+        return wall, start.elapsed_time(end)
+    return call
+
+
+def _back_to_back(step, calls: int, cuda: bool) -> dict:
+    """`calls` calls of step launched one after the other with one synchronisation at the end (a server's
+    stream of requests): the time per call, from CUDA events on a GPU, and from the host clock."""
+    sync, events = (lambda: None), None
     if cuda:
         import torch
 
         sync = torch.cuda.synchronize
-    else:
-        def sync():
-            return None
+        events = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    sync()
+    t0 = time.perf_counter()
+    if events:
+        events[0].record()
+    for _ in range(calls):
+        step()
+    if events:
+        events[1].record()
+    sync()
+    out = {"back_to_back_calls": calls, "back_to_back_wall_ms": (time.perf_counter() - t0) * 1e3 / calls}
+    if events:
+        out["back_to_back_ms"] = events[0].elapsed_time(events[1]) / calls
+    return out
+
+
+def measure(step: Callable[[], object], settings: Settings, *, setup: Callable[[], None] | None = None,
+            teardown: Callable[[], None] | None = None, back_to_back: int = 0, count_flops: bool = False) -> dict:
+    """Warm up, time ``step``, then probe its peak extra memory once; returns the result columns and metrics.
+
+    On CUDA the first call (JIT compilation, autotuning, lazy initialisation) is timed apart (``first_call_ms``) and
+    is no warm-up: at least GPU_WARMUPS warm-ups follow it. Each timed call gives its wall time (host clock around
+    the synchronised call: median_ms, p20_ms, p80_ms) and, on CUDA, its device time (CUDA events recorded around
+    step, setup and teardown outside: device_median_ms, ...). A row whose calls take under 1 ms gets at least
+    SUB_MS_REPEATS timed calls whatever the budget. back_to_back > 0 adds that many calls launched one after the
+    other with a single synchronisation (back_to_back_ms per call on the device, back_to_back_wall_ms on the host;
+    only without setup / teardown). count_flops: the memory-probe call also runs under the profiler, which counts
+    its aten matrix products (``matmul_flops``, spherekit.bench.flops). On CUDA the GPU's clocks after the timed
+    calls are kept (sm_mhz, mem_mhz)."""
+    if back_to_back and (setup is not None or teardown is not None):
+        raise ValueError("back_to_back timing needs a step without setup or teardown")
+    cuda = settings.device.startswith("cuda")
     setup = setup or (lambda: None)
     teardown = teardown or (lambda: None)
-
-    def call() -> float:
-        setup()
-        sync()
-        t0 = time.perf_counter()
-        out = step()
-        sync()
-        dt = time.perf_counter() - t0
-        del out
-        teardown()
-        return dt
-
+    call = _timer(cuda)
     if not cuda:
         malloc_probe_mode(False)  # time every call in the same (warmed-up) allocator state
-    estimate = None
-    for i in range(max(1, settings.warmup)):
-        dt = call()
+    notes = []
+    first_ms = None
+    if cuda:
+        first_ms = call(step, setup, teardown)[0]
+        warmups = max(GPU_WARMUPS, settings.warmup)
+    else:
+        warmups = max(1, settings.warmup)  # on CPU the first call is the first warm-up (as the CPU rows always were)
+    estimate, done = None, 0
+    for _ in range(warmups):
+        dt = call(step, setup, teardown)[0] / 1e3
+        first_ms = dt * 1e3 if first_ms is None else first_ms
         estimate = dt if estimate is None else min(estimate, dt)
-        if estimate * (settings.min_repeats + 2) > settings.budget_s:  # long calls: one warmup is enough
+        done += 1
+        if not cuda and estimate * (settings.min_repeats + 2) > settings.budget_s:  # long CPU calls: one is enough
             break
     n = settings.repeats
-    notes = []
     if estimate * n > settings.budget_s:
         n = max(settings.min_repeats, min(n, int(settings.budget_s / max(estimate, 1e-9))))
         if n < settings.repeats:
             notes.append(f"repeats cut to {n} by budget_s={settings.budget_s:g}")
-    times = [call() * 1e3 for _ in range(n)]
+    if estimate < 1e-3:
+        n = max(n, SUB_MS_REPEATS)
+    timed = [call(step, setup, teardown) for _ in range(n)]
+    wall = [w for w, _ in timed]
+    result = {"median_ms": quantile(wall, 0.5), "p20_ms": quantile(wall, 0.2), "p80_ms": quantile(wall, 0.8),
+              "first_call_ms": first_ms, "warmups": done}
+    if cuda:
+        dev = [d for _, d in timed]
+        result.update(device_median_ms=quantile(dev, 0.5), device_p20_ms=quantile(dev, 0.2),
+                      device_p80_ms=quantile(dev, 0.8))
+    if back_to_back:
+        result.update(_back_to_back(step, back_to_back, cuda))
+    if cuda:
+        from .machine import gpu_clocks
+
+        clocks = gpu_clocks(settings.device)
+        result.update({k: clocks[k] for k in ("sm_mhz", "mem_mhz") if k in clocks})
     setup()
-    sync()
-    with PeakMemory(settings.device) as mem:
-        out = step()
-        sync()
-        del out
+    if cuda:
+        import torch
+
+        torch.cuda.synchronize()
+    with contextlib.ExitStack() as stack:
+        counter = None
+        if count_flops:
+            from .flops import MatmulCounter
+
+            counter = stack.enter_context(MatmulCounter())
+        with PeakMemory(settings.device) as mem:
+            out = step()
+            if cuda:
+                torch.cuda.synchronize()
+            del out
     teardown()
+    if counter is not None:
+        result["matmul_flops"] = counter.flops
     if mem.method == "sampled":
         notes.append("mem=sampled")
     busy = _busy_note()
     if busy:
         notes.append(busy)
-    return {
-        "median_ms": quantile(times, 0.5), "p20_ms": quantile(times, 0.2), "p80_ms": quantile(times, 0.8),
-        "peak_extra_mib": mem.extra_bytes / MIB, "repeats": n, "status": "ok", "note": "; ".join(notes),
-    }
+    result.update(peak_extra_mib=mem.extra_bytes / MIB, repeats=n, status="ok", note="; ".join(notes))
+    return result
 
 
 def classify_error(exc: BaseException) -> str:
@@ -181,6 +280,34 @@ def classify_error(exc: BaseException) -> str:
             or "cannot allocate memory" in text:
         return "oom"
     return "error"
+
+
+DEADLINE_NOTE = "not run: the run's deadline had passed"
+
+
+def release_caches(device: str) -> None:
+    """What a fresh worker process would not carry over from the previous provider: torch.compile's graphs
+    (dynamo reset), garbage, and on CUDA the allocator's cached blocks."""
+    if "torch._dynamo" in sys.modules:
+        sys.modules["torch._dynamo"].reset()
+    gc.collect()
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.empty_cache()
+
+
+def needs_cuda(provider: str, settings: Settings, triton: bool = False) -> str | None:
+    """Why a GPU-only provider cannot run here (None when it can): on CUDA always; on CPU a Triton provider
+    (triton=True) only when settings.triton_on_cpu and TRITON_INTERPRET=1 (the interpreter runs it on CPU tensors)."""
+    if settings.device.startswith("cuda"):
+        return None
+    if triton and settings.triton_on_cpu:
+        from .._backend import triton_interpreting
+
+        if triton_interpreting():
+            return None
+    return f"{provider} needs CUDA tensors"
 
 
 def _cleanup_after_failure(device: str) -> None:
@@ -213,11 +340,14 @@ def run_one(module, task: dict, settings: Settings) -> dict:
 
 
 def run_tasks(module_name: str, tasks: list[dict], settings: Settings, emit: Callable[[dict, dict], None],
-              progress: bool = True) -> None:
+              progress: bool = True, deadline: float | None = None) -> None:
     """Run ``tasks`` (dicts understood by ``module.run_task``); ``emit(task, result)`` once per task.
 
     The family module provides ``run_task(task, settings) -> dict``, ``predict_bytes(task) -> int | None``
     and ``static_skip(task, settings) -> str | None`` (a reason not to run the task at all).
+    deadline: a time.monotonic() value after which no measurement starts (its row: status "skipped", note
+    DEADLINE_NOTE); with isolate="none" it is checked before every measurement, else before every worker.
+    In-process (isolate="none"), compile caches and cached allocations are dropped whenever the provider changes.
     """
     module = importlib.import_module(module_name)
     bar = None
@@ -253,13 +383,28 @@ def run_tasks(module_name: str, tasks: list[dict], settings: Settings, emit: Cal
         groups = list(by_provider.values())
     else:
         raise ValueError(f"isolate must be 'provider', 'task' or 'none', got {settings.isolate!r}")
+
+    def late() -> bool:
+        return deadline is not None and time.monotonic() > deadline
+
     try:
+        previous = None
         for group in groups:
             if bar is not None:
                 bar.set_description(f"{group[0]['provider']}")
             if settings.isolate == "none":
                 for task in group:
+                    if late():
+                        done(task, {"status": "skipped", "note": DEADLINE_NOTE})
+                        continue
+                    if previous is not None and task["provider"] != previous:
+                        release_caches(settings.device)
+                    previous = task["provider"]
                     done(task, run_one(module, task, settings))
+                continue
+            if late():
+                for task in group:
+                    done(task, {"status": "skipped", "note": DEADLINE_NOTE})
                 continue
             remaining = list(group)
             while remaining:
@@ -399,6 +544,7 @@ def prepare_run(presets: dict, preset: str, providers, known_providers, *, repea
         device=spec.device, repeats=spec.repeats, warmup=spec.warmup, min_repeats=spec.min_repeats,
         budget_s=spec.budget_s if budget_s is None else budget_s, timeout_s=timeout_s, isolate=isolate,
         mem_limit_bytes=int(mem_limit_gib * GIB) if mem_limit_gib else default_mem_limit(spec.device),
+        count_flops=spec.device == "cuda" or rehearse,
     )
     return spec, settings
 
@@ -417,34 +563,64 @@ def plan_run(presets: dict, preset: str, providers, known_providers, build_tasks
     return spec, settings, tasks
 
 
-def start_run(family: str, preset: str, spec: PresetBase, settings: Settings, tasks: list[dict],
-              out: str | os.PathLike, *, params, metrics=(), defaults: dict | None = None,
-              finish_row: Callable[[dict, list[dict]], None] | None = None):
-    """Print the run's header line and make its `emit(task, result)` for run_tasks, which builds the row
-    (machine and version facts, the task, empty result columns, `defaults`, the result, a timestamp), lets
-    `finish_row(row, rows)` complete it, fills its params / metrics cells from the keys named `params` /
-    `metrics` (spherekit.bench.results), appends it to <out>/<family>.csv and to the returned list.
-    Returns (csv path, rows, emit)."""
+def run_facts(preset: str, device: str) -> dict:
+    """The cells every row of a run shares: run_id (its start), preset, machine, device and the versions."""
     from .machine import machine_name, now, versions
+
+    return dict(run_id=now(), preset=preset, machine=machine_name(device), device=device, **versions())
+
+
+EMPTY_RESULT = {"median_ms": None, "p20_ms": None, "p80_ms": None, "device_median_ms": None, "device_p20_ms": None,
+                "device_p80_ms": None, "peak_extra_mib": None, "repeats": 0, "note": ""}
+
+
+def row_writer(csv_path: str | os.PathLike, common: dict, *, params, metrics=(), defaults=None,
+               finish_row: Callable[[dict, list[dict]], None] | None = None):
+    """(rows, emit): `emit(task, result)` builds a row (`common`, the task, empty result columns, `defaults` (a dict
+    or a function of the task), the result, a timestamp), lets `finish_row(row, rows)` complete it, fills its params /
+    metrics cells from the keys named `params` / `metrics` and HARNESS_METRICS (spherekit.bench.results), appends it
+    atomically to csv_path at once and to the returned list."""
+    from .machine import now
     from .results import append_rows, set_fields
 
-    csv_path = Path(out) / f"{family}.csv"
-    common = dict(run_id=now(), preset=preset, machine=machine_name(spec.device), device=spec.device, **versions())
-    limit = f"{settings.mem_limit_bytes / GIB:.1f} GiB" if settings.mem_limit_bytes else "none (OOM caught)"
-    print(f"spherekit bench {family}: preset {preset}, {len(tasks)} measurements on {common['machine']}; "
-          f"mem limit {limit}; isolate={settings.isolate}; rows -> {csv_path}")
     rows: list[dict] = []
-    empty = {"median_ms": None, "p20_ms": None, "p80_ms": None, "peak_extra_mib": None, "repeats": 0, "note": ""}
 
     def emit(task: dict, result: dict) -> None:
-        row = {**common, **task, **empty, **(defaults(task) if callable(defaults) else defaults or {}), **result,
-               "timestamp": now()}
+        row = {**common, **task, **EMPTY_RESULT, **(defaults(task) if callable(defaults) else defaults or {}),
+               **result, "timestamp": now()}
         rows.append(row)
         if finish_row is not None:
             finish_row(row, rows)
-        append_rows(csv_path, [set_fields(row, params, metrics)])
+        append_rows(csv_path, [set_fields(row, params, tuple(metrics) + HARNESS_METRICS)])
 
+    return rows, emit
+
+
+def start_run(family: str, preset: str, spec: PresetBase, settings: Settings, tasks: list[dict],
+              out: str | os.PathLike, *, params, metrics=(), defaults: dict | None = None,
+              finish_row: Callable[[dict, list[dict]], None] | None = None):
+    """Print the run's header line and make its `emit(task, result)` for run_tasks (row_writer into
+    <out>/<family>.csv). On CUDA the GPU's clocks are printed first (and again by run_and_report at the end).
+    Returns (csv path, rows, emit)."""
+    csv_path = Path(out) / f"{family}.csv"
+    common = run_facts(preset, spec.device)
+    limit = f"{settings.mem_limit_bytes / GIB:.1f} GiB" if settings.mem_limit_bytes else "none (OOM caught)"
+    print(f"spherekit bench {family}: preset {preset}, {len(tasks)} measurements on {common['machine']}; "
+          f"mem limit {limit}; isolate={settings.isolate}; rows -> {csv_path}")
+    print_clocks("start", spec.device)
+    rows, emit = row_writer(csv_path, common, params=params, metrics=metrics, defaults=defaults, finish_row=finish_row)
     return csv_path, rows, emit
+
+
+def print_clocks(when: str, device: str) -> dict:
+    """Print the GPU's clocks (machine.gpu_clocks) with `when` (start / end); nothing on CPU. Returns them."""
+    from .machine import clocks_text, gpu_clocks
+
+    if not device.startswith("cuda"):
+        return {}
+    clocks = gpu_clocks(device)
+    print(f"GPU clocks at the {when}: {clocks_text(clocks)}", flush=True)
+    return clocks
 
 
 def _spin(stop) -> None:
@@ -502,6 +678,7 @@ def run_and_report(module: str, tasks: list[dict], settings: Settings, emit, row
     t0 = time.perf_counter()
     run_tasks(module, tasks, settings, emit, progress=progress)
     wall = time.perf_counter() - t0
+    print_clocks("end", settings.device)
     print()
     print(table(rows))
     if goals is not None:

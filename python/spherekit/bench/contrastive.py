@@ -17,7 +17,10 @@ hard negatives (B, k=1, d)):
                        GradCache step (2): loss and backward, chunked over mini_batch_size=32 rows,
                        ST's default); its embedding steps (1) and (3) are model work, not measured
     spherekit-cpu      spherekit.ops.info_nce(..., backend="cpu"): chunked torch, BLAS products
-    spherekit-triton   spherekit.ops.info_nce(..., backend="triton") (CUDA only)
+    spherekit-triton   spherekit.ops.info_nce(..., backend="triton") (CUDA only); a task may carry the op's
+                       launch options workspace_bytes and dc_accumulator (the sweeps of scripts/gpu_run.py)
+    peak               not the op: the bf16 matmul ceiling and the copy bandwidth (spherekit.bench.ceilings),
+                       measured first in the GPU presets' runs, so the throughput goal divides by this run's ceiling
 
 The providers do slightly different math with hard negatives, and the CSV's N and k say what each
 computed: spherekit and the reference take per-query hard negatives (B, k, d) with the fused BCE term
@@ -33,9 +36,14 @@ columns mean exactly, spherekit.bench.memory for "peak extra memory".
 
 Presets: tiny (tests), cpu-small (the README's run, a few minutes on 2 cores), cpu-goal (the CPU goals
 at B=16,384 and 65,536), gpu (the whole grid in bf16 on CUDA), gpu-lease (the GPU goals in about a minute:
-spherekit-triton, the reference and st-mnrl, fwd+bwd at B = 4,096 and 16,384, d = 768, with and without a
-hard negative; scripts/gpu_check.sh), full-cpu (the whole grid on CPU, fp32, with memory-based skips).
+spherekit-triton, the reference, st-mnrl and st-mnrl-autocast, fwd+bwd at B = 4,096 and 16,384, d = 768, with and
+without a hard negative; scripts/gpu_check.sh), full-cpu (the whole grid on CPU, fp32, with memory-based skips).
 --rehearse runs a preset's grid on CPU at tiny sizes (rehearsal()).
+
+Metrics (the CSV's metrics cell): useful_flops = 2 B N d per pass (fwd 1, bwd 2, fwd+bwd 3 passes; + 2 B k d per pass
+for per-query hard negatives), matmul_flops = the matrix products the call executed in aten ops (counted by the
+profiler on GPU runs and rehearsals: spherekit.bench.flops; a Triton kernel's products are not seen), tflops / gb_per_s
+for peak rows. GPU goals use the device time (CUDA events) and say so.
 """
 
 from __future__ import annotations
@@ -53,15 +61,17 @@ MODULE = "spherekit.bench.contrastive"
 TEMPERATURE = 0.05  # = 1 / sentence-transformers' default scale 20
 CACHED_MINI_BATCH = 32  # CachedMultipleNegativesRankingLoss's default mini_batch_size
 MODES = ("fwd", "bwd", "fwd+bwd")
-PARAMS = ("B", "N", "d", "k")  # the params cell: queries, candidates per query, width, hard negatives per query
-PROVIDERS = ("reference", "reference-compile", "torch-ce", "torch-ce-compile", "st-mnrl", "st-mnrl-autocast",
+PARAMS = ("B", "N", "d", "k", "workspace_bytes", "dc_accumulator", "n", "elements")  # the params cell: queries,
+# candidates per query, width, hard negatives per query, spherekit's launch options when set; peak rows: their size
+METRICS = ("useful_flops", "tflops", "gb_per_s")
+SPHEREKIT_OPTIONS = ("workspace_bytes", "dc_accumulator")  # task keys passed to spherekit.ops.info_nce when present
+PASSES = {"fwd": 1, "bwd": 2, "fwd+bwd": 3}  # matrix products of 2 B N d each: logits; dq and dc
+PEAKS = (("bf16_matmul", 8192), ("copy", 256 << 20))  # the ceilings the GPU presets measure first
+PROVIDERS = ("peak", "reference", "reference-compile", "torch-ce", "torch-ce-compile", "st-mnrl", "st-mnrl-autocast",
              "st-cached-mnrl", "spherekit-cpu", "spherekit-triton")
 GPU_ONLY = ("st-mnrl-autocast", "spherekit-triton")
-CPU_PROVIDERS = tuple(p for p in PROVIDERS if p not in GPU_ONLY)
+CPU_PROVIDERS = tuple(p for p in PROVIDERS if p not in GPU_ONLY + ("peak",))
 _ST = ("st-mnrl", "st-mnrl-autocast", "st-cached-mnrl")
-# dense (no sparsity) bf16 tensor-core peaks from the vendor's data sheets, TFLOP/s; first match wins
-GPU_BF16_PEAK_TFLOPS = (("H200", 989.0), ("H100 PCIe", 756.0), ("H100 NVL", 835.0), ("H100", 989.0),
-                        ("GH200", 989.0), ("A100", 312.0), ("L40S", 362.0), ("L4", 121.0), ("A10", 125.0))
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,7 @@ class Block:
 class Preset(H.PresetBase):
     dtype: str
     blocks: tuple[Block, ...]
+    peaks: tuple[tuple[str, int], ...] = ()  # (ceiling, size) measured first (spherekit.bench.ceilings)
 
 
 _BIG = (1024, 4096, 16384, 65536)
@@ -95,14 +106,14 @@ PRESETS = {
         Block(("torch-ce", "torch-ce-compile"), ("fwd+bwd",), (16384,), (384,), (0,)),
         Block(("reference", "spherekit-cpu"), ("fwd", "bwd"), (16384,), (384,), (0,)),
     ), repeats=5, warmup=1, budget_s=40.0),
-    "gpu": Preset("cuda", "bfloat16", (Block(PROVIDERS, MODES, _BIG, (384, 768), (0, 1)),),
-                  repeats=20, warmup=3, budget_s=20.0),
+    "gpu": Preset("cuda", "bfloat16", (Block(CPU_PROVIDERS + GPU_ONLY, MODES, _BIG, (384, 768), (0, 1)),),
+                  repeats=20, warmup=3, budget_s=20.0, peaks=PEAKS),
     "full-cpu": Preset("cpu", "float32", (Block(CPU_PROVIDERS, MODES, _BIG, (384, 768), (0, 1)),),
                        repeats=5, warmup=1, budget_s=60.0),
     "gpu-lease": Preset("cuda", "bfloat16", (Block(("reference", "st-mnrl", "st-mnrl-autocast", "spherekit-triton"),
                                                    ("fwd+bwd",),
                                                    (4096, 16384), (768,), (0, 1)),),
-                        repeats=10, warmup=2, budget_s=2.0),
+                        repeats=10, warmup=2, budget_s=2.0, peaks=PEAKS),
 }
 
 
@@ -111,8 +122,9 @@ def rehearsal(preset: Preset) -> Preset:
     B = H.tiny_sizes([x for b in preset.blocks for x in b.B], 64)
     d = H.tiny_sizes([x for b in preset.blocks for x in b.d], 32)
     blocks = tuple(replace(b, B=tuple(B[x] for x in b.B), d=tuple(d[x] for x in b.d)) for b in preset.blocks)
+    peaks = tuple((name, 256 if name == "bf16_matmul" else 1 << 20) for name, _ in preset.peaks)
     return replace(preset, device="cpu", dtype="float32", blocks=blocks, repeats=1, warmup=1, min_repeats=1,
-                   budget_s=1.0)
+                   budget_s=1.0, peaks=peaks)
 
 
 def n_candidates(provider: str, B: int, k: int) -> int:
@@ -121,7 +133,10 @@ def n_candidates(provider: str, B: int, k: int) -> int:
 
 
 def build_tasks(preset: Preset, providers: list[str] | None = None) -> list[dict]:
-    """Tasks of a preset, grouped by provider (one worker each), then by B, d, k, mode."""
+    """Tasks of a preset: its peaks first, then grouped by provider (one worker each), then by B, d, k, mode."""
+    from .ceilings import peak_task
+
+    peaks = [peak_task(FAMILY, name, size) for name, size in preset.peaks if not providers or "peak" in providers]
     seen, tasks = set(), []
     for block in preset.blocks:
         for p, B, d, k, mode in itertools.product(block.providers, block.B, block.d, block.k, block.modes):
@@ -133,7 +148,8 @@ def build_tasks(preset: Preset, providers: list[str] | None = None) -> list[dict
                 tasks.append(dict(family=FAMILY, provider=p, mode=mode, B=B, N=n_candidates(p, B, k), d=d, k=k,
                                   dtype=preset.dtype))
     order = {p: i for i, p in enumerate(PROVIDERS)}
-    return sorted(tasks, key=lambda t: (order[t["provider"]], t["B"], t["d"], t["k"], MODES.index(t["mode"])))
+    return peaks + sorted(tasks, key=lambda t: (order[t["provider"]], t["B"], t["d"], t["k"],
+                                                MODES.index(t["mode"])))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -142,8 +158,12 @@ def build_tasks(preset: Preset, providers: list[str] | None = None) -> list[dict
 
 
 def static_skip(task: dict, settings: H.Settings) -> str | None:
-    if task["provider"] in GPU_ONLY and not settings.device.startswith("cuda"):
-        return f"{task['provider']} needs CUDA tensors"
+    if task["provider"] == "peak":
+        return None
+    if task["provider"] in GPU_ONLY:
+        reason = H.needs_cuda(task["provider"], settings, triton=task["provider"] == "spherekit-triton")
+        if reason:
+            return reason
     if task["provider"].startswith("torch-ce") and task["k"]:
         return "k > 0: per-query hard negatives have no one-line cross-entropy form (compare with the reference)"
     if task["provider"] == "st-cached-mnrl" and task["mode"] == "bwd":
@@ -153,6 +173,8 @@ def static_skip(task: dict, settings: H.Settings) -> str | None:
 
 def predict_bytes(task: dict) -> int:
     """Rough upper bound of the worker's memory for the measurement (the whole process), for skipping."""
+    if task["provider"] == "peak":
+        return (3 * task.get("elements", 0) * 4 + 3 * task.get("n", 0) ** 2 * 2) + (512 << 20)
     B, N, d, k, p = task["B"], task["N"], task["d"], task["k"], task["provider"]
     es = 2 if task["dtype"] in ("bfloat16", "float16") else 4
     rows = B * (1 + k) + N  # queries, hard negatives, candidates
@@ -219,7 +241,9 @@ def _make_loss(task: dict, q, c, h):
         from ..ops import info_nce
 
         backend = p.split("-", 1)[1]
-        return (lambda: info_nce(q, c, None, h, temperature=TEMPERATURE, backend=backend)), leaves, "", None
+        options = spherekit_options(task)
+        return (lambda: info_nce(q, c, None, h, temperature=TEMPERATURE, backend=backend, **options)), leaves, \
+            "", None
     note = f"hard negatives as {k}*B shared columns" if k else ""
     if p in ("st-mnrl", "st-mnrl-autocast"):
         from sentence_transformers.sentence_transformer.losses.multiple_negatives_ranking import (
@@ -257,9 +281,64 @@ def _make_loss(task: dict, q, c, h):
     raise ValueError(f"unknown provider {p!r}; choose from {PROVIDERS}")
 
 
+def spherekit_options(task: dict) -> dict:
+    """The task's launch options for spherekit.ops.info_nce (SPHEREKIT_OPTIONS); ValueError naming the option when
+    the installed info_nce does not take it."""
+    import inspect
+
+    from ..ops import info_nce
+
+    options = {k: task[k] for k in SPHEREKIT_OPTIONS if task.get(k) is not None}
+    missing = sorted(set(options) - set(inspect.signature(info_nce).parameters))
+    if missing:
+        raise ValueError(f"spherekit.ops.info_nce takes no {', '.join(missing)} in this version")
+    return options
+
+
+def useful_flops(task: dict) -> int:
+    """The products a fwd / bwd / fwd+bwd must do: PASSES x 2 B (N + k) d (hard negatives of st-* are in N)."""
+    extra = 0 if task["provider"] in _ST else task["k"]
+    return PASSES[task["mode"]] * 2 * task["B"] * (task["N"] + extra) * task["d"]
+
+
+def prepare_call(task: dict, device: str):
+    """A function making one untimed call of the task's measured step (a fwd+bwd: the forward, then the backward),
+    its inputs made once: what a JIT capture (scripts/gpu_run.py's pre-compile) or a profile records."""
+    q, c, h = _inputs(task, device)
+    loss_fn, leaves, _, fwd_override = _make_loss(task, q, c, h)
+
+    def call():
+        if task["mode"] == "fwd":
+            (fwd_override or loss_fn)()
+        elif task["provider"] == "st-cached-mnrl":
+            loss_fn()
+        else:
+            loss_fn().backward()
+        for t in leaves:
+            t.grad = None
+    return call
+
+
+def outputs_at(task: dict, device: str, rows: int = 2048) -> list:
+    """The loss and its gradients of the task's provider at B = min(B, rows) (a launch option's check against the
+    defaults' outputs in scripts/gpu_run.py's sweeps)."""
+    import torch
+
+    B = min(task["B"], rows)
+    small = dict(task, B=B, N=n_candidates(task["provider"], B, task["k"]))
+    q, c, h = _inputs(small, device)
+    loss_fn, leaves, _, _ = _make_loss(small, q, c, h)
+    loss = loss_fn()
+    return [loss.detach()] + list(torch.autograd.grad(loss, leaves))
+
+
 def run_task(task: dict, settings: H.Settings) -> dict:
     import torch
 
+    if task["provider"] == "peak":
+        from .ceilings import run_peak
+
+        return run_peak(task, settings)
     q, c, h = _inputs(task, settings.device)
     loss_fn, leaves, note, fwd_override = _make_loss(task, q, c, h)
 
@@ -268,24 +347,25 @@ def run_task(task: dict, settings: H.Settings) -> dict:
             t.grad = None
 
     mode = task["mode"]
+    count = dict(count_flops=settings.count_flops)
     if mode == "fwd":
         if fwd_override is not None:
             note = "; ".join(x for x in (note, "no-grad forward") if x)
-        result = H.measure(fwd_override or loss_fn, settings)
+        result = H.measure(fwd_override or loss_fn, settings, **count)
     elif mode == "bwd":
         state = {}
 
         def setup():
             state["loss"] = loss_fn()
 
-        result = H.measure(lambda: state.pop("loss").backward(), settings, setup=setup, teardown=clear_grads)
+        result = H.measure(lambda: state.pop("loss").backward(), settings, setup=setup, teardown=clear_grads, **count)
     elif mode == "fwd+bwd":
         if task["provider"] == "st-cached-mnrl":
             step = loss_fn  # calculate_loss(..., with_backward=True) runs the backward itself
         else:
             def step():
                 loss_fn().backward()
-        result = H.measure(step, settings, teardown=clear_grads)
+        result = H.measure(step, settings, teardown=clear_grads, **count)
     else:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     del q, c, h
@@ -293,6 +373,7 @@ def run_task(task: dict, settings: H.Settings) -> dict:
     if settings.device.startswith("cuda"):
         torch.cuda.empty_cache()
     result["note"] = "; ".join(x for x in (note, result.get("note", "")) if x)
+    result["useful_flops"] = useful_flops(task)
     return result
 
 
@@ -302,95 +383,142 @@ def run_task(task: dict, settings: H.Settings) -> dict:
 
 
 def format_table(rows: list[dict]) -> str:
+    from .ceilings import peak_lines
+
+    peaks = peak_lines(rows)
+    rows = [r for r in rows if r["provider"] != "peak"]
     order = {p: i for i, p in enumerate(PROVIDERS)}
     rows = sorted(rows, key=lambda r: (int(r["d"]), int(r["k"]), MODES.index(r["mode"]), int(r["B"]),
                                        order.get(r["provider"], 99)))
     table = timing_table(f"{'d':>4} {'k':>2} {'mode':<8} {'B':>6} {'provider':<18} {'N':>7}", rows,
-                         lambda r: f"{r['d']:>4} {r['k']:>2} {r['mode']:<8} {r['B']:>6} {r['provider']:<18} {r['N']:>7}",
+                         lambda r: f"{r['d']:>4} {r['k']:>2} {r['mode']:<8} {r['B']:>6} {r['provider']:<18} "
+                                   f"{r['N']:>7}",
                          lambda r: (r["d"], r["k"], r["mode"], r["B"]))
     if any(int(r["k"]) > 0 for r in rows) and any(r["provider"] in _ST for r in rows):
         table += ("\nnote: at k > 0 the math differs: spherekit and the reference score each query against its own k "
                   "hard negatives (a BCE term, N = B columns), sentence-transformers appends them as k*B columns "
                   "shared by every query (N = B(1 + k)). Like-for-like rows: spherekit vs the reference at every k, "
                   "spherekit vs st-* at k = 0 only.")
-    return table
+    return "\n".join(peaks + [table])
 
 
-def _find(rows, provider, B, d, dtype, k=0, mode="fwd+bwd"):
-    for r in rows:
+def _find(rows, provider, B, d, dtype, k=0, mode="fwd+bwd", options=False):
+    """The last ok-or-not row of (provider, B, d, dtype, k, mode); launch-option rows (the sweeps) only when
+    options is True."""
+    for r in reversed(rows):
+        if r["provider"] == "peak" or (not options and any(r.get(o) not in (None, "") for o in SPHEREKIT_OPTIONS)):
+            continue
         if (r["provider"], int(r["B"]), int(r["d"]), int(r["k"]), r["mode"], r["dtype"]) == \
                 (provider, B, d, k, mode, dtype):
             return r
     return None
 
 
-def gpu_peak_tflops(machine: str) -> float | None:
-    for name, peak in GPU_BF16_PEAK_TFLOPS:
-        if name.lower() in machine.lower():
-            return peak
-    return None
+def _ok(row) -> bool:
+    return row is not None and row["status"] == "ok"
 
 
-def goal_checks(rows: list[dict], device: str, peak_tflops: float | None = None) -> list[str]:
-    """The issue's goals as PASS / FAIL / N/A lines, computed from measured rows."""
+GOAL_SHAPE = dict(B=16384, d=768, dtype="bfloat16")
+
+
+def gpu_goal_checks(rows: list[dict], B: int = GOAL_SHAPE["B"], d: int = GOAL_SHAPE["d"],
+                    dtype: str = GOAL_SHAPE["dtype"]) -> list[str]:
+    """The GPU goals of spherekit-triton's fwd+bwd at (B, d, dtype), k = 0, against sentence-transformers' MNRL
+    under bf16 autocast (what its trainer runs with bf16=True), in device time where measured (the line names the
+    time it uses), with the matmul ceiling measured in the same run (never a datasheet figure)."""
+    from .ceilings import peak_value
+    from .results import goal_time
+
+    shape = f"B={B} d={d} {dtype} fwd+bwd"
+    sk = _find(rows, "spherekit-triton", B, d, dtype)
+    if not _ok(sk):
+        return [f"N/A   GPU goals: spherekit-triton {shape} not measured ok in this run"]
+    t, which = goal_time(sk)
     out = []
-    if device == "cpu":
-        ref = _find(rows, "reference", 16384, 384, "float32")
-        sk = _find(rows, "spherekit-cpu", 16384, 384, "float32")
-        if ref and sk and ref["status"] == "ok" and sk["status"] == "ok":
-            mem = number(sk, "peak_extra_mib") / max(number(ref, "peak_extra_mib"), 1e-9)
-            tim = number(sk, "median_ms") / number(ref, "median_ms")
-            out.append(f"{'PASS' if mem <= 1 / 8 else 'FAIL'}  CPU memory, B=16384 d=384 fwd+bwd: spherekit-cpu "
-                       f"{number(sk, 'peak_extra_mib'):.0f} MiB vs reference {number(ref, 'peak_extra_mib'):.0f} MiB "
-                       f"= 1/{1 / max(mem, 1e-12):.1f} (goal <= 1/8)")
-            out.append(f"{'PASS' if tim <= 1.3 else 'FAIL'}  CPU time, B=16384 d=384 fwd+bwd: spherekit-cpu "
-                       f"{number(sk, 'median_ms'):.0f} ms vs reference {number(ref, 'median_ms'):.0f} ms "
-                       f"= {tim:.2f}x (goal <= 1.3x)")
-        else:
-            out.append("N/A   CPU memory/time goals at B=16384 d=384: reference and spherekit-cpu fwd+bwd not both "
-                       "measured ok in this run (preset cpu-goal)")
-        ref = _find(rows, "reference", 65536, 384, "float32")
-        sk = _find(rows, "spherekit-cpu", 65536, 384, "float32")
-        if sk is None:
-            out.append("N/A   B=65536 d=384: spherekit-cpu not run in this run (preset cpu-goal)")
-        else:
-            ref_status = ref["status"] if ref else "not run"
-            ok = sk["status"] == "ok" and ref_status in ("oom", "skipped", "timeout")
-            what = f"{number(sk, 'median_ms') / 1e3:.1f} s" if sk["status"] == "ok" else sk["status"]
-            out.append(f"{'PASS' if ok else 'FAIL'}  B=65536 d=384 fwd+bwd: spherekit-cpu {what}, "
-                       f"reference {ref_status} (goal: runs where the reference cannot)")
-        return out
-    sk = _find(rows, "spherekit-triton", 16384, 768, "bfloat16")
-    st = _find(rows, "st-mnrl", 16384, 768, "bfloat16")
-    if not (sk and sk["status"] == "ok"):
-        return ["N/A   GPU goals: spherekit-triton B=16384 d=768 fwd+bwd not measured ok in this run (preset gpu)"]
-    t = number(sk, "median_ms") / 1e3
-    if st and st["status"] == "ok":
-        speed = number(st, "median_ms") / number(sk, "median_ms")
-        mem = number(sk, "peak_extra_mib") / max(number(st, "peak_extra_mib"), 1e-9)
-        out.append(f"{'PASS' if speed >= 3 else 'FAIL'}  GPU time, B=16384 d=768 bf16 fwd+bwd: spherekit-triton "
-                   f"{number(sk, 'median_ms'):.2f} ms vs st-mnrl {number(st, 'median_ms'):.2f} ms = {speed:.1f}x "
-                   "faster (goal >= 3x)")
-        out.append(f"{'PASS' if mem < 0.02 else 'FAIL'}  GPU memory: spherekit-triton "
-                   f"{number(sk, 'peak_extra_mib'):.1f} MiB vs st-mnrl {number(st, 'peak_extra_mib'):.1f} MiB = "
-                   f"{100 * mem:.2f}% (goal < 2%)")
+    amp = _find(rows, "st-mnrl-autocast", B, d, dtype)
+    if _ok(amp):
+        t_amp, _ = goal_time(amp, which)
+        mem = number(sk, "peak_extra_mib") / max(number(amp, "peak_extra_mib"), 1e-9)
+        out.append(f"{'PASS' if t_amp / t >= 3 else 'FAIL'}  GPU time, {shape}: spherekit-triton {t:.3f} ms vs "
+                   f"st-mnrl-autocast {t_amp:.3f} ms ({which}) = {t_amp / t:.2f}x faster (goal >= 3x)")
+        out.append(f"{'PASS' if mem <= 0.02 else 'FAIL'}  GPU memory, {shape}: spherekit-triton "
+                   f"{number(sk, 'peak_extra_mib'):.1f} MiB vs st-mnrl-autocast {number(amp, 'peak_extra_mib'):.1f} "
+                   f"MiB = {100 * mem:.2f}% (goal <= 2%)")
     else:
-        out.append("N/A   GPU speed/memory vs st-mnrl: st-mnrl B=16384 d=768 not measured ok")
-    amp = _find(rows, "st-mnrl-autocast", 16384, 768, "bfloat16")
-    if amp and amp["status"] == "ok":  # no goal: what a bf16=True sentence-transformers run computes
-        out.append(f"INFO  GPU time vs st-mnrl under autocast (bf16 products, as ST's trainer runs with bf16=True): "
-                   f"spherekit-triton {number(sk, 'median_ms'):.2f} ms vs {number(amp, 'median_ms'):.2f} ms = "
-                   f"{number(amp, 'median_ms') / number(sk, 'median_ms'):.2f}x; peak extra memory "
-                   f"{number(sk, 'peak_extra_mib'):.0f} vs {number(amp, 'peak_extra_mib'):.0f} MiB")
-    B, N, d = int(sk["B"]), int(sk["N"]), int(sk["d"])
-    tflops = 4 * 2 * B * N * d / t / 1e12
-    peak = peak_tflops or gpu_peak_tflops(sk.get("machine", ""))
+        out.append(f"N/A   GPU time and memory vs st-mnrl-autocast: not measured ok at {shape}")
+    useful = 3 * 2.0 * B * B * d
+    executed = number(sk, "matmul_flops")
+    executed_text = (f"executed in aten matmuls (profiler): {executed / (2.0 * B * B * d):.2f} x 2BNd"
+                     if executed == executed else "executed FLOPs not counted")
+    peak = peak_value(rows, "bf16_matmul")
+    tflops = useful / (t * 1e-3) / 1e12
     if peak:
-        out.append(f"{'PASS' if tflops >= 0.5 * peak else 'FAIL'}  GPU throughput: {tflops:.0f} TFLOP/s "
-                   f"(4 x 2 B N d / time) = {100 * tflops / peak:.0f}% of the {peak:.0f} TFLOP/s bf16 ceiling "
-                   "(goal >= 50%)")
+        out.append(f"{'PASS' if tflops >= 0.5 * peak else 'FAIL'}  GPU useful FLOPs: 3 x 2BNd / {which} = "
+                   f"{tflops:.0f} TFLOP/s = {100 * tflops / peak:.0f}% of the bf16 matmul ceiling measured in this "
+                   f"run ({peak:.0f} TFLOP/s) (goal >= 50%); {executed_text}")
     else:
-        out.append(f"N/A   GPU throughput {tflops:.0f} TFLOP/s: unknown GPU peak (pass --peak-tflops)")
+        out.append(f"N/A   GPU useful FLOPs {tflops:.0f} TFLOP/s (3 x 2BNd / {which}): no bf16_matmul ceiling "
+                   f"measured in this run; {executed_text}")
+    for other, what in (("st-mnrl", "MNRL with fp32 products"), ("torch-ce-compile", "torch.compile of the plain loss"),
+                        ("reference", "the materialising reference")):
+        r = _find(rows, other, B, d, dtype)
+        if _ok(r):
+            t_other, _ = goal_time(r, which)
+            out.append(f"INFO  vs {other} ({what}): {t_other:.3f} ms = {t_other / t:.2f}x; peak extra memory "
+                       f"{number(r, 'peak_extra_mib'):.0f} MiB")
+    out += _roofline_lines(rows, sk, t, which)
+    return out
+
+
+def _roofline_lines(rows, sk, t, which) -> list[str]:
+    """measured / predicted of the goal row at this run's ceilings (spherekit.bench.roofline)."""
+    from . import roofline
+    from .ceilings import peak_value
+
+    copy, matmul = peak_value(rows, "copy"), peak_value(rows, "bf16_matmul")
+    if which != "device time" or not (copy and matmul) or (int(sk["B"]), int(sk["d"])) != (
+            roofline.INFO_NCE["B"], roofline.INFO_NCE["d"]):
+        return []
+    ws = sk.get("workspace_bytes")
+    key = (f"info_nce ws={int(ws) >> 20}MiB dc={sk.get('dc_accumulator') or 'input'}" if ws
+           else f"info_nce ws={roofline.INFO_NCE_GOAL_WORKSPACE_MIB}MiB dc=input")
+    try:
+        predicted = roofline.predict(key, roofline.Ceilings(copy, copy, matmul, "this run"))
+    except KeyError:
+        return []
+    return [f"INFO  measured / predicted: {t:.3f} / {predicted:.3f} ms = {t / predicted:.2f} (roofline row "
+            f"'{key}' at this run's ceilings)"]
+
+
+def goal_checks(rows: list[dict], device: str) -> list[str]:
+    """The issue's goals as PASS / FAIL / N/A lines, computed from measured rows."""
+    if device != "cpu":
+        return gpu_goal_checks(rows)
+    out = []
+    ref = _find(rows, "reference", 16384, 384, "float32")
+    sk = _find(rows, "spherekit-cpu", 16384, 384, "float32")
+    if _ok(ref) and _ok(sk):
+        mem = number(sk, "peak_extra_mib") / max(number(ref, "peak_extra_mib"), 1e-9)
+        tim = number(sk, "median_ms") / number(ref, "median_ms")
+        out.append(f"{'PASS' if mem <= 1 / 8 else 'FAIL'}  CPU memory, B=16384 d=384 fwd+bwd: spherekit-cpu "
+                   f"{number(sk, 'peak_extra_mib'):.0f} MiB vs reference {number(ref, 'peak_extra_mib'):.0f} MiB "
+                   f"= 1/{1 / max(mem, 1e-12):.1f} (goal <= 1/8)")
+        out.append(f"{'PASS' if tim <= 1.3 else 'FAIL'}  CPU time, B=16384 d=384 fwd+bwd: spherekit-cpu "
+                   f"{number(sk, 'median_ms'):.0f} ms vs reference {number(ref, 'median_ms'):.0f} ms "
+                   f"= {tim:.2f}x (wall time; goal <= 1.3x)")
+    else:
+        out.append("N/A   CPU memory/time goals at B=16384 d=384: reference and spherekit-cpu fwd+bwd not both "
+                   "measured ok in this run (preset cpu-goal)")
+    ref = _find(rows, "reference", 65536, 384, "float32")
+    sk = _find(rows, "spherekit-cpu", 65536, 384, "float32")
+    if sk is None:
+        out.append("N/A   B=65536 d=384: spherekit-cpu not run in this run (preset cpu-goal)")
+    else:
+        ref_status = ref["status"] if ref else "not run"
+        ok = sk["status"] == "ok" and ref_status in ("oom", "skipped", "timeout")
+        what = f"{number(sk, 'median_ms') / 1e3:.1f} s" if sk["status"] == "ok" else sk["status"]
+        out.append(f"{'PASS' if ok else 'FAIL'}  B=65536 d=384 fwd+bwd: spherekit-cpu {what}, "
+                   f"reference {ref_status} (goal: runs where the reference cannot)")
     return out
 
 
@@ -401,7 +529,7 @@ def goal_checks(rows: list[dict], device: str, peak_tflops: float | None = None)
 
 def run(preset: str = "cpu-small", out: str | Path = "results/bench", repeats: int | None = None,
         providers: list[str] | None = None, isolate: str = "provider", mem_limit_gib: float | None = None,
-        budget_s: float | None = None, timeout_s: float = 1800.0, peak_tflops: float | None = None,
+        budget_s: float | None = None, timeout_s: float = 1800.0,
         plot: bool = True, progress: bool = True, rehearse: bool = False, background_load: int = 0) -> int:
     """Run a preset, append rows to <out>/contrastive.csv, print the table and goal checks, plot.
     background_load: that many processes spin on the CPU during the run (a fixed load; each row's note says so)."""
@@ -411,11 +539,11 @@ def run(preset: str = "cpu-small", out: str | Path = "results/bench", repeats: i
     if planned is None:
         return 2
     spec, settings, tasks = planned
-    csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, params=PARAMS)
+    csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, params=PARAMS, metrics=METRICS)
     device = "cpu" if spec.device == "cpu" else "cuda"
     with H.background_load(background_load):
         H.run_and_report(MODULE, tasks, settings, H.noting(emit, H.load_note(background_load)), rows, csv_path,
-                         table=format_table, goals=lambda rows: goal_checks(rows, device, peak_tflops),
+                         table=format_table, goals=lambda rows: goal_checks(rows, device),
                          progress=progress)
     if plot:
         from . import plot as _plot
@@ -428,15 +556,13 @@ def run(preset: str = "cpu-small", out: str | Path = "results/bench", repeats: i
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `spherekit bench contrastive` (run_from_args passes them to run)."""
     H.add_run_arguments(parser, PRESETS, "cpu-small", PROVIDERS, out_help="the CSV and PNGs", rehearsal=True)
-    parser.add_argument("--peak-tflops", type=float,
-                        help="the GPU's bf16 ceiling for the throughput goal (measured matmul rate or dense peak)")
     parser.add_argument("--no-plot", action="store_true", help="do not write the PNGs")
     parser.add_argument("--background-load", type=int, default=0, metavar="N",
                         help="N processes spin on the CPU during the run: the same measurements on a busy machine")
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    return run(**H.run_options(args), peak_tflops=args.peak_tflops, plot=not args.no_plot,
+    return run(**H.run_options(args), plot=not args.no_plot,
                background_load=args.background_load)
 
 

@@ -6,9 +6,11 @@ when a family's predicted worst case passes that limit, so a grid that grew neve
 The prediction is an upper bound built from assumptions, never from a measurement (no GPU number here): a worker
 process per provider (per batch for verifier_train) costs WORKER_S (interpreter, torch, CUDA context); the first
 measurement of a torch.compile provider COMPILE_S and of a Triton provider TRITON_S (kernels compile on first use);
-each measurement at most its warm-up calls, its timed calls (cut to the preset's budget_s but never fewer than
-min_repeats) and one memory probe, each call CALL_S[family] at worst (the slowest provider at the preset's largest
-shape, on the slow side for an H100).
+each measurement at most its first (compiling) call, its warm-ups (at least the harness's GPU_WARMUPS), its timed
+calls (the preset's repeats, cut to its budget_s but never fewer than min_repeats) and one memory probe, plus its
+back-to-back calls (sim_map's rerank rows), each call CALL_S[family] at worst (the slowest provider at the preset's
+largest shape, on the slow side for an H100); a ceiling row ("peak" provider) PEAK_CALL_S and a rerank row
+RERANK_CALL_S per call.
 """
 
 from __future__ import annotations
@@ -18,20 +20,24 @@ import importlib
 PRESET = "gpu-lease"
 FAMILIES = {  # family -> its module under spherekit.bench
     "contrastive": "contrastive", "sim_map": "sim_map", "ngpt": "ngpt", "verifier_train": "verifier_throughput"}
-STEP_LIMIT_S = {"contrastive": 100, "sim_map": 80, "ngpt": 150, "verifier_train": 100}
+STEP_LIMIT_S = {"contrastive": 120, "sim_map": 80, "ngpt": 150, "verifier_train": 100}
 WORKER_S = 10.0
 COMPILE_S = 45.0
 TRITON_S = 8.0
 CALL_S = {"contrastive": 0.25, "sim_map": 0.2, "ngpt": 0.1, "verifier_train": 1.5}
+PEAK_CALL_S = 0.01  # a 1 GiB copy or triad, an 8,192^3 bf16 product: about 1 ms on an H100
+RERANK_CALL_S = 0.02  # sim_map's rerank of 10,000 documents: about 1 ms on an H200 (the einsum, the ragged kernel)
 
 
 def module(family: str):
     return importlib.import_module(f"spherekit.bench.{FAMILIES[family]}")
 
 
-def _measurement_s(preset, call_s: float) -> float:
-    timed = max(preset.budget_s, preset.min_repeats * call_s)
-    return (preset.warmup + 1) * call_s + timed
+def _measurement_s(preset, call_s: float, back_to_back: int = 0) -> float:
+    from ._harness import GPU_WARMUPS
+
+    timed = max(min(preset.repeats * call_s, preset.budget_s), preset.min_repeats * call_s)
+    return (1 + max(GPU_WARMUPS, preset.warmup) + 1 + back_to_back) * call_s + timed
 
 
 def plan(family: str, preset_name: str = PRESET) -> dict:
@@ -53,7 +59,13 @@ def plan(family: str, preset_name: str = PRESET) -> dict:
         workers = len(providers)
         compiles = sum(1 for t in tasks if "compile" in t["provider"])
         first_use = sum(1 for p in providers if "triton" in p or "cuda" in p)
-    seconds = workers * WORKER_S + compiles * COMPILE_S + first_use * TRITON_S + n * _measurement_s(preset, call)
+        b2b = getattr(mod, "BACK_TO_BACK", 0)
+        measured = sum(_measurement_s(preset, PEAK_CALL_S) if t["provider"] == "peak" else
+                       _measurement_s(preset, RERANK_CALL_S, b2b) if t.get("workload") == "rerank" else
+                       _measurement_s(preset, call) for t in tasks)
+    if family == "verifier_train":
+        measured = n * _measurement_s(preset, call)
+    seconds = workers * WORKER_S + compiles * COMPILE_S + first_use * TRITON_S + measured
     return dict(family=family, preset=preset_name, measurements=n, workers=workers, compiles=compiles,
                 seconds=round(seconds), limit_s=STEP_LIMIT_S[family])
 

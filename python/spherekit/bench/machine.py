@@ -1,14 +1,18 @@
 """Facts about the machine and the installed versions, recorded in every benchmark row.
 
 The CPU model and core count (the GPU's name first on CUDA), the installed torch / triton / spherekit /
-sentence-transformers versions read from package metadata, a UTC timestamp, and the default memory
-limit measurements are checked against on CPU: 20 GiB, or 90% of the memory available at start if less.
+sentence-transformers versions read from package metadata, a UTC timestamp, the default memory
+limit measurements are checked against on CPU (20 GiB, or 90% of the memory available at start if less), and
+the GPU's current clocks, temperature and power (``gpu_clocks``: NVML through nvidia-ml-py where it imports, else
+``nvidia-smi``; read only, the card's settings are never changed).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
+import shutil
+import subprocess
 from importlib import metadata
 from pathlib import Path
 
@@ -70,3 +74,55 @@ def versions() -> dict[str, str]:
 
 def now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+CLOCK_KEYS = ("sm_mhz", "mem_mhz", "temp_c", "power_w")
+_SMI_FIELDS = "clocks.sm,clocks.mem,temperature.gpu,power.draw"
+
+
+def _nvml_clocks(index: int) -> dict | None:
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        return dict(sm_mhz=pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+                    mem_mhz=pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+                    temp_c=pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
+                    power_w=round(pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0, 1))
+    except pynvml.NVMLError:
+        return None
+
+
+def _smi_clocks(index: int) -> dict | None:
+    tool = shutil.which("nvidia-smi")
+    if tool is None:
+        return None
+    try:
+        out = subprocess.run([tool, f"--id={index}", f"--query-gpu={_SMI_FIELDS}", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+        values = [float(x) for x in out.splitlines()[0].split(",")]
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+    return {k: (round(v, 1) if k == "power_w" else int(v)) for k, v in zip(CLOCK_KEYS, values)}
+
+
+def gpu_clocks(device: str = "cuda", index: int = 0) -> dict:
+    """{sm_mhz, mem_mhz, temp_c, power_w} of GPU `index` now ({} on CPU or where neither NVML nor nvidia-smi
+    answers). Logged at the start and end of a run and with every GPU row: a clock that dropped explains a slow
+    row."""
+    if not device.startswith("cuda"):
+        return {}
+    return _nvml_clocks(index) or _smi_clocks(index) or {}
+
+
+def clocks_text(clocks: dict) -> str:
+    """'SM 1980 MHz, memory 3201 MHz, 45 C, 120.5 W' (or 'clocks unknown')."""
+    if not clocks:
+        return "clocks unknown"
+    parts = [f"SM {clocks.get('sm_mhz')} MHz", f"memory {clocks.get('mem_mhz')} MHz"]
+    parts += [f"{clocks['temp_c']} C"] if "temp_c" in clocks else []
+    parts += [f"{clocks['power_w']} W"] if "power_w" in clocks else []
+    return ", ".join(parts)

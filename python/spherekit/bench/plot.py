@@ -1,10 +1,10 @@
 """Plots from a family's long-format CSV: <out>/<family>_time.png and <out>/<family>_memory.png.
 
-Time (median, with the 20-80% quantile band as error bars) and peak extra memory against B, one line
-per provider, log-log; one row of panels per mode, one column per (d, hard negatives k, dtype). Only
-the machine of the newest row is plotted, and for each (provider, mode, B, d, k, dtype) its newest
-row: "ok" rows as points, rows that could not run (out of memory, predicted above the memory limit,
-timeout, error) listed in the panel's corner.
+Time (median, with the 20-80% quantile band as error bars: the device time where a row has one, a GPU row, else
+the wall time) and peak extra memory against B, one line per provider, log-log; one row of panels per mode, one
+column per (d, hard negatives k, dtype). Only the machine of the newest row is plotted, and for each (provider,
+mode, B, d, k, dtype) its newest row: "ok" rows as points, rows that could not run (out of memory, predicted above
+the memory limit, timeout, error) listed in the panel's corner.
 """
 
 from __future__ import annotations
@@ -43,6 +43,12 @@ def _latest(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     return [r for r in latest if r["status"] == "ok"], failed
 
 
+def _times(row: dict) -> tuple[float, float, float]:
+    """(median, p20, p80) ms of a row: its device time where it has one, else its wall time."""
+    prefix = "device_" if row.get("device_median_ms") not in (None, "") else ""
+    return tuple(float(row[f"{prefix}{k}"]) for k in ("median_ms", "p20_ms", "p80_ms"))
+
+
 def plot(family: str = "contrastive", out: str | Path = "results/bench") -> list[Path]:
     """Write the PNGs next to <out>/<family>.csv; returns their paths (none when nothing is plottable)."""
     import matplotlib
@@ -70,7 +76,8 @@ def plot(family: str = "contrastive", out: str | Path = "results/bench") -> list
     providers = [p for p in known if p in present] + sorted(present - set(known))
     colors = {p: f"C{known.index(p) if p in known else len(known) + i}" for i, p in enumerate(providers)}
     paths = []
-    for kind, label in (("time", "median time per call (ms)"), ("memory", "peak extra memory (MiB)")):
+    for kind, label in (("time", "median time per call (ms; device time on a GPU)"),
+                        ("memory", "peak extra memory (MiB)")):
         nrows, ncols = len(grid), len(variants)
         fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.4 * nrows), squeeze=False)
         for ax, (mode, d, k, dtype) in zip(axes.flat, [panel for line in grid for panel in line]):
@@ -80,13 +87,13 @@ def plot(family: str = "contrastive", out: str | Path = "results/bench") -> list
                               if (r["provider"], r["mode"], int(r["d"]), int(r["k"]), r["dtype"]) == panel),
                              key=lambda x: x[0])
                 if kind == "time":
-                    pts = [(b, r) for b, r in pts if float(r["median_ms"]) > 0]
+                    pts = [(b, r) for b, r in pts if _times(r)[0] > 0]
                     if not pts:
                         continue
                     xs = [b for b, _ in pts]
-                    ys = [float(r["median_ms"]) for _, r in pts]
-                    lo = [max(0.0, y - float(r["p20_ms"])) for y, (_, r) in zip(ys, pts)]
-                    hi = [max(0.0, float(r["p80_ms"]) - y) for y, (_, r) in zip(ys, pts)]
+                    ys = [_times(r)[0] for _, r in pts]
+                    lo = [max(0.0, y - _times(r)[1]) for y, (_, r) in zip(ys, pts)]
+                    hi = [max(0.0, _times(r)[2] - y) for y, (_, r) in zip(ys, pts)]
                     ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", ms=3, capsize=2, color=colors[p], label=p)
                 else:
                     pts = [(b, r) for b, r in pts if float(r["peak_extra_mib"]) > 0]

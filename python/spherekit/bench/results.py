@@ -10,18 +10,19 @@ One row layout for every family (``COLUMNS``, in order):
     params
         the family's own sizes by name, "name=value" separated by spaces, e.g. "B=1024 N=1024 d=384 k=0"
         (contrastive), "rows=16384 d=1024" (ngpt), "workload=rerank B=1 k=1000 m=32 n=180 d=128" (sim_map)
-    dtype, repeats, median_ms, p20_ms, p80_ms, peak_extra_mib
-        the timing and memory of the measurement (spherekit.bench._harness)
+    dtype, repeats, median_ms, p20_ms, p80_ms, device_median_ms, device_p20_ms, device_p80_ms, peak_extra_mib
+        the timing and memory of the measurement (spherekit.bench._harness): wall time per call (host clock
+        around a synchronised call), on a GPU also device time (CUDA events around the call's work; empty on CPU)
     metrics
         family-specific results in the same "name=value" form, e.g. "bytes_moved=... gb_per_s=..." (ngpt)
     status, note
         one of ``STATUSES``, and what else there is to say
 
 ``read_rows`` returns each row with its params and metrics also as keys of their own (strings, like every
-CSV cell), so ``row["B"]`` works for a contrastive row. It reads the older per-family layouts too
-(``LEGACY_LAYOUTS``: B, N, d, k columns, or sim_map's and ngpt's own); ``append_rows`` upgrades a file in such a
-layout to ``COLUMNS`` before appending (every cell kept as written, numbers identical), and
-``upgrade_file`` does it on its own.
+CSV cell), so ``row["B"]`` works for a contrastive row. It reads the older layouts too (``LEGACY_LAYOUTS``: B, N,
+d, k columns, or sim_map's and ngpt's own, and "v2", the one layout before the device-time columns: those read
+empty); ``append_rows`` upgrades a file in such a layout to ``COLUMNS`` before appending (every cell kept as
+written, numbers identical), and ``upgrade_file`` does it on its own.
 
 Every append takes an exclusive lock on the folder and rewrites the whole file atomically
 (spherekit._atomic: a temporary file, then os.replace; mode 0o666 less the umask), so the file is never seen
@@ -42,13 +43,16 @@ from .._atomic import atomic_open
 COLUMNS = [
     "timestamp", "run_id", "preset", "machine", "device", "torch", "triton", "spherekit", "sentence_transformers",
     "family", "provider", "mode", "params", "dtype", "repeats",
-    "median_ms", "p20_ms", "p80_ms", "peak_extra_mib", "metrics", "status", "note",
+    "median_ms", "p20_ms", "p80_ms", "device_median_ms", "device_p20_ms", "device_p80_ms", "peak_extra_mib",
+    "metrics", "status", "note",
 ]
+DEVICE_COLUMNS = ("device_median_ms", "device_p20_ms", "device_p80_ms")
 STATUSES = ("ok", "oom", "skipped", "timeout", "error")
 _V1 = ["timestamp", "run_id", "preset", "machine", "torch", "triton", "spherekit", "sentence_transformers",
        "family", "provider", "mode", "B", "N", "d", "k", "dtype", "repeats",
        "median_ms", "p20_ms", "p80_ms", "peak_extra_mib", "status", "note"]
 LEGACY_LAYOUTS = {  # the headers written before COLUMNS: contrastive / supervised / verifier_train, ngpt, sim_map
+    "v2": [c for c in COLUMNS if c not in DEVICE_COLUMNS],  # every family, before the device-time columns
     "v1": _V1,
     "v1-ngpt": _V1[:-2] + ["bytes_moved", "gb_per_s", "peak_gb_per_s", "status", "note"],
     "v1-sim_map": ["timestamp", "run_id", "preset", "machine", "torch", "triton", "spherekit", "family", "workload",
@@ -99,6 +103,8 @@ def _legacy_params(row: dict, layout: str) -> tuple[list[str], list[str], dict]:
 
 def convert_legacy_row(row: dict, layout: str) -> dict:
     """A row of a legacy layout in COLUMNS (every cell kept as the string it was)."""
+    if layout == "v2":  # the same cells, no device time
+        return {c: row.get(c, "") for c in COLUMNS}
     params, metrics, renamed = _legacy_params(row, layout)
     values = {**row, **renamed}
     out = {c: row.get(c, "") for c in COLUMNS}
@@ -224,6 +230,16 @@ def number(row: dict, key: str) -> float:
         return math.nan
 
 
+def goal_time(row: dict, which: str | None = None) -> tuple[float, str]:
+    """(ms, "device time" | "wall time") a goal line compares: the row's device time (CUDA events) where it has
+    one, else its wall time; `which` forces one kind (NaN when the row lacks it), so two rows are compared in the
+    same time."""
+    device = number(row, "device_median_ms")
+    if which is None:
+        which = "wall time" if math.isnan(device) else "device time"
+    return (device if which == "device time" else number(row, "median_ms")), which
+
+
 def grouped_table(head: str, rows: list[dict], group, line) -> str:
     """A text table: the head, a rule, line(row) per row, and a blank line wherever group(row) changes."""
     lines = [head, "-" * len(head)]
@@ -237,7 +253,7 @@ def grouped_table(head: str, rows: list[dict], group, line) -> str:
     return "\n".join(lines)
 
 
-TIMING_HEAD = f"{'median ms':>11} {'p20-p80 ms':>21} {'peak MiB':>10}  status"
+TIMING_HEAD = f"{'wall ms':>11} {'p20-p80 ms':>21} {'peak MiB':>10}  status"
 
 
 MIN_TRUSTED_REPEATS = 5  # fewer timed calls: a cell is close to a single sample
@@ -249,14 +265,23 @@ def _repeats(row: dict) -> int:
     return 0 if math.isnan(value) else int(value)
 
 
+def _spread(row: dict) -> float:
+    """(p80 - p20) / median of the row's device time where it has one, else of its wall time (0 when unknown)."""
+    prefix = "device_" if not math.isnan(number(row, "device_median_ms")) else ""
+    med = number(row, f"{prefix}median_ms")
+    if not med > 0:
+        return 0.0
+    return (number(row, f"{prefix}p80_ms") - number(row, f"{prefix}p20_ms")) / med
+
+
 def trust_notes(rows: list[dict]) -> list[str]:
     """Warnings on how far the measured rows can be trusted: cells timed fewer than MIN_TRUSTED_REPEATS times,
-    cells whose p20-p80 spread exceeds WIDE_SPREAD of the median, and measurements taken on a busy machine
+    cells whose p20-p80 spread exceeds WIDE_SPREAD of the median (device time where measured), and measurements
+    taken on a busy machine
     (1-minute load above the cores, from each row's note)."""
     ok = [r for r in rows if r.get("status") == "ok"]
     few = [r for r in ok if _repeats(r) < MIN_TRUSTED_REPEATS]
-    wide = [r for r in ok if number(r, "median_ms") > 0 and
-            (number(r, "p80_ms") - number(r, "p20_ms")) / number(r, "median_ms") > WIDE_SPREAD]
+    wide = [r for r in ok if _spread(r) > WIDE_SPREAD]
     busy = sorted({part.strip() for r in rows for part in str(r.get("note") or "").split(";")
                    if part.strip().startswith("busy machine")})
     out = []
@@ -273,15 +298,37 @@ def trust_notes(rows: list[dict]) -> list[str]:
     return out
 
 
+def has_device_time(rows: list[dict]) -> bool:
+    """Whether any row carries a device time (a GPU run)."""
+    return any(row.get("device_median_ms") not in (None, "") for row in rows)
+
+
+DEVICE_HEAD = f"{'device ms':>10} {'p20-p80 device':>15}"
+
+
 def timing_table(lead_head: str, rows: list[dict], lead, group=None) -> str:
-    """A measurement table: the columns lead(row) (headed lead_head), then timing_cells; a blank line wherever
-    group(row) changes (never when group is None); then trust_notes(rows), if any."""
+    """A measurement table: the columns lead(row) (headed lead_head), then timing_cells (wall time), preceded by
+    the device time (device_cells) when any row has one; a blank line wherever group(row) changes (never when
+    group is None); then trust_notes(rows), if any."""
+    device = has_device_time(rows)
+
     def line(row):
         med, q, mem, status = timing_cells(row)
-        return f"{lead(row)} {med} {q:>21} {mem}  {status}"
+        dev = " ".join(device_cells(row)) + " " if device else ""
+        return f"{lead(row)} {dev}{med} {q:>21} {mem}  {status}"
 
-    table = grouped_table(f"{lead_head} {TIMING_HEAD}", rows, group or (lambda row: None), line)
+    head = f"{lead_head} {DEVICE_HEAD + ' ' if device else ''}{TIMING_HEAD}"
+    table = grouped_table(head, rows, group or (lambda row: None), line)
     return "\n".join([table, *trust_notes(rows)])
+
+
+def device_cells(row: dict) -> tuple[str, str]:
+    """Table cells of a row's device time: median ms (10 wide), p20-p80 ms (15 wide); '-' where there is none."""
+    med = number(row, "device_median_ms")
+    if row.get("status") != "ok" or math.isnan(med):
+        return f"{'-':>10}", f"{'-':>15}"
+    q = f"{number(row, 'device_p20_ms'):.3f}-{number(row, 'device_p80_ms'):.3f}"
+    return f"{med:10.3f}", f"{q:>15}"
 
 
 def timing_cells(row: dict) -> tuple[str, str, str, str]:

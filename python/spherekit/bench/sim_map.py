@@ -20,16 +20,23 @@ Providers:
     spherekit-ragged-<backend>  spherekit.ops.maxsim_ragged over the documents packed without padding
                          (rerank only; cpu, or cuda with spherekit._cuda)
 
+    peak                 not the op: the copy bandwidth (spherekit.bench.ceilings), measured first in the GPU presets
+
 Presets: tiny (tests), cpu (rerank k = 1,000 and 10,000, train; fp32), gpu (the same shapes and rerank
 k = 100,000 in bf16 on CUDA), gpu-lease (the GPU goal's rerank k = 10,000 and the train workload: einsum,
 spherekit-triton and the ragged CUDA kernel, bf16; scripts/gpu_check.sh). --rehearse runs a preset's grid on
 CPU at tiny sizes (rehearsal()). Rows are appended atomically to <out>/sim_map.csv (spherekit.bench.results.COLUMNS;
 params: workload, B = queries, k = candidates per query, m / n = query / document tokens, d = hidden size h).
-Time: median and 20/80% quantiles; memory: peak extra memory of one call (spherekit.bench.memory). See
-spherekit.bench._harness for how each row is measured.
+Time: median and 20/80% quantiles (wall, and device time from CUDA events on a GPU); memory: peak extra memory of
+one call (spherekit.bench.memory). Rerank rows also time BACK_TO_BACK calls launched one after the other with one
+synchronisation (metrics back_to_back_ms, back_to_back_wall_ms: a server's throughput) and report gb_per_s, the
+documents and masks read per second of device time (wall time on CPU). See spherekit.bench._harness for how each row
+is measured.
 
 Goals (printed as PASS / FAIL / N/A): CPU, rerank k=10,000: spherekit-cpu peak memory >= 20x below einsum's and
-its median time no slower; GPU, rerank k=10,000: spherekit-triton >= 5x faster than einsum.
+its median time no slower; GPU, rerank k=10,000: spherekit-triton >= 5x faster than the masked einsum in device time
+and >= 4x in wall time, with the back-to-back ratio and measured / predicted (spherekit.bench.roofline at this run's
+copy bandwidth) beside them.
 """
 
 from __future__ import annotations
@@ -47,8 +54,12 @@ from .results import number, timing_table
 FAMILY = "sim_map"
 MODULE = "spherekit.bench.sim_map"
 COLUMNS = RESULT_COLUMNS  # deprecated alias: every family writes spherekit.bench.results.COLUMNS
-PARAMS = ("workload", "B", "k", "m", "n", "d")  # the params cell: queries, candidates per query, tokens, width
+PARAMS = ("workload", "B", "k", "m", "n", "d", "elements")  # the params cell: queries, candidates per query,
+# tokens, width; peak rows: elements per array
+METRICS = ("gb_per_s",)
 CE_SCALE = 20.0
+BACK_TO_BACK = 50  # rerank calls launched back to back (GPU)
+PEAKS = (("copy", 256 << 20),)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -258,6 +269,7 @@ class Block:
 class Preset(H.PresetBase):
     dtype: str
     blocks: tuple[Block, ...]
+    peaks: tuple[tuple[str, int], ...] = ()  # (ceiling, size) measured first (spherekit.bench.ceilings)
 
 
 _CPU_RERANK = ("einsum", "bmm", "spherekit-reference", "spherekit-cpu", "spherekit-ragged-cpu")
@@ -273,11 +285,11 @@ PRESETS = {
         Block("rerank", ("einsum", "bmm", "spherekit-reference", "spherekit-cpu", "spherekit-triton",
                          "spherekit-ragged-cpu", "spherekit-ragged-cuda"), (1,), (1000, 10000, 100000)),
         Block("train", ("einsum", "bmm", "spherekit-reference", "spherekit-cpu", "spherekit-triton"), (64,), (32,)),
-    ), repeats=20, warmup=3, budget_s=20.0),
+    ), repeats=20, warmup=3, budget_s=20.0, peaks=PEAKS),
     "gpu-lease": Preset("cuda", "bfloat16", (
         Block("rerank", ("einsum", "spherekit-triton", "spherekit-ragged-cuda"), (1,), (10000,)),
         Block("train", ("einsum", "spherekit-triton"), (64,), (32,)),
-    ), repeats=10, warmup=2, budget_s=2.0),
+    ), repeats=10, warmup=2, budget_s=2.0, peaks=PEAKS),
 }
 
 
@@ -286,11 +298,14 @@ def rehearsal(preset: Preset) -> Preset:
     blocks = tuple(replace(b, B=tuple(min(x, 4) for x in b.B), k=tuple(min(x, 50) for x in b.k), m=8, n=12, d=16)
                    for b in preset.blocks)
     return replace(preset, device="cpu", dtype="float32", blocks=blocks, repeats=1, warmup=1, min_repeats=1,
-                   budget_s=1.0)
+                   budget_s=1.0, peaks=tuple((name, 1 << 20) for name, _ in preset.peaks))
 
 
 def build_tasks(preset: Preset, providers: list[str] | None = None) -> list[dict]:
-    """Tasks of a preset, grouped by provider (one worker each), then by workload and size."""
+    """Tasks of a preset: its peaks first, then grouped by provider (one worker each), then by workload and size."""
+    from .ceilings import peak_task
+
+    peaks = [peak_task(FAMILY, name, size) for name, size in preset.peaks if not providers or "peak" in providers]
     tasks = []
     for block in preset.blocks:
         workload = WORKLOADS[block.workload]
@@ -300,7 +315,8 @@ def build_tasks(preset: Preset, providers: list[str] | None = None) -> list[dict
             tasks.append(dict(family=FAMILY, workload=block.workload, provider=p, mode=mode, B=B, k=k, m=block.m,
                               n=block.n, d=block.d, dtype=preset.dtype))
     order = {p: i for i, p in enumerate(PROVIDER_ORDER)}
-    return sorted(tasks, key=lambda t: (order.get(t["provider"], len(order)), t["provider"], t["workload"], t["k"]))
+    return peaks + sorted(tasks, key=lambda t: (order.get(t["provider"], len(order)), t["provider"], t["workload"],
+                                                t["k"]))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -309,9 +325,11 @@ def build_tasks(preset: Preset, providers: list[str] | None = None) -> list[dict
 
 
 def static_skip(task: dict, settings: H.Settings) -> str | None:
+    if task["provider"] == "peak":
+        return None
     cuda = settings.device.startswith("cuda")
-    if task["provider"] == "spherekit-triton" and not cuda:
-        return "spherekit-triton needs CUDA tensors"
+    if task["provider"] == "spherekit-triton" and (reason := H.needs_cuda("spherekit-triton", settings, triton=True)):
+        return reason
     if task["provider"] == "spherekit-ragged-cuda":
         if not cuda:
             return "spherekit-ragged-cuda needs CUDA tensors"
@@ -325,7 +343,15 @@ def static_skip(task: dict, settings: H.Settings) -> str | None:
 
 
 def predict_bytes(task: dict) -> int:
+    if task["provider"] == "peak":
+        return 2 * task["elements"] * 4 + (512 << 20)
     return WORKLOADS[task["workload"]].predict_bytes(task)
+
+
+def rerank_bytes(task: dict) -> int:
+    """Bytes a rerank call must read: the documents (k n h) and their mask (k n bools)."""
+    es = 2 if task["dtype"] in ("float16", "bfloat16") else 4
+    return task["k"] * task["n"] * (task["d"] * es + 1)
 
 
 def make_step(task: dict, device: str) -> tuple[Callable, list]:
@@ -335,9 +361,45 @@ def make_step(task: dict, device: str) -> tuple[Callable, list]:
     return workload.providers[task["provider"]](task, inputs), inputs.get("leaves", [])
 
 
+def prepare_call(task: dict, device: str):
+    """A function making one untimed call of the task's measured step, its inputs made once (scripts/gpu_run.py's
+    pre-compile capture and profile)."""
+    import torch
+
+    step, leaves = make_step(task, device)
+
+    def call():
+        if task["mode"] == "fwd":
+            with torch.no_grad():
+                step()
+        else:
+            step().backward()
+        for t in leaves:
+            t.grad = None
+    return call
+
+
+def outputs_at(task: dict, device: str, docs: int = 1000) -> list:
+    """The scores (rerank) or the loss and its gradients (train) of the task's provider with at most `docs`
+    candidates (a launch option's check against the defaults' outputs in scripts/gpu_run.py's sweeps)."""
+    import torch
+
+    small = dict(task, k=min(task["k"], docs))
+    step, leaves = make_step(small, device)
+    if task["mode"] == "fwd":
+        with torch.no_grad():
+            return [step()]
+    loss = step()
+    return [loss.detach()] + list(torch.autograd.grad(loss, leaves))
+
+
 def run_task(task: dict, settings: H.Settings) -> dict:
     import torch
 
+    if task["provider"] == "peak":
+        from .ceilings import run_peak
+
+        return run_peak(task, settings)
     step, leaves = make_step(task, settings.device)
 
     def clear_grads():
@@ -348,7 +410,12 @@ def run_task(task: dict, settings: H.Settings) -> dict:
         def measured():
             with torch.no_grad():
                 return step()
-        result = H.measure(measured, settings)
+        calls = (BACK_TO_BACK if settings.device.startswith("cuda") else 2) if task["workload"] == "rerank" else 0
+        result = H.measure(measured, settings, back_to_back=calls)
+        if task["workload"] == "rerank":
+            from .results import goal_time
+
+            result["gb_per_s"] = rerank_bytes(task) / (goal_time(result)[0] * 1e-3) / 1e9
     elif task["mode"] == "fwd+bwd":
         result = H.measure(lambda: step().backward(), settings, teardown=clear_grads)
     else:
@@ -366,44 +433,79 @@ def run_task(task: dict, settings: H.Settings) -> dict:
 
 
 def format_table(rows: list[dict]) -> str:
+    from .ceilings import peak_lines
+
+    peaks = peak_lines(rows)
     order = {p: i for i, p in enumerate(PROVIDER_ORDER)}
-    rows = sorted(rows, key=lambda r: (r["workload"], int(r["k"]), order.get(r["provider"], 99)))
-    return timing_table(f"{'workload':<8} {'B':>3} {'k':>6} {'mode':<8} {'provider':<22}", rows,
-                        lambda r: f"{r['workload']:<8} {r['B']:>3} {r['k']:>6} {r['mode']:<8} {r['provider']:<22}",
-                        lambda r: (r["workload"], r["k"]))
+    rows = sorted((r for r in rows if r["provider"] != "peak"),
+                  key=lambda r: (r["workload"], int(r["k"]), order.get(r["provider"], 99)))
+    return "\n".join(peaks + [timing_table(
+        f"{'workload':<8} {'B':>3} {'k':>6} {'mode':<8} {'provider':<22}", rows,
+        lambda r: f"{r['workload']:<8} {r['B']:>3} {r['k']:>6} {r['mode']:<8} {r['provider']:<22}",
+        lambda r: (r["workload"], r["k"]))])
 
 
 def _find(rows, provider, workload, k):
-    for r in rows:
-        if (r["provider"], r["workload"], int(r["k"])) == (provider, workload, k) and r["status"] == "ok":
+    for r in reversed(rows):
+        if r["provider"] != "peak" and (r["provider"], r["workload"], int(r["k"])) == (provider, workload, k) \
+                and r["status"] == "ok":
             return r
     return None
 
 
+def gpu_goal_checks(rows: list[dict], k: int = 10000) -> list[str]:
+    """The GPU goals of the rerank workload: spherekit-triton >= 5x the masked einsum in device time and >= 4x in
+    wall time; the back-to-back ratio and measured / predicted beside them."""
+    from .ceilings import peak_value
+    from .results import goal_time
+
+    ein, sk = _find(rows, "einsum", "rerank", k), _find(rows, "spherekit-triton", "rerank", k)
+    if not (ein and sk):
+        return [f"N/A   GPU goals, rerank k={k}: einsum and spherekit-triton not both measured ok in this run"]
+    out = []
+    for which, goal in (("device time", 5), ("wall time", 4)):
+        t_sk, t_ein = goal_time(sk, which)[0], goal_time(ein, which)[0]
+        if t_sk != t_sk or t_ein != t_ein:
+            out.append(f"N/A   GPU {which}, rerank 1 x {k} docs: not measured")
+            continue
+        out.append(f"{'PASS' if t_ein / t_sk >= goal else 'FAIL'}  GPU {which}, rerank 1 x {k} docs: spherekit-triton "
+                   f"{t_sk:.3f} ms vs the masked einsum {t_ein:.3f} ms = {t_ein / t_sk:.1f}x faster (goal >= {goal}x)")
+    b_sk, b_ein = number(sk, "back_to_back_ms"), number(ein, "back_to_back_ms")
+    if b_sk == b_sk and b_ein == b_ein:
+        out.append(f"INFO  back to back ({int(number(sk, 'back_to_back_calls'))} calls, one sync, device time per "
+                   f"call): spherekit-triton {b_sk:.3f} ms vs einsum {b_ein:.3f} ms = {b_ein / b_sk:.1f}x; "
+                   f"{1e3 / b_sk * k:,.0f} documents/s")
+    copy = peak_value(rows, "copy")
+    if copy and int(sk["k"]) == 10000 and int(sk["n"]) == 180 and int(sk["d"]) == 128 and int(sk["m"]) == 32:
+        from . import roofline
+
+        ceil = roofline.Ceilings(copy, copy, float("inf"), "this run")
+        for r, key in ((sk, "maxsim rerank"), (ein, "maxsim rerank einsum")):
+            t, predicted = goal_time(r, "device time")[0], roofline.predict(key, ceil)
+            out.append(f"INFO  measured / predicted, {r['provider']}: {t:.3f} / {predicted:.3f} ms = "
+                       f"{t / predicted:.2f} ({number(r, 'gb_per_s'):.0f} GB/s of documents vs the copy bandwidth "
+                       f"{copy:.0f} GB/s measured in this run)")
+    return out
+
+
 def goal_checks(rows: list[dict], device: str) -> list[str]:
     """The issue's goals as PASS / FAIL / N/A lines, computed from measured rows."""
+    if device != "cpu":
+        return gpu_goal_checks(rows)
     k = 10000
-    ein = _find(rows, "einsum", "rerank", k)
-    if device == "cpu":
-        sk = _find(rows, "spherekit-cpu", "rerank", k)
-        if not (ein and sk):
-            return [f"N/A   CPU goals, rerank k={k}: einsum and spherekit-cpu not both measured ok (preset cpu)"]
-        mem = number(ein, "peak_extra_mib") / max(number(sk, "peak_extra_mib"), 1e-9)
-        tim = number(sk, "median_ms") / number(ein, "median_ms")
-        return [
-            f"{'PASS' if mem >= 20 else 'FAIL'}  CPU memory, rerank 1 x {k} docs: spherekit-cpu "
-            f"{number(sk, 'peak_extra_mib'):.1f} MiB vs einsum {number(ein, 'peak_extra_mib'):.1f} MiB = "
-            f"{mem:.1f}x less (goal >= 20x)",
-            f"{'PASS' if tim <= 1.0 else 'FAIL'}  CPU time, rerank 1 x {k} docs: spherekit-cpu "
-            f"{number(sk, 'median_ms'):.0f} ms vs einsum {number(ein, 'median_ms'):.0f} ms = {tim:.2f}x (goal <= 1x)",
-        ]
-    sk = _find(rows, "spherekit-triton", "rerank", k)
+    ein, sk = _find(rows, "einsum", "rerank", k), _find(rows, "spherekit-cpu", "rerank", k)
     if not (ein and sk):
-        return [f"N/A   GPU goal, rerank k={k}: einsum and spherekit-triton not both measured ok (preset gpu)"]
-    speed = number(ein, "median_ms") / number(sk, "median_ms")
-    return [f"{'PASS' if speed >= 5 else 'FAIL'}  GPU time, rerank 1 x {k} docs: spherekit-triton "
-            f"{number(sk, 'median_ms'):.3f} ms vs einsum {number(ein, 'median_ms'):.3f} ms = {speed:.1f}x faster "
-            "(goal >= 5x)"]
+        return [f"N/A   CPU goals, rerank k={k}: einsum and spherekit-cpu not both measured ok (preset cpu)"]
+    mem = number(ein, "peak_extra_mib") / max(number(sk, "peak_extra_mib"), 1e-9)
+    tim = number(sk, "median_ms") / number(ein, "median_ms")
+    return [
+        f"{'PASS' if mem >= 20 else 'FAIL'}  CPU memory, rerank 1 x {k} docs: spherekit-cpu "
+        f"{number(sk, 'peak_extra_mib'):.1f} MiB vs einsum {number(ein, 'peak_extra_mib'):.1f} MiB = "
+        f"{mem:.1f}x less (goal >= 20x)",
+        f"{'PASS' if tim <= 1.0 else 'FAIL'}  CPU time, rerank 1 x {k} docs: spherekit-cpu "
+        f"{number(sk, 'median_ms'):.0f} ms vs einsum {number(ein, 'median_ms'):.0f} ms = {tim:.2f}x "
+        "(wall time; goal <= 1x)",
+    ]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -412,8 +514,8 @@ def goal_checks(rows: list[dict], device: str) -> list[str]:
 
 
 def provider_names() -> list[str]:
-    """Every provider of every registered workload, sorted."""
-    return sorted({p for w in WORKLOADS.values() for p in w.providers})
+    """Every provider of every registered workload, and "peak", sorted."""
+    return sorted({p for w in WORKLOADS.values() for p in w.providers} | {"peak"})
 
 
 def run(preset: str = "cpu", out: str | Path = "results/bench", repeats: int | None = None,
@@ -427,7 +529,7 @@ def run(preset: str = "cpu", out: str | Path = "results/bench", repeats: int | N
     if planned is None:
         return 2
     spec, settings, tasks = planned
-    csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, params=PARAMS)
+    csv_path, rows, emit = H.start_run(FAMILY, preset, spec, settings, tasks, out, params=PARAMS, metrics=METRICS)
     device = "cpu" if spec.device == "cpu" else "cuda"
     H.run_and_report(MODULE, tasks, settings, emit, rows, csv_path, table=format_table,
                      goals=lambda rows: goal_checks(rows, device), progress=progress)
