@@ -571,13 +571,18 @@ def check_maxsim(run: Run, workload, dtype):
     qm = torch.arange(q.shape[1], device=dev) < q_len[:, None]
     dm = torch.arange(d.shape[-2], device=dev) < d_len[..., None]
 
+    grad = workload == "train"
+    options = dict(normalize=grad, reduction="mean")  # what the bench's rerank / train providers ask for
+
     def go(fn, cast, grad, **kw):
         leaves = [q.to(cast).requires_grad_(grad), d.to(cast).requires_grad_(grad)]
         with torch.set_grad_enabled(grad):
-            out = fn(leaves[0], qm, leaves[1], dm, **kw)
+            if fn is maxsim:  # the op takes its masks as keywords, the oracle positionally
+                out = fn(leaves[0], leaves[1], q_mask=qm, d_mask=dm, **options, **kw)
+            else:
+                out = fn(leaves[0], qm, leaves[1], dm, **options, **kw)
         return [out.detach()] + (_grads_of(out, leaves, 0.75) if grad else [])
 
-    grad = workload == "train"
     names = ("scores", "dq", "dd") if grad else ("scores",)
     got = go(maxsim, dtype, grad, backend="triton")
     oracle = go(oracle_maxsim, torch.float64, grad, compute_dtype=torch.float64)
