@@ -16,8 +16,9 @@ row-major over the patch grid (gi, gj), features inside a patch ordered (pi, pj,
 What is fused. Forward: rowmax / colmax need a full row / column before anything is written, so they
 come first, from the row-statistics kernel (over q vs d and over d vs q, one streaming GEMM pass each,
 only when the channel is asked for; they also give the argmax for the backward); then ONE kernel per
-(pair, row tile, column tile) computes the M tile with tl.dot (skipped when "sim" is not asked) and writes every channel straight into the map or patch layout, padding
-included, in out_dtype. The map is never written in another layout and never copied.
+(pair, row tile, column tile) computes the M tile with tl.dot (skipped when "sim" is not asked) and writes
+every channel straight into the map or patch layout, padding included, in out_dtype. The map is never
+written in another layout and never copied.
 Backward (G = incoming gradient, read in place from the map or patch layout, un-patched by address
 arithmetic inside the kernels):
     r_i = [|rowmax_i| <= 1 if clip] sum_{valid j} G_rowmax[i, j],  c_j likewise over valid i for colmax
