@@ -16,7 +16,7 @@ version="${1:-3.6.0}"
 dir="${2:-/tmp/venv-triton$version}"
 base="${PYTHON:-.venv/bin/python}"
 site="$("$base" -c 'import site; print(site.getsitepackages()[0])')"
-has() { "$dir/bin/python" -c "import sys, triton; sys.exit(triton.__version__ != '$version')" 2>/dev/null; }
+has() { "$dir/bin/python" -c "import sys, triton, torch; sys.exit(triton.__version__ != '$version')" 2>/dev/null; }  # torch: the project's, through the .pth
 if [ ! -x "$dir/bin/python" ] || ! has; then
     "$base" -m venv "$dir"
     own="$("$dir/bin/python" -c 'import site; print(site.getsitepackages()[0])')"
