@@ -23,10 +23,11 @@ hard negatives (B, k=1, d)):
                        measured first in the GPU presets' runs, so the throughput goal divides by this run's ceiling
 
 The providers do slightly different math with hard negatives, and the CSV's N and k say what each
-computed: spherekit and the reference take per-query hard negatives (B, k, d) with the fused BCE term
-(hard_negative_mode="bce", their default) over N = B candidates; sentence-transformers appends the
-hard negatives as k*B extra columns shared by every query, so N = B(1 + k) for st-*. Without hard
-negatives (k=0) all providers compute the same loss.
+computed: spherekit and the reference take per-query hard negatives (B, k, d) in each query's softmax
+denominator (hard_negative_mode="softmax", their default; the committed rows with k > 0 timestamped before
+2026-12-02 timed the fused BCE term, the default then) over N = B candidates; sentence-transformers appends the hard negatives as k*B
+extra columns shared by every query, so N = B(1 + k) for st-*. Without hard negatives (k=0) all providers compute
+the same loss.
 
 Modes: "fwd" (forward with inputs that require grad, so it saves what the backward needs; for
 st-cached-mnrl the no-grad forward, since its training path interleaves forward and backward per
