@@ -9,7 +9,7 @@ table by import name, and tests/test_extras.py keeps both in step with the impor
     eval       st + `spherekit eval`, spherekit.evaluation / data / retrieval (faiss, scipy, scikit-learn, nltk,
                spaCy, the NRC lexicon)
     reproduce  train + eval + `spherekit reproduce`'s own (bm25s; pyarrow for the parquet loaders)
-    triton     the Triton kernels
+    triton     the Triton kernels (and NVML, which the GPU benches read the clocks from; nvidia-smi otherwise)
 
 `check_command(argv)` is the command line's one check: `spherekit eval` and `spherekit reproduce` (but `reproduce
 list`) look every module of their extra up with importlib.util.find_spec (nothing is imported) and stop with one
@@ -39,6 +39,7 @@ DISTRIBUTIONS = {
     "bm25s": "bm25s",
     "pyarrow": "pyarrow",
     "triton": "triton",
+    "pynvml": "nvidia-ml-py",
 }
 
 _ST = ("sentence_transformers", "transformers", "safetensors")
@@ -50,7 +51,7 @@ EXTRAS = {
     "train": _TRAIN,
     "eval": _EVAL,
     "reproduce": tuple(dict.fromkeys((*_TRAIN, *_EVAL, "bm25s", "pyarrow"))),
-    "triton": ("triton",),
+    "triton": ("triton", "pynvml"),
 }
 
 # `spherekit <command> [<subcommand>]` -> the extra it needs; `reproduce list` runs without one
