@@ -47,3 +47,33 @@ def accumulate(acc: Tensor, a: Tensor, b: Tensor, *, alpha: float = 1.0) -> None
         torch.ops.aten.addmm.dtype_out(acc, a, b, acc.dtype, alpha=alpha, out=acc)
     else:
         acc.add_(torch.mm(a, b), alpha=alpha)
+
+
+def one_pass_function(name: str, op, grad_inputs: tuple[int, ...], scaled: tuple[bool, ...]) -> type:
+    """The autograd Function of a one-pass custom op whose outputs are (loss, *the saved gradients, a): the
+    gradient of input grad_inputs[k] is grad_loss x (a if scaled[k] else 1) x saved[k], in that input's dtype. The
+    backward only scales (no sync, no recompute). A Function with setup_context, so torch.func transforms and
+    torch.compile see through it; `name` names it (and its grad_fn, "<name>Backward")."""
+
+    def forward(*args):
+        return op(*args)
+
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*output[1:])
+        ctx.dtypes = tuple(None if inputs[i] is None else inputs[i].dtype for i in grad_inputs)
+        ctx.n_inputs = len(inputs)
+        ctx.mark_non_differentiable(*output[1:])
+
+    def backward(ctx, grad_loss, *_unused):
+        *saved, a = ctx.saved_tensors
+        grads = [None] * ctx.n_inputs
+        for k, i in enumerate(grad_inputs):
+            g = saved[k]
+            if ctx.needs_input_grad[i] and g.numel():
+                factor = grad_loss * a if scaled[k] else grad_loss
+                grads[i] = (g * factor.to(g.dtype)).to(ctx.dtypes[k])
+        return tuple(grads)
+
+    methods = dict(forward=staticmethod(forward), setup_context=staticmethod(setup_context),
+                   backward=staticmethod(backward), __doc__=one_pass_function.__doc__)
+    return type(name, (torch.autograd.Function,), methods)

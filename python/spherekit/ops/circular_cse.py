@@ -102,24 +102,9 @@ def _(embeddings, labels, row_cos, row_sin, margin, backend, workspace_bytes):
     return scalar, torch.empty_like(embeddings, dtype=compute), scalar.clone()
 
 
-class _CircularCSEChunked(torch.autograd.Function):
-    """Autograd of the chunked one-pass path: the backward scales the gradient the forward computed."""
-
-    @staticmethod
-    def forward(*args):
-        return torch.ops.spherekit.circular_cse_chunked(*args)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*output[1:])
-        ctx.dtype = inputs[0].dtype
-        ctx.mark_non_differentiable(*output[1:])
-
-    @staticmethod
-    def backward(ctx, grad_loss, *_unused):
-        de, a = ctx.saved_tensors
-        g = (de * (grad_loss * a).to(de.dtype)).to(ctx.dtype) if ctx.needs_input_grad[0] else None
-        return (g,) + (None,) * 6
+# (loss, dE', a) -> the gradient of the embeddings (x a)
+_CircularCSEChunked = _chunked_gemm.one_pass_function(
+    "_CircularCSEChunked", torch.ops.spherekit.circular_cse_chunked, grad_inputs=(0,), scaled=(True,))
 
 
 def _rows_impl(backend: str):

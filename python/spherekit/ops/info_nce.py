@@ -152,31 +152,9 @@ def _(queries, candidates, targets, hard_negatives, temperature, ql, cl, lb, hn_
             scalar.clone() if need_dtau else queries.new_empty(0), scalar.clone())
 
 
-class _InfoNCEChunked(torch.autograd.Function):
-    """Autograd of the chunked one-pass path: the forward computes the loss and the gradients, the backward only
-    scales the saved gradients by the incoming scalar (no sync, no recompute). A Function with setup_context, as
-    _InfoNCEStreaming."""
-
-    @staticmethod
-    def forward(*args):
-        return torch.ops.spherekit.info_nce_chunked(*args)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*output[1:])
-        ctx.dtypes = tuple(x.dtype if x is not None else None for x in (inputs[0], inputs[1], inputs[3], inputs[4]))
-        ctx.mark_non_differentiable(*output[1:])
-
-    @staticmethod
-    def backward(ctx, grad_loss, *_unused):
-        dq, dc, dh, dtau, a = ctx.saved_tensors
-        scale = grad_loss * a
-        grads = []
-        needed = (ctx.needs_input_grad[i] for i in (0, 1, 3, 4))
-        for g, dtype, need, factor in zip((dq, dc, dh, dtau), ctx.dtypes, needed, (scale, scale, scale, grad_loss)):
-            grads.append((g * factor.to(g.dtype)).to(dtype) if need and g.numel() else None)
-        gq, gc, gh, gtau = grads
-        return (gq, gc, None, gh, gtau) + (None,) * 15
+# (loss, dQ', dC', dH', dtau, a) -> the gradients of queries, candidates, hard_negatives (x a) and temperature
+_InfoNCEChunked = _chunked_gemm.one_pass_function("_InfoNCEChunked", torch.ops.spherekit.info_nce_chunked,
+                                                  grad_inputs=(0, 1, 3, 4), scaled=(True, True, True, False))
 
 
 def _compute_dtype(dtype: torch.dtype, backend: str) -> torch.dtype:

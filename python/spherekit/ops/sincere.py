@@ -136,26 +136,9 @@ def _(embeddings, labels, temperature, label_bias, shift, need_de, need_dtau, ba
             scalar.clone() if need_dtau else embeddings.new_empty(0), scalar.clone())
 
 
-class _SincereChunked(torch.autograd.Function):
-    """Autograd of the chunked one-pass path: the backward scales the gradients the forward computed."""
-
-    @staticmethod
-    def forward(*args):
-        return torch.ops.spherekit.sincere_chunked(*args)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*output[1:])
-        ctx.dtypes = (inputs[0].dtype, inputs[2].dtype)
-        ctx.mark_non_differentiable(*output[1:])
-
-    @staticmethod
-    def backward(ctx, grad_loss, *_unused):
-        de, dtau, a = ctx.saved_tensors
-        need_de, need_dtau = ctx.needs_input_grad[0], ctx.needs_input_grad[2]
-        g_e = (de * (grad_loss * a).to(de.dtype)).to(ctx.dtypes[0]) if need_de and de.numel() else None
-        g_tau = (grad_loss * dtau).to(ctx.dtypes[1]) if need_dtau and dtau.numel() else None
-        return (g_e, None, g_tau) + (None,) * 6
+# (loss, dE', dtau, a) -> the gradients of the embeddings (x a) and the temperature
+_SincereChunked = _chunked_gemm.one_pass_function("_SincereChunked", torch.ops.spherekit.sincere_chunked,
+                                                  grad_inputs=(0, 2), scaled=(True, False))
 
 
 def _rows_impl(backend: str):
