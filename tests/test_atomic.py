@@ -34,7 +34,7 @@ def _written_by_every_writer(folder) -> list:
     from spherekit import _store
     from spherekit.evaluation.plots import plot_layer_curves
     from spherekit.evaluation.runner import write_json_atomic
-    from spherekit.experiments import card
+    from spherekit.experiments.harness import card
     from spherekit.experiments.circumplex.cache import TokenStateCache
 
     paths = [

@@ -1,6 +1,7 @@
 """Names that moved to another module stay importable from the old one: the old module's __getattr__ hands out
 the public names from the new module, each access emitting a DeprecationWarning that names the new place
-(spherekit.losses for the verifier trainer; spherekit.evaluation.{stress, nearmiss, emotion} for the suites)."""
+(spherekit.losses for the verifier trainer; spherekit.evaluation.{stress, nearmiss, emotion} for the suites; the
+experiment core's flat modules for experiments.api / experiments.harness / spherekit.training)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ import importlib
 import warnings
 
 
-def moved_module(old: str, new: str, names):
-    """-> the module __getattr__ of `old`: the public `names` come from module `new`, with a DeprecationWarning."""
-    names = frozenset(names)
+def moved_module(old: str, new: str, names, elsewhere: dict[str, str] | None = None):
+    """-> the module __getattr__ of `old`: the public `names` come from module `new` (those in `elsewhere`, {name:
+    module}, from their own module), with a DeprecationWarning."""
+    homes = {**{n: new for n in names}, **(elsewhere or {})}
 
     def __getattr__(name: str):
-        if name in names:
-            warnings.warn(f"{old}.{name} moved to {new}.{name}", DeprecationWarning, stacklevel=2)
-            return getattr(importlib.import_module(new), name)
+        if name in homes:
+            warnings.warn(f"{old}.{name} moved to {homes[name]}.{name}", DeprecationWarning, stacklevel=2)
+            return getattr(importlib.import_module(homes[name]), name)
         raise AttributeError(f"module {old!r} has no attribute {name!r}")
 
     return __getattr__

@@ -52,7 +52,7 @@ def _experiment_help(argv: list[str]) -> bool:
     if argv[:1] != ["reproduce"] or len(argv) < 3 or not {"-h", "--help"} & set(argv[2:]):
         return False
     from .experiments import names
-    from .experiments.cli import experiment_help
+    from .experiments.harness.cli import experiment_help
 
     if argv[1] not in names():
         return False
@@ -91,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
                         description=eval_runner.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     eval_runner.add_arguments(ev)
 
-    from .experiments import cli as reproduce_cli
+    from .experiments.harness import cli as reproduce_cli
 
     rp = sub.add_parser("reproduce", help="reproduce a paper's experiments (result card in results/reproduce/...)",
                         description=reproduce_cli.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return eval_runner.main(args)
     if args.command == "reproduce":
-        from .experiments import cli as reproduce_cli
+        from .experiments.harness import cli as reproduce_cli
 
         return reproduce_cli.main(args)
     if args.command == "data":

@@ -24,7 +24,7 @@ def main(backbone: str, out: str, global_batch: int) -> None:
     from datasets import Dataset
     from sentence_transformers import SentenceTransformer
 
-    from spherekit.experiments.training import (MultiViewLoss, TrainConfig, distributed_world_size, loss_curve,
+    from spherekit.training.trainer import (MultiViewLoss, TrainConfig, distributed_world_size, loss_curve,
                                                shutdown_distributed, train)
     from spherekit.losses import ConceptEquivalenceLoss
 

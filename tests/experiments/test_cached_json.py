@@ -2,7 +2,7 @@
 
 import json
 
-from spherekit.experiments.card import cached_json
+from spherekit.experiments.harness.card import cached_json
 
 
 def test_builds_once_and_rebuilds_when_the_key_changes(tmp_path):

@@ -12,7 +12,7 @@ from spherekit.experiments.circumplex.data import load_data
 from spherekit.experiments.circumplex.departures import departures, predicted_gpu_hours
 from spherekit.experiments.circumplex.models import resolve_causal, resolve_pooling
 from spherekit.experiments.circumplex.spec import EXPERIMENT
-from spherekit.experiments.config import as_dict, with_overrides
+from spherekit.experiments.api.config import as_dict, with_overrides
 
 LABELS = ("anger", "joy", "trust")
 # rows as in the authors' dataset/emolit_12labels_*.csv: header text,sentiment; csv-quoted texts holding commas and

@@ -9,7 +9,7 @@ from transformers import TrainerCallback
 from spherekit.experiments.circumplex.cache import CachedTokenStates, TokenStateCache, cache_key
 from spherekit.experiments.circumplex.models import (FrozenBackboneModel, build_loss, build_model, callbacks,
                                                      to_uncached)
-from spherekit.experiments.training import TrainConfig, train
+from spherekit.training.trainer import TrainConfig, train
 from spherekit.nn import unit_norm_weights
 from tests.losses._tiny_model import tiny_vocab
 

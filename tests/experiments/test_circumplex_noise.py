@@ -21,8 +21,8 @@ from spherekit.experiments.circumplex.spec import (
     Run,
     V,
 )
-from spherekit.experiments.claims import evaluate
-from spherekit.experiments.units import aggregate
+from spherekit.experiments.api.claims import evaluate
+from spherekit.experiments.api.units import aggregate
 
 N_PER = 30
 FALLING = [5.0 - 0.1 * i + 0.01 * (i % 2) for i in range(30)]  # learns: -58 %, far beyond its noise
@@ -113,7 +113,7 @@ def test_per_text_statistics_reproduce_the_metrics_and_resample_exactly():
 
 
 def test_resampler_computes_bootstraps_draws_at_once():
-    from spherekit.experiments.uncertainty import bootstrap
+    from spherekit.experiments.api.uncertainty import bootstrap
 
     scope = _scope({**PAPER_LIKE})
     r = noise.resampler(scope)

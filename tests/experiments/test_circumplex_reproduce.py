@@ -13,9 +13,9 @@ from spherekit.experiments import get
 from spherekit.experiments.circumplex import paper as P
 from spherekit.experiments.circumplex.spec import (CD_R, EXPERIMENT, PRESETS, TRAINED_RUNS, V, CircumplexConfig,
                                                    GroupScope, Run, parse_condition)
-from spherekit.experiments.claims import evaluate
-from spherekit.experiments.config import with_overrides
-from spherekit.experiments.metrics import invalid_keys
+from spherekit.experiments.api.claims import evaluate
+from spherekit.experiments.api.config import with_overrides
+from spherekit.experiments.api.metrics import invalid_keys
 
 preset_config, units_of, select = EXPERIMENT.make_config, EXPERIMENT.selected, EXPERIMENT.select
 
@@ -150,7 +150,7 @@ def test_printed_table1():
     assert len(P.PRINTED) == 3 * 7 * 2
     assert {p.condition for p in P.PRINTED} <= set(EXPERIMENT.conditions)
     assert not invalid_keys({p.metric for p in P.PRINTED}, EXPERIMENT)
-    from spherekit.experiments.printed import find
+    from spherekit.experiments.api.printed import find
 
     assert find(P.PRINTED, "CircularCSE-nGPT@unfrozen", CD_R, "multilingual-e5-large").value == 0.764
     assert find(P.PRINTED, "SoftCSE-nGPT@frozen", CD_R, "Llama-3.2-3B").value == 0.728

@@ -35,8 +35,8 @@ def test_bad_set_values_fail_before_any_work(template, value, message, capsys):
 
 
 def test_good_set_values_pass_the_check():
-    from spherekit.experiments.cli import parse_overrides
-    from spherekit.experiments.runner import make_config
+    from spherekit.experiments.harness.cli import parse_overrides
+    from spherekit.experiments.harness.runner import make_config
 
     cfg = make_config(experiments.get("concept"), "tiny", overrides=parse_overrides(
         ["lr=1", "seeds=[0, 1]", "gate_hidden=null", "eval_limit=20", "second_source=gcide"]))
@@ -69,8 +69,8 @@ def test_every_papers_counts_and_rates_refuse_negative_values(name):
     in make_config, before any work (the CLI turns the error into one line and exit 2)."""
     import dataclasses
 
-    from spherekit.experiments.config import bounds_of
-    from spherekit.experiments.runner import make_config
+    from spherekit.experiments.api.config import bounds_of
+    from spherekit.experiments.harness.runner import make_config
 
     exp = experiments.get(name)
     cfg = exp.make_config("tiny")

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from spherekit.experiments import card, get, index
-from spherekit.experiments.metrics import evaluation_version, invalid_keys
+from spherekit.experiments.harness import card
+from spherekit.experiments.harness import index
+from spherekit.experiments import get
+from spherekit.experiments.api.metrics import evaluation_version, invalid_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 CARDS = sorted((ROOT / "benches" / "results" / "reproduce").glob("*/*/results.json"))
@@ -48,7 +50,7 @@ def test_committed_card_is_what_the_code_makes_of_its_units(path, tmp_path):
     experiment = get(results["experiment"])
     assert results["schema"] == card.SCHEMA
     assert results["evaluation"]["version"] == evaluation_version(experiment)
-    judged = card.judge(experiment, results)
+    judged = card.judge(experiment, results, path.parent)
     assert _same(judged["claims"], results["claims"]) and _same(judged["comparison"], results["comparison"])
     for unit_id, unit in results["units"].items():
         assert not invalid_keys(unit["metrics"], experiment), unit_id

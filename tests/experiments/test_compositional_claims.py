@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from spherekit.evaluation.metrics import roc_auc
-from spherekit.experiments.claims import Scope, evaluate
+from spherekit.experiments.api.claims import Scope, evaluate
 from spherekit.experiments.compositional.figures import report
 from spherekit.experiments.compositional.paper import CLAIMS, PRINTED
 from spherekit.experiments.compositional.readings import auc_of_counts
-from spherekit.experiments.runner import aggregate
-from spherekit.experiments.units import unit_runs
+from spherekit.experiments.harness.runner import aggregate
+from spherekit.experiments.api.units import unit_runs
 
 SEEDS = (42, 43, 44)
 QUERIES = 40
@@ -237,7 +237,7 @@ def test_runs_without_per_pair_scores_have_no_interval(units):
 
 
 def test_a_run_that_did_not_learn_makes_its_claims_inconclusive(units):
-    flat = {"steps": 5, "start_loss": 1.0, "final_loss": 0.97}  # fell by 3% < 5% (spherekit.experiments.learning)
+    flat = {"steps": 5, "start_loss": 1.0, "final_loss": 0.97}  # fell by 3% < 5% (spherekit.experiments.api.learning)
     units["model_b"] = _unit("model_b", [0.4, 0.5, 0.6], train=flat,
                              figure1=[r["figure1"] for r in units["model_b"]["runs"]])
     units["e2e_F1"] = _unit("e2e_F1", [0.62] * 3, stage1=0.61, train=flat, figure3=[_fig3(0.9, 0.02)] * 3)

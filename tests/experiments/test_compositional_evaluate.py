@@ -14,7 +14,7 @@ from spherekit.evaluation import metrics
 from spherekit.experiments.compositional import evaluate
 from spherekit.experiments.compositional.data import RetrievalSet
 from spherekit.experiments.compositional.spec import EXPERIMENT, ITEM_METRICS, METRICS
-from spherekit.experiments.metrics import lookup
+from spherekit.experiments.api.metrics import lookup
 from spherekit.nn import MaxSimVerifier
 from spherekit.retrieval.two_stage import TwoStageRetriever
 

@@ -11,12 +11,12 @@ import pytest
 
 from spherekit.cli import main
 from spherekit.experiments import get
-from spherekit.experiments.claims import VERDICTS
+from spherekit.experiments.api.claims import VERDICTS
 from spherekit.experiments.compositional import models
 from spherekit.experiments.compositional.spec import (CONDITIONS, EXPERIMENT, ITEM_METRICS, METRICS, PRESETS,
                                                       CompositionalConfig, verifier_of)
-from spherekit.experiments.metrics import lookup
-from spherekit.experiments.units import unit_runs
+from spherekit.experiments.api.metrics import lookup
+from spherekit.experiments.api.units import unit_runs
 
 RAN = ["base", "model_a", "model_b", "frozen_F1", "frozen_F4", "e2e_F1", "e2e_F4"]
 

@@ -79,7 +79,7 @@ def test_a_paced_readout_learns_as_far_as_the_papers_steps_move_it(backbone):
     """M1-last-paced: M1-last's start, and its mix's logits at head x 8,000 / steps x lr in the optimizer (the
     rest of the model at the usual rates); at the paper's steps the pace is the head's."""
     from spherekit.experiments.concept.spec import LAST_LAYER_INIT, paced_multiplier
-    from spherekit.experiments.optim import parameter_lrs
+    from spherekit.training.optim import parameter_lrs
 
     cfg = dataclasses.replace(CFG, steps=120, head_multiplier=5.0, lr=5e-5)
     model = build_model(backbone, CONDITIONS["M1-last-paced"], cfg)

@@ -6,11 +6,11 @@ printed numbers the card compares with."""
 import numpy as np
 import pytest
 
-from spherekit.experiments.claims import Scope, evaluate
+from spherekit.experiments.api.claims import Scope, evaluate
 from spherekit.experiments.concept import noise
 from spherekit.experiments.concept import paper as P
 from spherekit.experiments.concept.evaluate import packed
-from spherekit.experiments.printed import find
+from spherekit.experiments.api.printed import find
 
 
 def unit(details=None, **values):
@@ -349,7 +349,7 @@ def test_each_bce_form_of_b1_gets_its_own_verdicts_and_the_report_a_matrix():
 ])
 def test_the_paper_preset_says_what_a_full_reproduction_still_lacks(data, missing):
     from spherekit.experiments.concept.spec import PRESETS, ConceptConfig
-    from spherekit.experiments.config import as_dict, from_preset
+    from spherekit.experiments.api.config import as_dict, from_preset
 
     cfg = as_dict(from_preset(ConceptConfig, PRESETS, "paper"))
     line, = [d for d in P.departures({"config": cfg, "data": data, "preset": "paper"})

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from spherekit.experiments.config import (as_dict, choice, describe, fingerprint, fingerprint_of, paper, runtime,
+from spherekit.experiments.api.config import (as_dict, choice, describe, fingerprint, fingerprint_of, paper, runtime,
                                           selection, with_overrides)
 
 
@@ -52,7 +52,7 @@ def test_fingerprint():
 def test_a_card_is_described_again_by_todays_spec_with_the_runs_values():
     from types import SimpleNamespace
 
-    from spherekit.experiments.card import redescribe
+    from spherekit.experiments.harness.card import redescribe
 
     run_cfg = with_overrides(Cfg(), {"steps": 150, "lr": 1e-3})
     stored = [{"field": f, "value": v, "source": s, "doc": d} for f, v, s, d in describe(run_cfg)]

@@ -8,15 +8,17 @@ import dataclasses
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
 import spherekit.experiments as experiments
 from spherekit.cli import main
-from spherekit.experiments import card as card_mod
-from spherekit.experiments.claims import VERDICTS
-from spherekit.experiments.metrics import invalid_keys, lookup
-from spherekit.experiments.runner import plan, seeds_of
+from spherekit.experiments.harness import card as card_mod
+from spherekit.experiments.api.claims import VERDICTS
+from spherekit.experiments.api.metrics import invalid_keys, lookup
+from spherekit.experiments.api.units import unit_runs
+from spherekit.experiments.harness.runner import plan, seeds_of
 
 # not discovered: the template (its folder starts with "_"), and a sixth toy paper written only from
 # docs/new_experiment.md, outside the package (found through SPHEREKIT_EXPERIMENTS by its users)
@@ -24,6 +26,7 @@ EXTRA = {"template": "spherekit.experiments._template.spec:EXPERIMENT",
          "pooling": "tests.experiments.sixth_paper.spec:EXPERIMENT"}
 PAPERS = [*experiments.names(), *EXTRA]
 PRESETS = ("tiny", "cpu-small", "cpu", "paper")
+OTHER_SPELLINGS = {"train", "trainings", "per_text", "items"}  # a run's trainings go under "training", items "per_item"
 
 
 @pytest.fixture(autouse=True)
@@ -98,6 +101,14 @@ def test_tiny_preset_card(name, ran, backbone_dir):
     assert {r["verdict"] for r in results["claims"]} <= set(VERDICTS)
     assert {r["id"].split(" (")[0] for r in results["claims"]} == {c.id for c in experiment.claims}
     assert len(results["comparison"]) == len(experiment.printed)
+    for unit_id, unit in results["units"].items():  # one run record: trainings and per-item values, one key each
+        for run in unit_runs(unit):
+            assert not set(run) & OTHER_SPELLINGS, (unit_id, sorted(set(run) & OTHER_SPELLINGS))
+            for trained, record in (run.get("training") or {}).items():
+                assert isinstance(record, dict) and not set(record) & {"curve", "probe", "steps"} - {trained}, \
+                    (unit_id, trained)
+                assert {"steps", "curve", "probe", "start"} & set(record), (unit_id, trained)
+            assert isinstance(run.get("per_item", {}), dict)
     report = (card / "report.md").read_text()
     assert "## Claims of the paper, checked here" in report and "## Configuration" in report
     for line in report.splitlines():
@@ -165,3 +176,61 @@ def test_restore_and_report(name, ran, backbone_dir, tmp_path, capsys):
     assert main(["reproduce", "report", str(tmp_path / "card")]) == 0
     assert (tmp_path / "card" / "report.md").read_text() == (card / "report.md").read_text()
     assert json.loads((tmp_path / "card" / "results.json").read_text()) == results
+
+
+def _imports(path, root=None):
+    """(module, names) of every import in `path`, relative imports resolved against the package folder `root`'s
+    parent (default: the spherekit package's)."""
+    import ast
+
+    root = root or ROOT_PACKAGE
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = path.parent
+            if node.level:
+                for _ in range(node.level - 1):
+                    base = base.parent
+                parts = list(base.relative_to(root.parent).parts) + (node.module or "").split(".")
+                module = ".".join(p for p in parts if p)
+            else:
+                module = node.module or ""
+            yield module, [a.name for a in node.names]
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                yield a.name, []
+
+
+ROOT_PACKAGE = Path(experiments.__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("name", [*experiments.names(), "_template"])
+def test_no_paper_imports_the_harness(name):
+    """A paper imports spherekit.experiments.api (and the library), never the harness that runs it."""
+    folder = Path(experiments.__file__).parent / name
+    bad = []
+    for path in sorted(folder.rglob("*.py")):
+        for module, names in _imports(path):
+            targets = [module] + [f"{module}.{n}" for n in names]
+            if any(t.startswith("spherekit.experiments.harness") or t in MOVED_HARNESS for t in targets):
+                bad.append(f"{path.relative_to(folder)}: {module} {names}")
+    assert not bad, f"{name} imports the harness: {bad}"
+
+
+def test_the_sixth_paper_imports_only_the_api():
+    folder = Path(__file__).parent / "sixth_paper"
+    for path in sorted(folder.rglob("*.py")):
+        for module, _ in _imports(path, folder.parents[1]):
+            assert not module.startswith("spherekit.experiments.harness"), (path.name, module)
+
+
+def test_the_check_catches_a_harness_import(tmp_path):
+    paper = tmp_path / "spherekit" / "experiments" / "fake"
+    paper.mkdir(parents=True)
+    (paper / "run.py").write_text("from ..harness.card import cached_json\nfrom ..api.files import write_json\n")
+    found = [m for m, _ in _imports(paper / "run.py", tmp_path / "spherekit")]
+    assert found == ["spherekit.experiments.harness.card", "spherekit.experiments.api.files"]
+
+
+MOVED_HARNESS = {f"spherekit.experiments.{m}" for m in ("runner", "context", "restore", "card", "index", "cli",
+                                                         "gpu_hours")}

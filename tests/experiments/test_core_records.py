@@ -6,11 +6,11 @@ import math
 import numpy as np
 import pytest
 
-from spherekit.experiments import fmt
-from spherekit.experiments.claims import Claim, Measured, NotRun, Scope, counts, evaluate, render, verdict
-from spherekit.experiments.metrics import MetricName, invalid_keys, lookup, parse
-from spherekit.experiments.printed import Printed, comparison, grid
-from spherekit.experiments.units import ESTIMATOR, aggregate, unit_runs
+from spherekit.experiments.api import fmt
+from spherekit.experiments.api.claims import Claim, Measured, NotRun, Scope, counts, evaluate, render, verdict
+from spherekit.experiments.api.metrics import MetricName, invalid_keys, lookup, parse
+from spherekit.experiments.api.printed import Printed, comparison, grid
+from spherekit.experiments.api.units import ESTIMATOR, aggregate, unit_runs
 
 
 EXACT = "exact"  # a measurement without sampling noise: the point value decides
@@ -175,7 +175,7 @@ def test_aggregate_one_and_several_seeds():
 def test_bootstraps():
     import numpy as np
 
-    from spherekit.experiments.uncertainty import bootstrap, paired_bootstrap, per_item
+    from spherekit.experiments.api.uncertainty import bootstrap, paired_bootstrap, per_item
 
     rng = np.random.default_rng(0)
     a = rng.random(400)
@@ -195,7 +195,7 @@ def test_bootstraps():
 def test_seed_interval_is_students_t_and_needs_two_seeds():
     from scipy.stats import t as student
 
-    from spherekit.experiments.uncertainty import seed_interval
+    from spherekit.experiments.api.uncertainty import seed_interval
 
     assert seed_interval([0.3]) is None and seed_interval([]) is None
     lo, hi, how = seed_interval([1.0, 2.0, 3.0])
@@ -206,7 +206,7 @@ def test_seed_interval_is_students_t_and_needs_two_seeds():
 
 
 def test_hoeffding_interval_bounds_a_mean_of_bounded_items():
-    from spherekit.experiments.uncertainty import hoeffding_interval
+    from spherekit.experiments.api.uncertainty import hoeffding_interval
 
     lo, hi, how = hoeffding_interval(0.25, 800, 2.0)
     half = 2.0 * math.sqrt(math.log(40) / 1600)  # 2 exp(-2 n t^2 / range^2) = 0.05
@@ -221,7 +221,7 @@ def test_hoeffding_interval_bounds_a_mean_of_bounded_items():
 
 
 def test_difference_uses_the_items_of_every_seed():
-    from spherekit.experiments.claims import difference
+    from spherekit.experiments.api.claims import difference
 
     def unit(per_seed):
         means = [sum(v) / len(v) for v in per_seed]
@@ -234,7 +234,8 @@ def test_difference_uses_the_items_of_every_seed():
     assert scope.items("B", "MRR")[:4] == [0.5, 0.75, 1.0, 0.75]
     m = difference(scope, "A", "B", "MRR", ">", 0.0)
     assert m.value == pytest.approx(0.25) and m.interval[0] > 0 and verdict(m) == "holds"
-    assert m.uncertainty == "paired bootstrap over 20 items, 95% interval" and m.text == "A 0.500 -> B 0.750 (+0.250)"
+    assert m.uncertainty == ("two-level bootstrap over seeds (B 2) and 20 items resampled together; 1 run of A, "
+                             "95% interval") and m.text == "A 0.500 -> B 0.750 (+0.250)"
     assert verdict(difference(scope, "A", "B", "MRR", "within", 0.05)) == "does not hold"
     old = Scope("bb", {c: {"metrics": {"MRR": v}, "runs": [{"seed": 0}]} for c, v in (("A", 0.5), ("B", 0.6))})
     with pytest.raises(NotRun, match="per item"):
@@ -247,7 +248,7 @@ def test_difference_uses_the_items_of_every_seed():
 def test_card_time_counts_units_reused_from_earlier_runs():
     """A resumed card's last run may take minutes while its units took half an hour in earlier runs: the index
     reports the larger of the last run's wall time and the data + every unit stage's recorded time."""
-    from spherekit.experiments.index import card_seconds
+    from spherekit.experiments.harness.index import card_seconds
 
     resumed = {"wall_seconds": {"data": 10.0, "m/base/eval": 600.0, "m/1st-c/train": 700.0, "total": 290.0}}
     assert card_seconds(resumed) == 1310.0
@@ -259,7 +260,7 @@ def test_card_time_counts_units_reused_from_earlier_runs():
 def test_card_summary_leads_with_the_time_across_runs_when_the_last_run_reused_them():
     """A last run that only re-rendered a resumed card took seconds: the docs summary gives the time across the
     runs its units come from first, and the last run's only in brackets."""
-    from spherekit.experiments.index import _took
+    from spherekit.experiments.harness.index import _took
 
     rendered = {"wall_seconds": {"data": 10.0, "m/base/eval": 600.0, "m/1st-c/train": 3000.0, "total": 0.11}}
     assert _took(rendered) == "60.2 min across the runs its units come from (its last run: 0 s)"
@@ -270,7 +271,7 @@ def test_card_machine_names_every_runs_machine_and_says_when_runs_recorded_none(
     """The index says where a card's runs ran: the machines its runs recorded; a card that reuses runs from before
     the runner kept machines names its last run's machine and how many runs recorded none (they may have run
     elsewhere), never one machine for all of them."""
-    from spherekit.experiments.index import _machine
+    from spherekit.experiments.harness.index import _machine
 
     def card(runs, total):
         return {"machine": "AMD EPYC (2 cores)", "wall_seconds": {"data": 1.0, "b/c/train": 100.0, "total": total},

@@ -11,7 +11,7 @@ from spherekit.experiments.defsent.bank import encode_pooled
 from spherekit.experiments.defsent.evaluate import evaluate_pooling, find_sts
 from spherekit.experiments.defsent.run import DefSentData, load_records
 from spherekit.experiments.defsent.spec import EXPERIMENT
-from spherekit.experiments.config import with_overrides
+from spherekit.experiments.api.config import with_overrides
 
 PAIRS = [("a small cup", "a small plate", 3.0), ("the dog is warm", "a cold car", 0.5), ("joy", "happy feel", 4.0),
          ("a dirty cup", "a filthy cup", 4.8), ("price rise", "sunny weather", 0.2)]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from spherekit.experiments.claims import NO_ITEMS, Scope, verdict
+from spherekit.experiments.api.claims import NO_ITEMS, Scope, verdict
 from spherekit.experiments.defsent import noise
 
 KEY = "wordnet-sim/avg/Spearman (best)"

@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from spherekit.experiments.claims import Scope, evaluate, render
+from spherekit.experiments.api.claims import Scope, evaluate, render
 from spherekit.experiments.defsent import paper as P
 from spherekit.experiments.defsent.figures import table2
 from spherekit.experiments.defsent.spec import DEV_SIM, PROBE, SIM, pooled, reverse_dictionary_key
-from spherekit.experiments.printed import find
+from spherekit.experiments.api.printed import find
 
 SIM_B, PROBE_B, DEV_B = pooled(SIM), pooled(PROBE), pooled(DEV_SIM)
 # what a record's text adds when its noise was not measured (these hand-made units keep no per-item values)

@@ -9,9 +9,10 @@ import shutil
 import pytest
 
 from spherekit.cli import main
-from spherekit.experiments.units import unit_runs
-from spherekit.experiments import get, runner
-from spherekit.experiments.context import UnitContext
+from spherekit.experiments.api.units import unit_runs
+from spherekit.experiments.harness import runner
+from spherekit.experiments import get
+from spherekit.experiments.harness.context import UnitContext
 from spherekit.experiments.defsent.run import run_unit
 from spherekit.experiments.defsent.spec import (
     DEV_SIM, EXPERIMENT, PROBE, STEP_OF, DefSentConfig, best_run, pooled, reverse_dictionary_key,

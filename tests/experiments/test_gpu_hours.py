@@ -1,4 +1,4 @@
-"""The `paper` presets' predicted GPU time comes from the committed GPU measurements (spherekit.experiments.gpu_hours):
+"""The `paper` presets' predicted GPU time comes from the committed GPU measurements (spherekit.experiments.harness.gpu_hours):
 read from every <gpu>_paper_hours.csv's total rows, stated on a `paper` card and by `reproduce list`, and absent
 (never invented) where no GPU timed a paper."""
 
@@ -7,7 +7,8 @@ import csv
 import pytest
 
 import spherekit.experiments as experiments
-from spherekit.experiments import card, gpu_hours
+from spherekit.experiments.harness import card
+from spherekit.experiments.harness import gpu_hours
 
 FIELDS = ["paper", "backbone", "kind", "sequences", "tokens", "steps", "step_s", "hours", "status", "basis"]
 

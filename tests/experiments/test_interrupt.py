@@ -11,7 +11,7 @@ import time
 
 import spherekit.experiments as experiments
 from spherekit.cli import main
-from spherekit.experiments import card
+from spherekit.experiments.harness import card
 
 TEMPLATE = "spherekit.experiments._template.spec:EXPERIMENT"
 
@@ -60,7 +60,7 @@ def test_sigint_during_training_stops_cleanly_and_resumes(backbone_dir, tmp_path
 def test_rerun_with_the_same_command_resumes_from_the_checkpoint(backbone_dir, tmp_path, monkeypatch, capsys):
     """The same as above without a subprocess: a stop requested in training (as the first Ctrl-C does) leaves a
     checkpoint and no `done`; the same command resumes from that checkpoint."""
-    from spherekit.experiments import interrupt
+    from spherekit.training import interrupt
 
     found = {**experiments._found(), "template": TEMPLATE}
     monkeypatch.setattr(experiments, "_found", lambda: found)
@@ -83,7 +83,7 @@ def _stop_after(steps: int):
     """A trainer_callback factory that asks for a stop (as Ctrl-C does) once `steps` steps are done."""
     from transformers import TrainerCallback
 
-    from spherekit.experiments import interrupt
+    from spherekit.training import interrupt
 
     def factory():
         class Stop(TrainerCallback):

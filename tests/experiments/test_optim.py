@@ -4,7 +4,7 @@ lr_multiplier, the groups the trainer's AdamW receives, weight decay exclusions,
 import pytest
 import torch
 
-from spherekit.experiments.optim import param_groups, parameter_lrs, transformer_depth
+from spherekit.training.optim import param_groups, parameter_lrs, transformer_depth
 
 LR, DECAY, HEAD = 1e-3, 0.9, 5.0
 N_LAYERS = 6
@@ -79,7 +79,7 @@ def test_groups_split_by_rate_and_weight_decay(mixed):
 def test_trainer_optimizer_uses_the_groups(mixed, tmp_path):
     from datasets import Dataset
 
-    from spherekit.experiments.training import TrainConfig, _trainer_class, training_arguments
+    from spherekit.training.trainer import TrainConfig, _trainer_class, training_arguments
     from spherekit.losses import MultipleNegativesRankingLoss
 
     cfg = TrainConfig(steps=1, batch_size=2, lr=LR, layer_decay=DECAY, head_multiplier=HEAD, warmup_steps=0)

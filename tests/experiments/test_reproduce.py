@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from spherekit.cli import main
-from spherekit.experiments import get, names, runner
+from spherekit.experiments.harness import runner
+from spherekit.experiments import get, names
 from spherekit.evaluation.geometry import GEOMETRY_RESAMPLES
 from spherekit.experiments.concept.spec import SETUPS as CONDITIONS
 

@@ -9,8 +9,8 @@ import pytest
 
 from spherekit.cli import main
 from spherekit.experiments import get
-from spherekit.experiments.restore import card_config, restore
-from spherekit.experiments.runner import RunStore
+from spherekit.experiments.harness.restore import card_config, restore
+from spherekit.experiments.harness.runner import RunStore
 
 CONDITIONS = "B0,B0-WM"  # untrained conditions: the card takes seconds
 

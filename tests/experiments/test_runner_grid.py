@@ -12,7 +12,7 @@ import pytest
 import spherekit.experiments as experiments
 from spherekit.cli import main
 from spherekit.experiments._template.spec import EXPERIMENT
-from spherekit.experiments.units import unit_runs
+from spherekit.experiments.api.units import unit_runs
 
 TEMPLATE = "spherekit.experiments._template.spec:EXPERIMENT"
 
@@ -49,7 +49,7 @@ def test_grid_of_seeds_unseeded_and_required_conditions(run):
     # every run records the machine its times were measured on
     assert all(r["machines"] == [results["machine"]] for u in results["units"].values() for r in unit_runs(u))
     t1 = next(r for r in results["claims"] if r["id"] == "T1")
-    assert t1["interval"] is not None and t1["uncertainty"].startswith("paired bootstrap over 12 items")
+    assert t1["interval"] is not None and t1["uncertainty"].startswith("two-level bootstrap over seeds (tuned 2) and 12 items")
 
 
 def test_a_new_seed_of_a_requirement_redoes_what_requires_it(run):
@@ -100,7 +100,7 @@ def test_a_required_model_that_is_missing_is_a_clear_error(run):
 def test_the_retrain_command_pastes_into_a_shell(tmp_path, out, expected_out):
     """UnitContext.retrain_command: one run of the named condition, forced; --out only when it is not the default,
     and every word quoted where it has a space."""
-    from spherekit.experiments.context import UnitContext
+    from spherekit.experiments.harness.context import UnitContext
 
     ctx = UnitContext(experiment=EXPERIMENT, cfg=None, backbone="/models/my encoder",
                       condition=EXPERIMENT.conditions["tuned-more"], seed=0, data=None,

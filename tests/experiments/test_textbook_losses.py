@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from spherekit.experiments.context import UnitContext
+from spherekit.experiments.harness.context import UnitContext
 from spherekit.experiments.textbook.data import Retrieval
 from spherekit.experiments.textbook.sections import losses
 from spherekit.experiments.textbook.spec import EXPERIMENT, LOSSES

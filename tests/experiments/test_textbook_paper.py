@@ -9,13 +9,13 @@ import copy
 import numpy as np
 import pytest
 
-from spherekit.experiments.claims import NO_ITEMS, Scope, evaluate
-from spherekit.experiments.printed import find
+from spherekit.experiments.api.claims import NO_ITEMS, Scope, evaluate
+from spherekit.experiments.api.printed import find
 from spherekit.experiments.textbook import checks as K
 from spherekit.experiments.textbook import paper as P
 from spherekit.experiments.textbook.checks import (EVAL_COSINE, EVAL_LABEL, GAP_ITEMS, PARAPHRASE_GAPS, RIGHT,
                                                    ROLE_SWAPS, f1_at)
-from spherekit.experiments.learning import learned
+from spherekit.experiments.api.learning import learned
 
 CONFIG = {"eval_k": 10, "num_negatives": 5, "random_dims": [384, 768], "std_tolerance": 0.05, "gap_range": [0.1, 0.3],
           "steps": 40, "rounds": 2, "target_precision": 0.9, "rule_of_thumb": 0.7, "ann_k": 10, "target_recall": 0.95,

@@ -8,8 +8,8 @@ import pytest
 
 from spherekit.cli import main
 from spherekit.experiments import get
-from spherekit.experiments.config import fingerprint
-from spherekit.experiments.metrics import invalid_keys
+from spherekit.experiments.api.config import fingerprint
+from spherekit.experiments.api.metrics import invalid_keys
 from spherekit.experiments.textbook.data import DATA_FIELDS
 from spherekit.experiments.textbook.paper import CLAIMS
 from spherekit.experiments.textbook.spec import EXPERIMENT, PRESETS, SECTIONS, TextbookConfig

@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
-from spherekit.experiments.training import (PROBE_FILE, MultiViewLoss, TrainConfig, clear_checkpoints,
+from spherekit.training.trainer import (PROBE_FILE, MultiViewLoss, TrainConfig, clear_checkpoints,
                                             last_complete_checkpoint, loss_curve, resolve_precision, train)
 from spherekit.losses import ConceptEquivalenceLoss
 
@@ -132,7 +132,7 @@ def test_precision_on_cpu():
 def test_report_to_reaches_every_training_within_reporting(tmp_path, monkeypatch):
     import os
 
-    from spherekit.experiments.training import _tensorboard_dir, reporting, training_arguments
+    from spherekit.training.trainer import _tensorboard_dir, reporting, training_arguments
 
     cfg = TrainConfig(steps=2, batch_size=2, lr=1e-3)
     assert training_arguments(cfg, tmp_path / "trainer", progress=False).report_to == []
@@ -148,7 +148,7 @@ def test_report_to_reaches_every_training_within_reporting(tmp_path, monkeypatch
 def test_distributed_timeout_default_and_override(monkeypatch):
     from datetime import timedelta
 
-    from spherekit.experiments.training import DISTRIBUTED_TIMEOUT_ENV, distributed_timeout
+    from spherekit.training.trainer import DISTRIBUTED_TIMEOUT_ENV, distributed_timeout
 
     monkeypatch.delenv(DISTRIBUTED_TIMEOUT_ENV, raising=False)
     assert distributed_timeout() == timedelta(hours=6)  # above torch's and transformers' 30 minutes
@@ -165,7 +165,7 @@ def test_barrier_and_trainer_use_the_distributed_timeout(tmp_path, monkeypatch):
 
     import accelerate
 
-    from spherekit.experiments.training import DISTRIBUTED_TIMEOUT_ENV, barrier, training_arguments
+    from spherekit.training.trainer import DISTRIBUTED_TIMEOUT_ENV, barrier, training_arguments
 
     monkeypatch.setenv(DISTRIBUTED_TIMEOUT_ENV, "7200")
     cfg = TrainConfig(steps=2, batch_size=2, lr=1e-3)
@@ -191,7 +191,7 @@ def test_barrier_and_trainer_use_the_distributed_timeout(tmp_path, monkeypatch):
 def test_put_model_back_in_loss_undoes_the_trainers_wrapper():
     from torch import nn
 
-    from spherekit.experiments.training import put_model_back_in_loss
+    from spherekit.training.trainer import put_model_back_in_loss
 
     class Wrapper(nn.Module):  # what DDP / torch.compile look like to the loss: the model under .module / ._orig_mod
         def __init__(self, model, attr):
@@ -215,7 +215,7 @@ def test_put_model_back_in_loss_undoes_the_trainers_wrapper():
 
 
 def test_plot_loss_writes_the_curve(tmp_path):
-    from spherekit.experiments.training import plot_loss
+    from spherekit.training.trainer import plot_loss
 
     path = plot_loss({"step": [1, 2, 3], "loss": [3.0, 2.0, 1.5], "t2d": [2.0, 1.5, 1.0]}, tmp_path / "loss.png", "x")
     assert path.is_file() and path.read_bytes()[:4] == b"\x89PNG"

@@ -3,12 +3,12 @@
 import pytest
 
 import spherekit.losses
-from spherekit.experiments import verifier_training
+from spherekit.training import verifier as verifier_training
 
 
 @pytest.mark.parametrize("name", ["TokenTriplets", "TrainResult", "train_verifier"])
 def test_verifier_trainer_names_warn_and_point_at_the_training_layer(name):
-    with pytest.warns(DeprecationWarning, match=f"spherekit.experiments.verifier_training.{name}"):
+    with pytest.warns(DeprecationWarning, match=f"spherekit.training.verifier.{name}"):
         moved = getattr(spherekit.losses, name)
     assert moved is getattr(verifier_training, name)
     assert name not in spherekit.losses.__all__

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from spherekit.experiments.verifier_training import TokenTriplets, train_verifier
+from spherekit.training.verifier import TokenTriplets, train_verifier
 from spherekit.losses import VerifierMNRLLoss, verifier_mnrl_loss
 from spherekit.nn import GlobalAverageVerifier, MaxSimVerifier, PatchTransformerVerifier, SoftAlignVerifier
 

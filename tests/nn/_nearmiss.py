@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from spherekit.experiments.verifier_training import TokenTriplets
+from spherekit.training.verifier import TokenTriplets
 
 
 def make_task(n: int, seed: int, *, vocab: int = 24, h: int = 16, length: int = 6, noise: float = 0.1,

@@ -4,7 +4,7 @@ cannot separate a positive from its role-swapped near-miss; trained map verifier
 import pytest
 import torch
 
-from spherekit.experiments.verifier_training import train_verifier
+from spherekit.training.verifier import train_verifier
 from spherekit.nn import (CNNVerifier, GlobalAverageVerifier, MaxSimVerifier, PatchTransformerVerifier,
                           SoftAlignVerifier)
 from tests.nn._nearmiss import make_task, pair_accuracy

@@ -4,7 +4,7 @@
     names()                                        # ["circumplex", "compositional", "concept", ...]
     results = reproduce("concept", "cpu-small")    # trains, evaluates, writes the result card
 
-Papers are plugins discovered at first use (spherekit.experiments.plugin): every package here with a spec module,
+Papers are plugins discovered at first use (spherekit.experiments.api.plugin): every package here with a spec module,
 and every entry point of the group "spherekit.experiments". docs/new_experiment.md says how to add one.
 """
 
@@ -15,7 +15,7 @@ from functools import lru_cache
 
 @lru_cache(maxsize=1)
 def _found() -> dict[str, str]:
-    from .plugin import discover
+    from .harness.discovery import discover
 
     return dict(sorted(discover().items()))
 
@@ -26,7 +26,7 @@ def names() -> list[str]:
 
 def get(name: str):
     """The experiment (plugin.Experiment) named `name`; an unknown name is an error listing the valid ones."""
-    from .plugin import load
+    from .harness.discovery import load
 
     found = _found()
     if name not in found:
@@ -38,8 +38,8 @@ def get(name: str):
 
 
 def reproduce(name: str, preset: str, **kwargs) -> dict:
-    """Run an experiment's preset end to end (see spherekit.experiments.runner.reproduce)."""
-    from .runner import reproduce as _reproduce
+    """Run an experiment's preset end to end (see spherekit.experiments.harness.runner.reproduce)."""
+    from .harness.runner import reproduce as _reproduce
 
     return _reproduce(name, preset, **kwargs)
 

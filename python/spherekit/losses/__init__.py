@@ -31,7 +31,7 @@ __all__ = [
     "verifier_mnrl_loss",
 ]
 
-# The verifier trainer is part of the training layer (spherekit.experiments.verifier_training); these names
+# The verifier trainer is part of the training layer (spherekit.training.verifier); these names
 # stay importable from here with a DeprecationWarning.
-__getattr__ = moved_module(__name__, "spherekit.experiments.verifier_training",
+__getattr__ = moved_module(__name__, "spherekit.training.verifier",
                            ("TokenTriplets", "TrainResult", "train_verifier"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from spherekit.evaluation.plots import save_figure
-from spherekit.experiments.printed import grid
+from spherekit.experiments.api.printed import grid
 
 from .paper import PRINTED
 from .spec import EXPERIMENT, MRR, R1

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from spherekit.experiments.claims import Claim, Measured
-from spherekit.experiments.printed import Printed
-from spherekit.experiments.uncertainty import paired_bootstrap
+from spherekit.experiments.api.claims import Claim, Measured
+from spherekit.experiments.api.printed import Printed
+from spherekit.experiments.api.uncertainty import paired_bootstrap
 
 from .spec import MRR, R1
 

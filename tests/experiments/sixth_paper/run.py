@@ -90,7 +90,7 @@ def _load(backbone: str, pooling: str, max_seq_length: int):
 def _train(ctx, pooling: str, out_dir):
     from datasets import Dataset
 
-    from spherekit.experiments.training import train
+    from spherekit.training.trainer import train
     from spherekit.losses import MultipleNegativesRankingLoss
 
     model = _load(ctx.backbone, pooling, ctx.cfg.max_seq_length)

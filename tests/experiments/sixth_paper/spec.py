@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spherekit.experiments.config import choice, paper, runtime, selection
-from spherekit.experiments.plugin import Condition, Experiment, conditions_of
-from spherekit.experiments.training import TrainConfig
+from spherekit.experiments.api.config import choice, paper, runtime, selection
+from spherekit.experiments.api.plugin import Condition, Experiment, conditions_of
+from spherekit.training.trainer import TrainConfig
 
 CITATION = """@misc{toy2026pooling,
   title  = {Pooling Matters for Frozen Encoders},

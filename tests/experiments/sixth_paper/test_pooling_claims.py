@@ -1,6 +1,6 @@
 """The claims of "Pooling Matters for Frozen Encoders" on hand-made results (no model is loaded)."""
 
-from spherekit.experiments.claims import Scope, evaluate
+from spherekit.experiments.api.claims import Scope, evaluate
 
 from tests.experiments.sixth_paper.paper import CLAIMS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...evaluation.plots import save_figure
-from ..printed import grid
+from ..api.printed import grid
 from .paper import PRINTED
 from .spec import EXPERIMENT, MRR, R1
 

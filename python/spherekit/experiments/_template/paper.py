@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..claims import Claim, Measured, difference
-from ..printed import Printed
+from ..api.claims import Claim, Measured, difference
+from ..api.printed import Printed
 from .spec import MRR, R1
 
 PRINTED = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from ..uncertainty import per_item
+from ..api.uncertainty import per_item
 
 PAIRS = (
     ("cat", "a small domesticated feline animal"), ("dog", "a domesticated canine kept as a pet"),
@@ -75,7 +75,7 @@ def _train(ctx, start: str, out_dir):
 
     from ...losses import MultipleNegativesRankingLoss
     from ...models import load_backbone
-    from ..training import train
+    from ...training.trainer import train
 
     model = load_backbone(start)
     model.max_seq_length = ctx.cfg.max_seq_length

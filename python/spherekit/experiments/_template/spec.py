@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import choice, paper, runtime, selection
-from ..plugin import Condition, Experiment, conditions_of
-from ..training import TrainConfig
+from ..api.config import choice, paper, runtime, selection
+from ..api.plugin import Condition, Experiment, conditions_of
+from ...training.trainer import TrainConfig
 
 CITATION = """@misc{toy2026template,
   title  = {A Toy Paper: Fine-Tuning Helps Term Retrieval},

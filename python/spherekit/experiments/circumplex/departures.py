@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import math
 
-from ..learning import RULE
-from ..units import unit_runs
+from ..api.learning import RULE
+from ..api.units import unit_runs
 from .spec import (
     ALPHA_MEAN,
     Run,

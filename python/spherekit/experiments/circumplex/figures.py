@@ -1,15 +1,15 @@
 """The circumplex card's own tables (ours next to the paper's Table 1, the label-count study) and its plots. The
-claims and departures are rendered by the core (spherekit.experiments.card)."""
+claims and departures are rendered by the core (spherekit.experiments.harness.card)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from .. import fmt
-from ..learning import RULE, judge_training
-from ..plugin import slug
-from ..printed import find, grid
-from ..units import unit_runs
+from ..api import fmt
+from ..api.learning import RULE, judge_training
+from ..api.plugin import slug
+from ..api.printed import find, grid
+from ..api.units import unit_runs
 from .paper import PRINTED, SOURCE, TABLE1
 from .spec import (
     ALPHA_MAX,

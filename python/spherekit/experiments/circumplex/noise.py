@@ -1,6 +1,6 @@
 """The noise of the circumplex claims: a bootstrap over the test texts, and whether a run's objective learned.
 
-V-measure and CD-r are not means over texts, so a claim's interval is spherekit.experiments.uncertainty.bootstrap
+V-measure and CD-r are not means over texts, so a claim's interval is spherekit.experiments.api.uncertainty.bootstrap
 (statistic, n_texts): each resample draws the n test texts with replacement (one draw shared by every run the claim
 compares, so the comparison is paired) and recomputes each run's statistic on it:
 
@@ -22,7 +22,7 @@ texts), "circumplex distance" (the E x E CD matrix) and "pairs" (the CD-r pair s
 same for the backbone's own sentence embedding under "backbone pooling/cluster" and "backbone pooling/cosine".
 
 Learned: an objective learned when its training loss fell by the experiment core's rule
-(spherekit.experiments.learning.judge_training: its probe, the loss of the first rows before and after, by 5%; where
+(spherekit.experiments.api.learning.judge_training: its probe, the loss of the first rows before and after, by 5%; where
 a run kept no probe, the logged losses' last quarter mean at least 5% below the first quarter's, beyond two standard
 errors of the two means). A claim that compares a run whose objective did not learn (in any seed) is inconclusive
 by rule: it would measure the head's initialisation.
@@ -34,8 +34,8 @@ import weakref
 
 import numpy as np
 
-from ..learning import judge_training
-from ..uncertainty import RESAMPLES, bootstrap
+from ..api.learning import judge_training
+from ..api.uncertainty import RESAMPLES, bootstrap
 from .evaluate import _pair_index
 from .spec import CD_R, V
 
@@ -195,7 +195,7 @@ def interval(scope, needs, statistic) -> tuple[tuple[float, float] | None, str]:
     prefix="") is a condition's seed-mean metric on the resample (prefix "backbone pooling/": the Pretrained run's
     second embedding). needs: the (condition, prefix) pairs statistic reads. (None, why) when a run kept no
     per-text values."""
-    from ..claims import NO_ITEMS
+    from ..api.claims import NO_ITEMS
 
     r = resampler(scope)
     n = r.n_texts(list(needs))

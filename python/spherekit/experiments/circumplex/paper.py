@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from ..claims import Claim, Measured, evaluate
-from ..printed import Printed
+from ..api.claims import Claim, Measured, evaluate
+from ..api.printed import Printed
 from .spec import CD_R, PRETRAINED, TRAINED_RUNS, GroupScope, Run, V
 
 # the paper's backbone whose Table 1 row sits next to ours, per regime (its fine-tuned and its frozen example)
@@ -60,7 +60,7 @@ HEADS = ("GPT", "nGPT")
 LOSS_NAMES = ("SINCERE", "SoftCSE", "CircularCSE")
 NOISE = ("bootstrap over the test texts (V-measure of the fixed k-means assignment, CD-r from the resampled "
          "label-pair cosines; a unit's seeds averaged on each resample); inconclusive when a compared run did not "
-         "learn (spherekit.experiments.learning)")
+         "learn (spherekit.experiments.api.learning)")
 
 
 def _f(x: float) -> str:

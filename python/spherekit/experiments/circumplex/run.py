@@ -83,7 +83,7 @@ def _train(ctx, run, backbone, train_items, order, head, out_dir):
     """Train one run; returns (the model to save, on the real backbone, and the training.TrainResult)."""
     from datasets import Dataset
 
-    from ..training import train
+    from ...training.trainer import train
     from .cache import CachedTokenStates
     from .models import build_loss, build_model, callbacks, to_uncached
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..claims import Scope
-from ..config import choice, paper, runtime, selection
-from ..metrics import MetricName
-from ..plugin import Condition, Experiment, conditions_of, slug
-from ..training import TrainConfig
+from ..api.claims import Scope
+from ..api.config import choice, paper, runtime, selection
+from ..api.metrics import MetricName
+from ..api.plugin import Condition, Experiment, conditions_of, slug
+from ...training.trainer import TrainConfig
 
 CITATION = """@inproceedings{yamauchi2026circumplex,
   title     = {Mapping the Circumplex of Affect: Geometric Analysis of Emotion Representations via

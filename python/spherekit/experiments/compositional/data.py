@@ -45,8 +45,8 @@ import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..card import cached_json
-from ..config import fingerprint_of
+from ..api.files import cached_json
+from ..api.config import fingerprint_of
 
 FAMILIES = ("negation", "binding", "spatial")
 CATEGORY = {"cannot_negation": "negation", "binding_negation": "binding", "spatial": "spatial",

@@ -6,8 +6,8 @@ and what a full reproduction still needs, with a predicted GPU time (a predictio
 
 from __future__ import annotations
 
-from ..plugin import slug
-from ..units import unit_runs
+from ..api.plugin import slug
+from ..api.units import unit_runs
 from .spec import PAPER_BACKBONES
 
 # the paper's data (appendix D.1) and the released code's files (radoslavralev/limitations-text-retrieval, data/)

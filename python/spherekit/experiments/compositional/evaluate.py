@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 
 from ...evaluation import metrics
-from ..uncertainty import per_item
+from ..api.uncertainty import per_item
 from .data import FAMILIES
 from .spec import ITEM_METRICS, METRICS
 

@@ -1,6 +1,6 @@
 """The compositional card's own tables (Table 1, Figures 1-3 as tables, training) and plots, per backbone. The paper
 prints no numbers, so every cell is ours. The claims and departures are rendered by the core
-(spherekit.experiments.card).
+(spherekit.experiments.harness.card).
 
 Plots (matplotlib, Agg), per backbone: Figure 1 the 40-bin cosine histograms on [0, 1] of near-misses per family
 and the reference pairs under Model A and Model B (first seed); Figure 2 nDCG@10 and Acc@1 after re-ranking with
@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from ...evaluation.plots import save_figure
-from .. import fmt
-from ..learning import FALL
-from ..printed import grid
+from ..api import fmt
+from ..api.learning import FALL
+from ..api.printed import grid
 from .data import FAMILIES
 from .paper import LOWERED_BY
 from .readings import fig1_means, fig3_means, losses, lowered_share, records, spread
@@ -107,7 +107,7 @@ def report(results: dict) -> str:
              "bootstrap interval over the evaluation items (queries for retrieval, held-out pairs for Figures 1 and "
              "3; each item averaged over the seeds): a claim holds when the whole interval passes its rule, and is "
              "inconclusive when the interval straddles it or when a trained run it reads did not learn (its final "
-             f"loss not {FALL:.0%} below its starting loss: spherekit.experiments.learning).", ""]
+             f"loss not {FALL:.0%} below its starting loss: spherekit.experiments.api.learning).", ""]
     if results.get("data"):
         parts += ["Data: " + ", ".join(f"{k} {v}" for k, v in results["data"].items()), ""]
     for scope in EXPERIMENT.scopes(results):

@@ -1,11 +1,11 @@
 """Model A / Model B training (Table 1) and the verifier runs (Figures 2-3), one seed at a time.
 
 Model A / B: sentence-transformers' MultipleNegativesRankingLoss (spherekit's fused form) with scale 10 over
-(anchor, positive, negative) rows through spherekit.experiments.training.train: AdamW, warmup 10% then linear
+(anchor, positive, negative) rows through spherekit.training.trainer.train: AdamW, warmup 10% then linear
 decay, the same steps / batch / seed for A and B. Learning rate, weight decay and (with `steps` 0) the step count
 are the released code's table values for the encoder's size (released.py).
 
-Verifiers: spherekit.experiments.verifier_training.train_verifier, MNRL over verifier scores (in-batch plus the
+Verifiers: spherekit.training.verifier.train_verifier, MNRL over verifier scores (in-batch plus the
 explicit negative of each row) on the Model B mixture, as the released code trains them. Frozen: the token
 embeddings of every training text are encoded once and cached (per backbone, in memory); only the verifier
 trains, and F0-F2 (no parameters) are evaluated untrained. End to end: the encoder (at the table's size-scaled
@@ -74,7 +74,7 @@ def encoder_steps(model, cfg) -> int:
 def train_encoder(model, rows, steps: int, cfg, seed: int, out_dir, progress: bool = True) -> dict:
     from datasets import Dataset
 
-    from ..training import TrainConfig, clear_checkpoints, loss_curve, train
+    from ...training.trainer import TrainConfig, clear_checkpoints, loss_curve, train
 
     rules = released.encoder_rules(n_params(model))
     start = start_loss(model, rows, cfg, seed)
@@ -101,7 +101,7 @@ def build(name: str, cfg, width: int):
 
 
 def _frozen_tokens(encoder, backbone: str, rows, cfg):
-    from ..verifier_training import TokenTriplets
+    from ...training.verifier import TokenTriplets
 
     key = (backbone, len(rows), rows[0][0], cfg.max_seq_length)
     if key not in _TOKEN_CACHE:
@@ -123,7 +123,7 @@ def verifier_steps(cfg, regime: str, name: str, encoder) -> int:
 def train_verifier_run(encoder, backbone: str, verifier, regime: str, name: str, rows, cfg, seed: int) -> dict:
     """Train one verifier run; its record: steps, seconds, the loss of the first step (before any update) and the
     mean loss (and in-grid accuracy) of the last 10% of the steps."""
-    from ..verifier_training import train_verifier
+    from ...training.verifier import train_verifier
 
     steps = verifier_steps(cfg, regime, name, encoder)
     if steps == 0:

@@ -6,13 +6,13 @@ Each claim is a rule `statistic op 0` on the units' means with a 95% interval fr
 items, each item's value averaged over the unit's seeds:
 - retrieval (C1, C2, C5, C5b, C6): paired over the suite's queries (per-query nDCG@10 / Acc@1, evaluate.py).
   Runs measured before per-query values were kept give the point estimate alone: their noise is unknown, so the
-  claim is inconclusive (spherekit.experiments.claims);
+  claim is inconclusive (spherekit.experiments.api.claims);
 - Figure 1 (C4, C4b): over the held-out near-miss pairs (both models' pooled cosines of the same pair);
 - Figure 3 (C8, C9): over the held-out pairs, every ROC-AUC recomputed on each resample (runs measured before
   per-pair scores were kept: the point estimate alone, inconclusive, and the record says so).
 A claim holds when the whole interval passes its rule, does not hold when none of it does, and is inconclusive
 otherwise, or when a trained run it reads did not learn (readings.not_learned: its loss fell by less than 5%,
-spherekit.experiments.learning).
+spherekit.experiments.api.learning).
 C3 and C7 cannot fail on one-token edits: a near-miss shares all but a word or two with its anchor, so pooled
 cosines and MaxSim score it near identity by construction. They are sanity checks.
 
@@ -38,9 +38,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from .. import fmt
-from ..claims import NO_ITEMS, Claim, Measured, NotRun, difference
-from ..uncertainty import bootstrap
+from ..api import fmt
+from ..api.claims import NO_ITEMS, Claim, Measured, NotRun, difference
+from ..api.uncertainty import bootstrap
 from .data import FAMILIES
 from .departures import departures
 from .readings import auc_of_counts, fig1_means, fig1_pairs, fig3_means, fig3_pairs, lowered_share, not_learned, spread

@@ -22,9 +22,9 @@ import math
 
 import numpy as np
 
-from .. import fmt
-from ..learning import fell
-from ..units import unit_runs
+from ..api import fmt
+from ..api.learning import fell
+from ..api.units import unit_runs
 from .data import FAMILIES
 from .spec import verifier_of
 

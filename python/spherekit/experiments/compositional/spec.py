@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import choice, paper, runtime, selection
-from ..plugin import Condition, Experiment, conditions_of
+from ..api.config import choice, paper, runtime, selection
+from ..api.plugin import Condition, Experiment, conditions_of
 
 VERIFIER_NAMES = ("F0", "F1", "F2", "F3", "F4")
 REGIMES = ("frozen", "e2e")

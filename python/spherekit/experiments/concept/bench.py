@@ -142,7 +142,7 @@ def worker(spec: dict) -> dict:
     from ...bench import quantile
     from ...bench.memory import PeakMemory
     from ...models import load_backbone
-    from ..training import train
+    from ...training.trainer import train
     from .data import load_or_build
     from .evaluate import evaluate
     from .models import build_loss, build_model

@@ -10,7 +10,7 @@ with its per-layer mean pools.
 
 Metric keys are "<split>/<metric>" ("in-domain/R@10 (term to definition)"), "np/<metric>", "dbpedia/<metric>".
 
-Per-item values (the claims' bootstraps, spherekit.experiments.uncertainty), in-domain only: t2d R@10 and MRR per
+Per-item values (the claims' bootstraps, spherekit.experiments.api.uncertainty), in-domain only: t2d R@10 and MRR per
 term query (the evaluator's query order; lists, as claims.difference reads them), and per test pair the cosine of
 (term, definition) ("cosine (true pair)") and of (term, each rule's negative) ("cosine (<rule title>)", "-" where
 the rule did not apply), from which every stress ROC-AUC and the pair ROC-AUC (hard negatives) are recomputed on
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 
-from ..uncertainty import per_item
+from ..api.uncertainty import per_item
 from .spec import SOURCE_HOLDOUT
 
 REPLICATES = "bootstrap replicates"

@@ -1,15 +1,15 @@
 """The concept card's own tables (ours next to the paper's printed numbers, stress tests, source-holdout,
-training) and its plots. The claims and departures are rendered by the core (spherekit.experiments.card)."""
+training) and its plots. The claims and departures are rendered by the core (spherekit.experiments.harness.card)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ...evaluation.plots import save_figure
-from .. import fmt
-from ..learning import RULE
-from ..printed import find, grid, notes
-from ..units import unit_runs
+from ..api import fmt
+from ..api.learning import RULE
+from ..api.printed import find, grid, notes
+from ..api.units import unit_runs
 from .paper import (ANISOTROPY, D2T_R10, DBPEDIA_R10, HH_T2D_R10, NEGATION, NP_R10, PAIR_HARD, PAIR_RANDOM,
                     PAPER_BACKBONE, PRINTED, RANK, T2D_MRR, T2D_R10, TYPE_SWAP)
 from .spec import BCE_ABLATION, EXPERIMENT, SETUPS, SH_SUFFIX
@@ -40,7 +40,7 @@ def _source_holdout_table(scope) -> str | None:
     held = {c: scope.units[c + SH_SUFFIX] for c in SETUPS if scope.has(c + SH_SUFFIX)}
     if not held:
         return None
-    from ..claims import Scope
+    from ..api.claims import Scope
 
     return grid(Scope(scope.name, held), list(held), SH_COLUMNS, row_label="condition (source-holdout model)")
 

@@ -8,7 +8,7 @@ w_last = log(p (K - 1) / (1 - p)), the others 0, so that softmax(w) puts p = LAS
 paced readout (M1-last-paced) sets the mix's lr_multiplier (experiments.optim) to head_multiplier x max(1,
 PAPER_STEPS / steps): the sum of its per-step rates, and so how far Adam can move its logits, is the paper's.
 
-Objective, one ConceptEquivalenceLoss per view, summed per step (spherekit.experiments.training.MultiViewLoss):
+Objective, one ConceptEquivalenceLoss per view, summed per step (spherekit.training.trainer.MultiViewLoss):
 
     L = L_syn + L_t2d + 0.7 L_d2d + 0.5 L_BCE
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 
-from ..training import MultiViewLoss, distributed_world_size
+from ...training.trainer import MultiViewLoss, distributed_world_size
 from .spec import LAST_LAYER_INIT, Setup, paced_multiplier
 
 

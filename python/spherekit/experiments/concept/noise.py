@@ -33,7 +33,7 @@ every layer and in every run) differenced replicate by replicate. Runs that kept
 Hoeffding's inequality (paper._smallest_gap).
 
 Learned: a trained condition learned when, in every seed, its training loss fell by the experiment core's rule
-(spherekit.experiments.learning.judge_training: its probe by 5%, or where a run kept no probe, its logged losses'
+(spherekit.experiments.api.learning.judge_training: its probe by 5%, or where a run kept no probe, its logged losses'
 last quarter against the first, at least 5% and beyond the noise); a claim
 that reads a condition that did not learn is inconclusive.
 """
@@ -45,9 +45,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..claims import NO_ITEMS, Measured, NotRun
-from ..learning import judge_training
-from ..uncertainty import CONFIDENCE, bootstrap, percentile_interval
+from ..api.claims import NO_ITEMS, Measured, NotRun
+from ..api.learning import judge_training
+from ..api.uncertainty import CONFIDENCE, bootstrap, percentile_interval
 from .evaluate import rank_key, replicates_key
 from .spec import SETUPS
 

@@ -14,11 +14,11 @@ import math
 from dataclasses import dataclass, replace
 
 from ...evaluation.geometry import ANISOTROPY_PAIRS
-from ..claims import NO_ITEMS, Claim, Measured, NotRun, difference
-from ..learning import unless_learned
-from ..plugin import slug
-from ..printed import Printed
-from ..uncertainty import CONFIDENCE, hoeffding_interval
+from ..api.claims import NO_ITEMS, Claim, Measured, NotRun, difference
+from ..api.learning import unless_learned
+from ..api.plugin import slug
+from ..api.printed import Printed
+from ..api.uncertainty import CONFIDENCE, hoeffding_interval
 from .noise import auc_compare, geometry_compare, not_learned, smallest_layer_gap
 from .spec import BCE_ABLATION, LAST_LAYER_INIT, PAPER_STEPS, paced_multiplier, split_condition
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 
 def prepare(cfg, root, progress: bool):
-    from ..training import distributed_world_size
+    from ...training.trainer import distributed_world_size
     from .data import load_or_build
 
     return load_or_build(cfg, root, progress=progress, world=distributed_world_size())
@@ -18,7 +18,7 @@ def prepare(cfg, root, progress: bool):
 
 def run_unit(ctx) -> dict:
     from ...models import load_backbone
-    from ..training import train
+    from ...training.trainer import train
     from .evaluate import LAYER_ITEM_CONDITIONS, evaluate
     from .models import build_loss, build_model, readout_module
     from .spec import split_condition

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...losses.concept_equivalence import CITATION
-from ..config import choice, paper, runtime, selection
-from ..plugin import Condition, Experiment, conditions_of
-from ..training import TrainConfig
+from ..api.config import choice, paper, runtime, selection
+from ..api.plugin import Condition, Experiment, conditions_of
+from ...training.trainer import TrainConfig
 
 RULE_TYPES = ("antonym_flip", "negation", "pos_swap", "prefix_swap", "type_swap")
 SWAPS = ("random", "nearest")                        # spherekit.data.hard_negatives.SWAPS
@@ -188,7 +188,7 @@ class ConceptConfig:
 PRESETS: dict[str, dict] = {
     # the embedded default: minutes on a 2-core CPU (the `make run` job): B0, B1, B3 with three seeds and k = 2
     # negative slots (k = 5 costs a third more per B1 step: fewer steps in the budget). 120 steps: at 60 the logged
-    # loss of some seeds had not fallen measurably (spherekit.experiments.learning), and every claim was
+    # loss of some seeds had not fallen measurably (spherekit.experiments.api.learning), and every claim was
     # inconclusive. The BCE ablation and the H2 test run as the cpu-small-ablation preset.
     "cpu-small": dict(backbones=("all-MiniLM-L6-v2",), conditions=("B0", "B1", "B3"), seeds=(0, 1, 2), steps=120,
                       warmup_steps=12, lr=5e-5, negatives_per_pair=2, eval_splits=("in-domain",), n_test=1000,

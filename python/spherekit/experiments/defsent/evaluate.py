@@ -32,7 +32,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..uncertainty import per_item
+from ..api.uncertainty import per_item
 from .bank import encode_pooled, encode_poolings
 from .spec import CROSS_MRR, DEV_SIM, POOLINGS, PROBE, SIM, STS, pooled, reverse_dictionary_key
 

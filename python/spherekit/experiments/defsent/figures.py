@@ -1,14 +1,14 @@
 """The DefSent+ card's own tables per backbone (ours next to the paper's Tables 1, 2, 8, 3/6 and 7, the ICA banks,
 the bank geometry of Figures 1-7) and its plots (the banks' 2-D views, the proxies per condition). The claims and
-departures are rendered by the core (spherekit.experiments.card)."""
+departures are rendered by the core (spherekit.experiments.harness.card)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ...evaluation.plots import save_figure
-from .. import fmt
-from ..printed import find
+from ..api import fmt
+from ..api.printed import find
 from . import noise
 from .paper import PRINTED, STS_BEST, TABLE1, TABLE3, TABLE3_GAINS, TABLE7_PROMPT_STS
 from .spec import CROSS_MRR, EXPERIMENT, POOLINGS, PROBE, SIM, STEP_OF, best_run, pooled, reverse_dictionary_key

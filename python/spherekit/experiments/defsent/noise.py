@@ -16,7 +16,7 @@ interval covers which items happened to be in the test set, with the seeds' nois
 items were kept compare their means alone (claims.NO_ITEMS).
 
 Learned. Eq. 1 over E classes at the uniform softmax has the loss ln E. A run's objective learned when its loss fell
-by the experiment core's rule (spherekit.experiments.learning: the last quarter of the logged curve at least 5% and
+by the experiment core's rule (spherekit.experiments.api.learning: the last quarter of the logged curve at least 5% and
 two standard errors below the first quarter) and its final loss (the last quarter's mean) is at most half of ln E,
 i.e. the right entry's geometric-mean probability is at least 1 / sqrt(E) (E = 220,034: 1 in 469; uniform: 1 / E). A claim that compares a trained unit whose runs did not all learn is
 "inconclusive": it would compare perturbations of the starting encoder, not the method.
@@ -28,9 +28,9 @@ import math
 
 import numpy as np
 
-from ..claims import NO_ITEMS, Measured, NotRun
-from ..learning import curve_of, learned, unless_learned
-from ..uncertainty import CONFIDENCE, PER_ITEM, RESAMPLES
+from ..api.claims import NO_ITEMS, Measured, NotRun
+from ..api.learning import curve_of, learned, unless_learned
+from ..api.uncertainty import CONFIDENCE, PER_ITEM, RESAMPLES
 
 ITEMS = "items"
 KINDS = ("mean", "spearman")

@@ -15,11 +15,11 @@ import math
 
 import numpy as np
 
-from .. import fmt
-from ..claims import Claim, Measured, NotRun
-from ..plugin import slug
-from ..printed import Printed
-from ..uncertainty import CONFIDENCE, hoeffding_interval, percentile_interval, seed_interval
+from ..api import fmt
+from ..api.claims import Claim, Measured, NotRun
+from ..api.plugin import slug
+from ..api.printed import Printed
+from ..api.uncertainty import CONFIDENCE, hoeffding_interval, percentile_interval, seed_interval
 from . import noise
 from .geometry import BANK_PAIRS
 from .spec import DEV_SIM, POOLINGS, PROBE, SIM, STEPS, STS, STEP_OF, WORD_BANK, DefSentConfig, pooled
@@ -427,7 +427,7 @@ CLAIMS = [
 
 
 def _runs(results: dict) -> list[dict]:
-    from ..units import unit_runs
+    from ..api.units import unit_runs
 
     return [r for u in results.get("units", {}).values() for r in unit_runs(u)]
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import torch
 
-from ..config import fingerprint_of
-from ..context import CHECKPOINT
-from ..uncertainty import PER_ITEM
+from ..api.config import fingerprint_of
+from ..api.files import CHECKPOINT
+from ..api.uncertainty import PER_ITEM
 from .noise import ITEMS, objective_record
 from .spec import EXPERIMENT, best_run
 

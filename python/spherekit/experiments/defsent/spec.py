@@ -28,8 +28,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..config import choice, paper, runtime, selection
-from ..plugin import Condition, Experiment, conditions_of
+from ..api.config import choice, paper, runtime, selection
+from ..api.plugin import Condition, Experiment, conditions_of
 
 CITATION = """
 @article{liu2024defsentplus,
@@ -52,7 +52,7 @@ WHITENINGS = ("arbitrary-variance", "unit-variance")
 DEFSENT_HEADS = ("mlm", "pooler")
 POOLERS = ("backbone", "mlm-dense")
 
-# metric keys (spherekit.experiments.metrics): "<key> (<pooling>)" per evaluation pooling, and "(best)" for the
+# metric keys (spherekit.experiments.api.metrics): "<key> (<pooling>)" per evaluation pooling, and "(best)" for the
 # pooling with the highest dev proxy
 POOLINGS = ("cls", "mean", "prompt")
 SIM = "wordnet-sim/avg/Spearman"          # the STS analogue on WordNet glosses (test anchors), x 100

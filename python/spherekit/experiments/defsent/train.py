@@ -15,7 +15,7 @@ instead (mlm_head.VocabularyLoss).
 
 Every step restarts from the original weights ("separate"); only the bank changes ("progressive"). One epoch,
 AdamW (eps 1e-6, no weight decay), linear decay to 0 without warmup, gradient clipping 1.0 (released code),
-through the experiment layer's one training path (spherekit.experiments.training).
+through the experiment layer's one training path (spherekit.training.trainer).
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def train_step(model, dictionary, bank: torch.Tensor, *, lr: float, batch_size: 
     from datasets import Dataset
 
     from ...losses import EntryBankLoss
-    from ..training import TrainConfig, train
+    from ...training.trainer import TrainConfig, train
 
     check_bank_width(bank, model)
     if targets is None and bank.shape[0] != dictionary.n_entries:

@@ -1,14 +1,14 @@
 """The checks of the textbook's claims (paper.CLAIMS): each reads the units of one backbone (a claims.Scope) and
 returns what it measured, with the uncertainty of what it compares (noise.py: a bootstrap over the queries, pairs
-or items a section kept) and, for a claim that rests on trainings, the "learned" rule (spherekit.experiments.learning)."""
+or items a section kept) and, for a claim that rests on trainings, the "learned" rule (spherekit.experiments.api.learning)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .. import fmt
-from ..claims import NO_ITEMS, Measured, NotRun
-from ..uncertainty import bootstrap, paired_bootstrap
+from ..api import fmt
+from ..api.claims import NO_ITEMS, Measured, NotRun
+from ..api.uncertainty import bootstrap, paired_bootstrap
 from .noise import items, run_trainings, two_sample, unless_learned, within_unit
 
 # the keys of the sections' metrics that the checks read

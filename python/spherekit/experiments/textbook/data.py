@@ -20,8 +20,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..card import cached_json
-from ..config import fingerprint_of
+from ..api.files import cached_json
+from ..api.config import fingerprint_of
 
 DATA_FIELDS = ("data_seed", "n_test_synsets", "n_distractors", "n_train_pairs", "n_example_synsets", "ann_corpus",
                "ann_queries")

@@ -1,7 +1,7 @@
 """The textbook card's own tables (per section, what was measured on each backbone, the chapter's one number next
 to ours, the mining rounds, the ANN sweep, the order examples) and its plots (cosine distributions, retrieval while
 training, mining rounds, precision / recall against the threshold, ANN recall against speed-up, the role swaps'
-cosines). The claims and departures are rendered by the core (spherekit.experiments.card). Tables and plots that
+cosines). The claims and departures are rendered by the core (spherekit.experiments.harness.card). Tables and plots that
 read a run's details show the first seed's."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import dataclasses
 from pathlib import Path
 
 from ...evaluation.plots import save_figure
-from .. import fmt
-from ..claims import Scope
-from ..plugin import slug
-from ..printed import grid
-from ..units import unit_runs
+from ..api import fmt
+from ..api.claims import Scope
+from ..api.plugin import slug
+from ..api.printed import grid
+from ..api.units import unit_runs
 from .checks import (AT_TARGET, CORPORA, GAP_HARDEST, GAP_RANDOM, IN_RANGE, RELATIVE_ERROR, ROLE_SWAP_COSINE,
                      ROLE_SWAPS, STD_768)
 from .paper import PRINTED

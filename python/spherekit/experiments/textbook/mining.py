@@ -157,7 +157,7 @@ def _keep_round(folder: Path, record: dict, state, model) -> None:
     """Save a finished round: its model first (when a later round needs it), then its record (which marks it
     finished); the previous round's model is no longer needed."""
     from ..._atomic import atomic_dir
-    from ..card import write_json
+    from ..api.files import write_json
 
     if model is not None:
         with atomic_dir(folder / "model") as tmp:

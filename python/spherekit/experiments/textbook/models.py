@@ -1,12 +1,12 @@
 """Models and the one training call of the sections: a backbone with another pooling, and a training run with
 MNRL (spherekit's fused loss), sentence-transformers' TripletLoss or CosineSimilarityLoss through
-spherekit.experiments.training.train.
+spherekit.training.trainer.train.
 
 A training's record holds its logged loss curve and its probe (training.train's: the training loss of the first
 rows, in fixed batches, eval mode, no gradient, before and after the training). The logged curve scores a new batch
 at every step, whose difficulty varies more than a short fine-tuning of a pretrained encoder moves the loss; the
 probe scores the same rows twice, so it says whether the objective fell (the claims' "learned" rule,
-spherekit.experiments.learning.judge_training, reads the probe when a record has one)."""
+spherekit.experiments.api.learning.judge_training, reads the probe when a record has one)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def fit(model, columns: dict[str, list], loss_name: str, cfg, out_dir, *, seed: 
     returns the training record (module docstring)."""
     from datasets import Dataset
 
-    from ..training import clear_checkpoints, loss_curve, train
+    from ...training.trainer import clear_checkpoints, loss_curve, train
 
     if loss_name == "cosine":
         columns = as_cosine_pairs(columns)

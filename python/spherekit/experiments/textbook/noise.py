@@ -6,7 +6,7 @@
         items (each item averaged over the unit's seeds; the smallest difference recomputed on every resample)
     unless_learned(measured, {"mnrl (seed 0)": training record, ...})
         the same measurement, made "inconclusive" when one of the trainings did not learn (the core's rule,
-        spherekit.experiments.learning.judge_training: a record's probe, the training loss of its first rows before
+        spherekit.experiments.api.learning.judge_training: a record's probe, the training loss of its first rows before
         and after, decides; a record without one, e.g. the order verifier's, is judged on its logged losses)
 
 Runs measured before per-item values were kept give the point estimate alone (claims.NO_ITEMS), as
@@ -20,10 +20,10 @@ import dataclasses
 
 import numpy as np
 
-from ..claims import NO_ITEMS, Measured, NotRun
-from ..learning import judge_training
-from ..learning import unless_learned as core_unless_learned
-from ..uncertainty import CONFIDENCE, bootstrap, paired_bootstrap
+from ..api.claims import NO_ITEMS, Measured, NotRun
+from ..api.learning import judge_training
+from ..api.learning import unless_learned as core_unless_learned
+from ..api.uncertainty import CONFIDENCE, bootstrap, paired_bootstrap
 
 
 def items(s, condition: str, key: str) -> np.ndarray | None:

@@ -6,16 +6,16 @@ in 768 dimensions ("In 768-dim BERT, std dev ~ 0.036"). Every other number of th
 offline data. Each claim quotes the chapter, the rule says when it holds here (with its margin and its
 uncertainty: a bootstrap over the section's queries, pairs or items, each averaged over the seeds), and a claim
 whose section did not run is "not run". A claim that rests on a training is "inconclusive" when that training did
-not learn (spherekit.experiments.learning). Rules that cannot fail on this data (the chapter's code against the
+not learn (spherekit.experiments.api.learning). Rules that cannot fail on this data (the chapter's code against the
 library, random vectors against 1/sqrt(d), the 0.7 rule on pairs whose positives average cosine ~0.4) are sanity
 checks. The checks are in checks.py.
 """
 
 from __future__ import annotations
 
-from ..claims import Claim
-from ..learning import RULE
-from ..printed import Printed
+from ..api.claims import Claim
+from ..api.learning import RULE
+from ..api.printed import Printed
 from . import checks as C
 from .checks import STD_768
 

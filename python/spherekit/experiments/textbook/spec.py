@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import choice, paper, runtime, selection
-from ..metrics import MetricName
-from ..plugin import Condition, Experiment, conditions_of
-from ..training import TrainConfig
+from ..api.config import choice, paper, runtime, selection
+from ..api.metrics import MetricName
+from ..api.plugin import Condition, Experiment, conditions_of
+from ...training.trainer import TrainConfig
 from .chapter import CITATION
 
 SECTIONS: dict[str, str] = {

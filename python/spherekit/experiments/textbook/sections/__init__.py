@@ -1,5 +1,5 @@
 """One module per section of the chapter; each exposes run(ctx) -> {"metrics", "details"} (ctx: the run's
-spherekit.experiments.context.UnitContext; the section's seed is ctx.seed)."""
+spherekit.experiments.harness.context.UnitContext; the section's seed is ctx.seed)."""
 
 from __future__ import annotations
 

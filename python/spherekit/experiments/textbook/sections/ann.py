@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from ...uncertainty import per_item
+from ...api.uncertainty import per_item
 
 REPEATS = 3
 PARAMS = {"ivf": "nprobe", "hnsw": "efSearch"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...uncertainty import per_item
+from ...api.uncertainty import per_item
 
 BINS = np.linspace(-0.4, 1.0, 71)
 

@@ -72,7 +72,7 @@ def paraphrase_gaps(model, near, seed: int) -> tuple[dict, list[float]]:
 
 def run(ctx) -> dict:
     from ....data.nearmiss import build_nearmiss
-    from ...uncertainty import per_item
+    from ...api.uncertainty import per_item
     from ..data import Retrieval
     from ..mining import model_negatives
     from ..models import load

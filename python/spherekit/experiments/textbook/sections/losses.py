@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 
-from ...uncertainty import per_item
+from ...api.uncertainty import per_item
 from ..spec import LOSSES
 
 CURVE_MEAN = "(mean over the training curve)"

@@ -14,7 +14,7 @@ under <run>/<chain>/round<r>/ so that an interrupted unit resumes after its last
 
 from __future__ import annotations
 
-from ...uncertainty import per_item
+from ...api.uncertainty import per_item
 
 CHAINS = {"hard": ("bm25", "model"), "random": ("random",)}
 EXAMPLES = 3

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from ...uncertainty import per_item
+from ...api.uncertainty import per_item
 from ..chapter import ORDER_EXAMPLES
 
 RIGHT = "near-misses and examples/correct ({})"  # per_item keys, per stage
@@ -49,7 +49,7 @@ def _pairwise(model, verifier, anchors, positives, negatives, cfg) -> tuple[torc
 
 def run(ctx) -> dict:
     from ....data.nearmiss import FAMILIES, build_nearmiss
-    from ...verifier_training import train_verifier
+    from ....training.verifier import train_verifier
     from ....retrieval import TwoStageRetriever
     from ..models import load
 

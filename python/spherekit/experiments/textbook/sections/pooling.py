@@ -4,7 +4,7 @@ paired bootstrap; the frozen measurements do not depend on the seed and are made
 
 from __future__ import annotations
 
-from ...uncertainty import per_item
+from ...api.uncertainty import per_item
 from ..spec import POOLINGS
 
 

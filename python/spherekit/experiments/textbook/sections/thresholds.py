@@ -19,7 +19,7 @@ import random
 
 import numpy as np
 
-from ...uncertainty import per_item
+from ...api.uncertainty import per_item
 
 GRID = np.round(np.linspace(-0.2, 1.0, 61), 3)
 KINDS = ("positive", "bm25", "random")  # the pairs of one query, in this order
