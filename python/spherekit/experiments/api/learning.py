@@ -47,8 +47,10 @@ WINDOW = 4     # the windows are a 1/WINDOW share of the curve
 
 RULE = (f"a training learned when its loss fell by {FALL:.0%}: on its probe (the first {PROBE_ROWS} training rows "
         "scored before and after, eval mode, no gradient), or where a run kept no probe, on its logged losses (the "
-        f"last quarter's mean {FALL:.0%} below the first quarter's and more than 2 standard errors below it; "
-        "spherekit.experiments.api.learning.judge_training)")
+        f"last quarter's mean {FALL:.0%} below the first quarter's and more than 2 standard errors below it), or on "
+        "its loss before the first update and after the last; a loss that fell by less, or within its noise, "
+        "\"barely moved\"; one that did not fall, or stayed above its ceiling, \"did not learn\"; a claim resting on "
+        "either is inconclusive (spherekit.experiments.api.learning.gate)")
 """judge_training's rule in one sentence, for the cards."""
 
 
