@@ -118,7 +118,21 @@ def header(results: dict) -> str:
         + "; ".join(f"{u} " + ", ".join(f"{k} {fmt.duration(v)}" for k, v in r.get("seconds", {}).items())
                     for u, r in results["units"].items()),
     ]
-    return "\n".join(lines) + "\n"
+    noise = training_noise(results)
+    return "\n".join(lines + ([f"- Training noise: {noise}"] if noise else [])) + "\n"
+
+
+def training_noise(results: dict) -> str | None:
+    """What the card knows of the training noise, when a seeded unit ran one seed only (None otherwise): it is
+    unmeasured here; a claim within twice the seed std of its 3-seed preset is inconclusive (claims.evaluate)."""
+    single = [u for u, unit in results["units"].items() if unit.get("seeds") and unit["seeds"][0] is not None
+              and len(unit["seeds"]) == 1]
+    if not single:
+        return None
+    borrowed = any("within twice the training noise" in str(r.get("measured")) for r in results.get("claims", []))
+    return (f"unmeasured here ({len(single)} of {len(results['units'])} units ran one seed: their intervals cover "
+            "the evaluation items only); a claim whose value lies within twice the seed std of its margin on the "
+            "paper's 3-seed preset is inconclusive" + (" (so marked below)" if borrowed else ""))
 
 
 def departures_section(experiment, results: dict) -> str:
