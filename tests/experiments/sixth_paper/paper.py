@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from spherekit.experiments.api.claims import Claim, Measured
+from spherekit.experiments.api.claims import Claim, Measured, difference
 from spherekit.experiments.api.printed import Printed
-from spherekit.experiments.api.uncertainty import paired_bootstrap
 
 from .spec import MRR, R1
 
@@ -19,32 +18,24 @@ PRINTED = [
 GAP = 0.05  # P2: "narrows the gap to within 0.05 MRR"
 
 
-def _per_query(scope, condition) -> list[float]:
-    """The per-query reciprocal ranks of a condition, averaged over its seeds (the same test terms in every run:
-    the split depends on the data seed only)."""
-    runs = [r["details"]["reciprocal_ranks"] for r in scope.runs(condition)]
-    return [sum(col) / len(col) for col in zip(*runs)]
-
-
 def _difference(scope, a: str, b: str, op: str, margin: float) -> Measured:
-    """Measured.compare of MRR(b) - MRR(a) with a paired bootstrap over the test terms."""
+    """MRR(b) - MRR(a) op margin, with the two-level bootstrap over the seeds and the test terms (claims.difference
+    of the runs' per-term reciprocal ranks)."""
     ma, mb = scope.metric(a, MRR), scope.metric(b, MRR)
-    lo, hi, how = paired_bootstrap(_per_query(scope, a), _per_query(scope, b))
-    return Measured.compare(mb - ma, op, margin, f"MRR {a} {ma:.3f} -> {b} {mb:.3f} ({mb - ma:+.3f})",
-                            interval=(lo, hi), uncertainty=how)
+    return difference(scope, a, b, MRR, op, margin, text=f"MRR {a} {ma:.3f} -> {b} {mb:.3f} ({mb - ma:+.3f})")
 
 
 CLAIMS = [
     Claim("P1", "on term -> gloss retrieval, mean pooling of a frozen encoder beats CLS pooling (MRR 0.62 vs 0.48)",
-          "Table 1", "frozen-mean's MRR minus frozen-cls's MRR > 0 (paired bootstrap over the test terms)",
+          "Table 1", "frozen-mean's MRR minus frozen-cls's MRR > 0 (bootstrap over the test terms)",
           lambda s: _difference(s, "frozen-cls", "frozen-mean", ">", 0.0)),
     Claim("P2", "fine-tuning with MNRL for 20 steps narrows the gap between mean and CLS pooling to within 0.05 MRR "
           "(0.70 vs 0.67)", "Table 2",
           f"|tuned-mean's MRR minus tuned-cls's MRR| <= {GAP} (per-term reciprocal ranks averaged over seeds, "
-          "paired bootstrap over the test terms)",
-          lambda s: _difference(s, "tuned-cls", "tuned-mean", "within", GAP)),
+          "bootstrap over the seeds and test terms)",
+          lambda s: _difference(s, "tuned-cls", "tuned-mean", "within", GAP), rests_on=("tuned-cls", "tuned-mean")),
     Claim("P3", "max pooling is not better than mean pooling when frozen (MRR 0.55 vs 0.62)", "Table 1",
-          "frozen-max's MRR minus frozen-mean's MRR <= 0 (paired bootstrap over the test terms)",
+          "frozen-max's MRR minus frozen-mean's MRR <= 0 (bootstrap over the test terms)",
           lambda s: _difference(s, "frozen-mean", "frozen-max", "<=", 0.0)),
     Claim("S1", "MRR is at least R@1", "definition", "MRR >= R@1 for every condition that ran",
           lambda s: Measured.decided(all(s.metric(c, MRR) >= s.metric(c, R1) for c in s.units),

@@ -57,7 +57,7 @@ def run_unit(ctx) -> dict:
     with ctx.timed("eval"):
         reciprocal, hits = _retrieve(model, ctx.data.test, ctx.cfg)
     return {"metrics": {R1: sum(hits) / len(hits), MRR: sum(reciprocal) / len(reciprocal)},
-            "details": {"reciprocal_ranks": reciprocal, "pooling": pooling}}
+            "per_item": {MRR: reciprocal}, "details": {"pooling": pooling}}
 
 
 MRR, R1 = "MRR", "R@1"

@@ -86,6 +86,7 @@ class PoolingExperiment(Experiment):
     citation = CITATION
     config_class = PoolingConfig
     presets = PRESETS
+    noise_preset = "cpu"  # 3 seeds
     conditions = CONDITIONS
     main_metric = MRR
     summary_metrics = ((R1, "R@1"), (MRR, "MRR"))
