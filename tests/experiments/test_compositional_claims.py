@@ -1,9 +1,10 @@
 """The compositional claims and tables on hand-built multi-seed units (the tiny preset runs one seed): the runner's
 mean and sample std over seeds, B - A with the propagated spread and the relative drop, Figure 1's lowered share
 pooled over seeds, the verifier orderings, end-to-end gains over the encoder's own stage 1 and the Figure 3
-separations; every claim can fail. The noise rules: a paired bootstrap over the per-query values (a difference
-inside the noise is inconclusive), over the near-miss pairs (Figure 1, Figure 3 ROC-AUCs), the resolution +- 1/N of
-runs measured before per-query values were kept, and "a run that did not learn makes its claims inconclusive"."""
+separations; every claim can fail. The noise rules: the two-level bootstrap over the seeds and the per-query values
+(a difference inside the noise is inconclusive), over the seeds and the near-miss pairs (Figure 1, Figure 3
+ROC-AUCs; the pooled upper median of Figure 1 weighted by the draw), no verdict on runs measured before per-item
+values were kept, and the core's gate: a training that did not learn makes the claims resting on it inconclusive."""
 
 import math
 
@@ -12,27 +13,30 @@ import pytest
 
 from spherekit.evaluation.metrics import roc_auc
 from spherekit.experiments.api.claims import Scope, evaluate
+from spherekit.experiments.api.uncertainty import Draw
 from spherekit.experiments.compositional.figures import report
-from spherekit.experiments.compositional.paper import CLAIMS, PRINTED
-from spherekit.experiments.compositional.readings import auc_of_counts
+from spherekit.experiments.compositional.paper import CLAIMS, PRINTED, _upper_median
+from spherekit.experiments.compositional.spec import verifier_of
 from spherekit.experiments.harness.runner import aggregate
 from spherekit.experiments.api.units import unit_runs
 
 SEEDS = (42, 43, 44)
 QUERIES = 40
 CONFIG = {"queries_per_set": 20, "verifier_batch_light": 16, "verifier_batch_heavy": 16}
-LEARNED = {"steps": 5, "start_loss": 1.0, "final_loss": 0.5}
+LEARNED = {"steps": 5, "start": 1.0, "start_from": "first step", "final": 0.5}
 
 
 def _mean(ndcg):
     return {"nDCG@10": ndcg, "MRR@10": ndcg, "Acc@1": ndcg / 2, "Acc@10": ndcg}
 
 
-def _run(seed, ndcg, stage1=None, ndcg_items=None, train=LEARNED, **extra):
-    """One run: its means and per-query values (every query at the mean unless ndcg_items gives them)."""
+def _run(cond, seed, ndcg, stage1=None, ndcg_items=None, train=LEARNED, **extra):
+    """One run: its means and per-query values (every query at the mean unless ndcg_items gives them) and its
+    training record (run.py's names)."""
     items = list(ndcg_items) if ndcg_items is not None else [ndcg] * QUERIES
     ndcg = float(np.mean(items))
-    run = {"seed": seed, "metrics": _mean(ndcg), "train": dict(train),
+    name = "verifier" if verifier_of(cond) else "encoder"
+    run = {"seed": seed, "metrics": _mean(ndcg), **({"training": {name: dict(train)}} if cond != "base" else {}),
            "per_item": {"nDCG@10": items, "MRR@10": items, "Acc@1": [x / 2 for x in items]},
            "retrieval": {"sets": {"one": {}, "two": {}}}, **extra}
     if stage1 is not None:
@@ -42,7 +46,7 @@ def _run(seed, ndcg, stage1=None, ndcg_items=None, train=LEARNED, **extra):
 
 
 def _unit(cond, ndcgs, stage1=None, items=None, train=LEARNED, **per_seed):
-    runs = [_run(s, n, stage1, items[i] if items else None, train, **{k: v[i] for k, v in per_seed.items()})
+    runs = [_run(cond, s, n, stage1, items[i] if items else None, train, **{k: v[i] for k, v in per_seed.items()})
             for i, (s, n) in enumerate(zip(SEEDS, ndcgs))]
     return aggregate("bb", cond, runs)
 
@@ -89,7 +93,7 @@ def units():
         "frozen_F2": _unit("frozen_F2", [0.3] * 3, stage1=0.7, figure3=[_fig3(0.5, 0.0)] * 3, train={"steps": 0}),
         "frozen_F4": _unit("frozen_F4", [0.6] * 3, stage1=0.7, figure3=[_fig3(0.2, 0.05)] * 3),
         "e2e_F1": _unit("e2e_F1", [0.62] * 3, stage1=0.61, figure3=[_fig3(0.9, 0.02)] * 3),
-        "e2e_F4": _unit("e2e_F4", [0.6, 0.7, 0.8], stage1=0.6, figure3=[_fig3(0.1, 0.09, 0.2)] * 3),
+        "e2e_F4": _unit("e2e_F4", [0.65, 0.7, 0.75], stage1=0.6, figure3=[_fig3(0.1, 0.09, 0.2)] * 3),
     }
 
 
@@ -119,7 +123,8 @@ def test_table1_claims_report_the_difference_with_propagated_spread(units):
     assert c1["verdict"] == "holds"
     assert c1["measured"] == f"A 0.600, B 0.500, B - A = -0.100 ± {sd:.3f} (relative drop 16.7%)"
     assert (c1["value"], c1["op"], c1["margin"]) == (pytest.approx(-0.1), "<", 0.0)
-    assert c1["interval"] == pytest.approx([-0.1, -0.1]) and "paired bootstrap over 40 items" in c1["uncertainty"]
+    assert c1["interval"] == pytest.approx([-0.1, -0.1]) and c1["seed_std"] == pytest.approx(0.0, abs=1e-12)
+    assert "two-level bootstrap over seeds (model_a 3, model_b 3) and 40 items" in c1["uncertainty"]
     assert claims["C2"]["verdict"] == "holds" and "A 0.300, B 0.250" in claims["C2"]["measured"]
     body = report({"config": {}, "units": {f"bb/{c}": u for c, u in units.items()}})
     assert f"| B - A | -0.100 ± {sd:.3f} (16.7% drop) |" in body
@@ -161,15 +166,21 @@ def test_runs_without_per_query_values_are_inconclusive_with_their_point_values(
         assert claims[cid]["verdict"] == "inconclusive" and "no per-item values" in claims[cid]["uncertainty"], cid
 
 
-def test_figure1_shares_are_pooled_over_seeds(units):
+def test_figure1_shares_are_pooled_over_seeds_and_the_seeds_resampled(units):
     claims = check(units)
     text = claims["C4"]["measured"]
     assert "negation -0.100 (100% of pairs lowered)" in text and "binding +0.000 (0% of pairs lowered)" in text
-    assert "spatial -0.033 (67% of pairs lowered)" in text and claims["C4"]["verdict"] == "holds"  # 4 of 6 pairs
-    assert "bootstrap over 60 held-out near-miss pairs" in claims["C4"]["uncertainty"]
-    assert claims["C4"]["interval"][1] < 0
+    assert "spatial -0.033 (67% of pairs lowered)" in text and claims["C4"]["point"] == "holds"  # 4 of 6 pairs
+    assert "two-level bootstrap over seeds (model_a 3, model_b 3) and 60 items" in claims["C4"]["uncertainty"]
+    # spatial: seed 43 lowers both pairs, 42 and 44 one each; a resample of the seeds such as (42, 42, 44) lowers
+    # only half of them (upper median 0, + 0.01): Model B's training noise leaves the claim open
+    assert claims["C4"]["interval"] == pytest.approx([-0.04, 0.01]) and claims["C4"]["verdict"] == "inconclusive"
     assert claims["C4b"]["verdict"] == claims["C3"]["verdict"] == "holds"  # binding drops least; A above the midpoint
     assert claims["C3"]["sanity"] and claims["C7"]["sanity"] and not claims["C4"]["sanity"]
+    for run in units["model_b"]["runs"]:  # every seed as seed 43
+        run["figure1"] = _figure1({"negation": [-0.1, -0.1], "spatial": [-0.05, -0.05]})
+    c4 = check(units)["C4"]
+    assert c4["verdict"] == "holds" and c4["interval"][1] < 0
 
 
 def test_figure1_rule_needs_more_than_half_of_the_pairs(units):
@@ -200,9 +211,9 @@ def test_verifier_claims_follow_the_measured_orderings(units):
     assert claims["C6"]["verdict"] == "holds" and claims["C6"]["value"] == pytest.approx(0.09)
     assert (claims["C7"]["measured"], claims["C7"]["verdict"]) == ("frozen F1 0.970 vs Model B cosine 0.879", "holds")
     assert claims["C8"]["verdict"] == claims["C9"]["verdict"] == "holds"
-    assert "bootstrap over 60 held-out pairs" in claims["C8"]["uncertainty"]
-    assert "bootstrap over 20 held-out spatial pairs" in claims["C9"]["uncertainty"]
-    units["e2e_F1"] = _unit("e2e_F1", [0.75] * 3, stage1=0.61, figure3=[_fig3(0.9, 0.02)] * 3)  # gains 0.14 > 0.1
+    assert "and 60 items resampled together" in claims["C8"]["uncertainty"]
+    assert "e2e_F4 3" in claims["C9"]["uncertainty"] and "and 20 items" in claims["C9"]["uncertainty"]  # spatial
+    units["e2e_F1"] = _unit("e2e_F1", [0.8] * 3, stage1=0.61, figure3=[_fig3(0.9, 0.02)] * 3)  # 0.19 > every F4 seed
     units["frozen_F2"] = _unit("frozen_F2", [0.66] * 3, stage1=0.7, figure3=[_fig3(0.5, 0.0)] * 3,
                                train={"steps": 0})  # F2 now the strongest frozen verifier
     for run in units["frozen_F1"]["runs"]:
@@ -212,7 +223,7 @@ def test_verifier_claims_follow_the_measured_orderings(units):
     for run in units["e2e_F4"]["runs"]:
         run["figure3"] = _fig3(0.1, 0.0, 0.0)
     claims = check(units)
-    assert claims["C6"]["verdict"] == "does not hold" and "F1 +0.140 (0.750 vs 0.610)" in claims["C6"]["measured"]
+    assert claims["C6"]["verdict"] == "does not hold" and "F1 +0.190 (0.800 vs 0.610)" in claims["C6"]["measured"]
     assert claims["C5"]["verdict"] == claims["C5b"]["verdict"] == "does not hold"
     assert claims["C7"]["verdict"] == "does not hold"
     assert claims["C8"]["verdict"] == claims["C9"]["verdict"] == "does not hold"  # e2e F1 separates best
@@ -221,7 +232,7 @@ def test_verifier_claims_follow_the_measured_orderings(units):
 def test_the_largest_reranked_score_is_no_gain_below_its_own_stage1(units):
     """C6 compares each end-to-end verifier with its own encoder's stage 1: F4 re-ranks highest (0.70 vs 0.62) but
     its stage 1 alone scores 0.75."""
-    units["e2e_F4"] = _unit("e2e_F4", [0.6, 0.7, 0.8], stage1=0.75, figure3=[_fig3(0.1, 0.09, 0.2)] * 3)
+    units["e2e_F4"] = _unit("e2e_F4", [0.65, 0.7, 0.75], stage1=0.75, figure3=[_fig3(0.1, 0.09, 0.2)] * 3)
     c6 = check(units)["C6"]
     assert c6["verdict"] == "does not hold" and "F4 -0.050 (0.700 vs 0.750)" in c6["measured"]
 
@@ -237,27 +248,27 @@ def test_runs_without_per_pair_scores_have_no_interval(units):
 
 
 def test_a_run_that_did_not_learn_makes_its_claims_inconclusive(units):
-    flat = {"steps": 5, "start_loss": 1.0, "final_loss": 0.97}  # fell by 3% < 5% (spherekit.experiments.api.learning)
+    flat = {"steps": 5, "start": 1.0, "start_from": "first step", "final": 0.97}  # fell by 3% < 5%: barely moved
     units["model_b"] = _unit("model_b", [0.4, 0.5, 0.6], train=flat,
                              figure1=[r["figure1"] for r in units["model_b"]["runs"]])
     units["e2e_F1"] = _unit("e2e_F1", [0.62] * 3, stage1=0.61, train=flat, figure3=[_fig3(0.9, 0.02)] * 3)
     claims = check(units)
     for cid in ("C1", "C2", "C4", "C4b", "C6", "C8", "C9"):
         assert claims[cid]["verdict"] == "inconclusive", cid
-    assert "did not learn: model_b seed 42 (loss 1.000 (before the first update) -> 0.970)" in claims["C1"]["measured"]
+    assert ("rests on trainings that did not learn (barely moved: model_b seed 42 encoder (start (first step) 1.000 "
+            "-> 0.970 (-3.0%, a fall under 5%))") in claims["C1"]["measured"]
     assert claims["C5"]["verdict"] == "holds"  # reads frozen verifiers only
     assert claims["C1"]["interval"] is not None  # the measurement is kept
 
 
-def test_older_training_records_use_their_first_logged_or_chance_loss(units):
-    curve = {"steps": 5, "curve": {"step": [10, 20], "loss": [0.5, 0.48]}}  # first logged 0.5 -> 0.48: not learned
-    units["model_a"] = _unit("model_a", [0.5, 0.6, 0.7], train=curve, figure1=[_figure1({})] * 3)
-    units["frozen_F4"] = _unit("frozen_F4", [0.6] * 3, train={"steps": 5, "final_loss": 2.75},
-                               figure3=[_fig3(0.2, 0.05)] * 3)  # chance ln(17) = 2.83: 2.75 is not 5% below
+def test_an_encoder_is_judged_by_its_probe_and_an_untrained_verifier_not_at_all(units):
+    """run.py's records: an encoder's probe (the trainer's first rows before and after) decides over its logged
+    curve; frozen F0-F2 do not train (steps 0): nothing to judge."""
+    probe = {"steps": 5, "probe": [1.0, 0.99], "curve": {"step": [1, 2, 3, 4], "loss": [2.0, 1.5, 1.0, 0.5]}}
+    units["model_a"] = _unit("model_a", [0.5, 0.6, 0.7], train=probe, figure1=[_figure1({})] * 3)
     claims = check(units)
-    assert "model_a seed 42 (loss 0.500 (first logged, step 10) -> 0.480)" in claims["C1"]["measured"]
-    assert "frozen_F4 seed 42 (loss 2.833 (chance level ln(B + 1)) -> 2.750)" in claims["C5"]["measured"]
-    assert claims["C1"]["verdict"] == claims["C5"]["verdict"] == "inconclusive"
+    assert "model_a seed 42 encoder (probe 1.000 -> 0.990 (-1.0%, a fall under 5%))" in claims["C1"]["measured"]
+    assert claims["C1"]["verdict"] == "inconclusive" and claims["C5"]["verdict"] == "holds"  # F1, F2: steps 0
 
 
 def test_claims_without_their_units_are_not_run():
@@ -266,13 +277,19 @@ def test_claims_without_their_units_are_not_run():
     assert claims["C1"]["measured"] == "needs model_a" and PRINTED == []
 
 
-def test_resampled_roc_auc_is_the_roc_auc_of_the_repeated_pairs():
+def test_upper_median_is_the_upper_median_of_the_repeated_pairs():
+    """Figure 1's pooled upper median on a resample: pair (s, i) taken v_s w_i times."""
     rng = np.random.default_rng(0)
     for _ in range(50):
-        n = int(rng.integers(2, 30))
-        near = rng.integers(0, 6, n) / 5.0  # ties on purpose
-        pos = rng.integers(0, 6, n) / 5.0
-        at = auc_of_counts(np.stack([pos, near]), np.stack([near, pos]))  # two rows: two seeds
-        assert at(np.ones(n, dtype=int)) == pytest.approx([_auc(pos, near), _auc(near, pos)])
-        counts = np.bincount(rng.integers(0, n, n), minlength=n)
-        assert at(counts)[0] == pytest.approx(_auc(np.repeat(pos, counts), np.repeat(near, counts)))
+        m, n = int(rng.integers(1, 4)), int(rng.integers(2, 30))
+        change = rng.integers(-5, 6, (m, n)) / 5.0  # ties on purpose
+        cols = np.flatnonzero(rng.random(n) < 0.7)
+        if cols.size == 0:
+            continue
+        items, seeds = rng.multinomial(n, np.full(n, 1 / n), 3), rng.multinomial(m, np.full(m, 1 / m), 3)
+        got = _upper_median(change, cols, Draw(items.astype(float), {"model_b": seeds.astype(float)}))
+        for r in range(3):
+            pooled = np.sort(np.repeat(change[:, cols].ravel(), np.outer(seeds[r], items[r, cols]).ravel()))
+            assert got[r] == (pooled[pooled.size // 2] if pooled.size else pytest.approx(np.nan, nan_ok=True))
+    ones = Draw(np.ones((1, n)), {"model_b": np.ones((1, m))})
+    assert _upper_median(change, cols, ones)[0] == np.sort(change[:, cols].ravel())[cols.size * m // 2]

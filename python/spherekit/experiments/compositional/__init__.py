@@ -8,7 +8,7 @@ F0-F4, frozen and end to end) and Figure 3 (verifier scores on held-out near-mis
     spherekit reproduce compositional --preset paper --data-dir DATA   # the released run (GPU, released files)
 
 Modules: spec (conditions, settings, presets), paper (the claims and their noise rules), departures (where a run
-departs from the paper), readings (per-pair records, the learned rule), released (the released code's step and rate
+departs from the paper), readings (the per-pair records), released (the released code's step and rate
 tables), run (what the runner calls), data (offline WordNet/GCIDE analogue or the released files with --data-dir),
 models (Model A/B and verifier training), evaluate (retrieval with per-query values, Figures 1 and 3), figures (the
 card's tables and plots), bench (`spherekit bench reproduce compositional`: verifier training the released code's

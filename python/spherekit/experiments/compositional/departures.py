@@ -6,6 +6,7 @@ and what a full reproduction still needs, with a predicted GPU time (a predictio
 
 from __future__ import annotations
 
+from ..api.learning import ENCODER, trainings
 from ..api.plugin import slug
 from ..api.units import unit_runs
 from .spec import PAPER_BACKBONES
@@ -54,8 +55,8 @@ def _backbones(cfg: dict) -> list[str]:
 
 
 def _rates(results: dict) -> str:
-    trains = [r.get("train") or {} for u in results["units"].values() if u["condition"] in ("model_a", "model_b")
-              for r in unit_runs(u)]
+    trains = [trainings(r).get(ENCODER, {}) for u in results["units"].values()
+              if u["condition"] in ("model_a", "model_b") for r in unit_runs(u)]
     used = sorted({(t["lr"], t["weight_decay"]) for t in trains if "lr" in t})
     shown = "; ".join(f"LR {lr:.3g}, weight decay {wd:g}" for lr, wd in used) or "none trained"
     return (f"Model A/B learning rate and weight decay: {shown} (the released code's size table: 1e-4 / 0.001 for "
@@ -95,8 +96,8 @@ def departures(results: dict) -> list[str]:
            "the claims' readings are this reproduction's: ROC-AUC of positives vs near-misses for Figure 3 (the paper "
            "plots mean near-miss scores, which are not comparable across verifiers; the positive is a synonym "
            "paraphrase of the anchor where the offline generator finds one, else the anchor itself, as always with "
-           "the released pairs), gains over each encoder's own stage 1 for Figure 2, bootstrap intervals, the "
-           "learned rule and the sanity checks (paper.py)",
+           "the released pairs), gains over each encoder's own stage 1 for Figure 2, two-level bootstrap intervals, "
+           "the sanity checks (paper.py) and the experiment core's learned rule",
            "the released code's verifier \"Acc@1\" averaged Acc@1 and Acc@10 (a substring match of metric names): "
            "here Acc@1 is Acc@1, and Acc@10 is reported on its own",
            "its Figure 2 evaluated two of the thirteen NanoBEIR sets: here every set of the suite is used (the "

@@ -8,7 +8,7 @@ have) is counted here. The released code's verifier "Acc@1" averaged Acc@1 and A
 names); here Acc@1 is Acc@1. With a verifier, the metrics of its stage 1 alone (the same encoder's pooled-cosine
 ranking) are kept as "stage-1/<metric>": the verifier's gain is measured against them.
 
-Per-query values (nDCG@10, MRR@10, Acc@1, and their stage-1 values) are kept for the claims' paired bootstrap, in
+Per-query values (nDCG@10, MRR@10, Acc@1, and their stage-1 values) are kept for the claims' two-level bootstrap, in
 the suite's set order, each weighted by N / (S x n_s) (N queries in all, S sets, n_s in the query's set): their
 plain mean is then exactly the mean over sets (the weight is 1 when every set has the same number of queries).
 

@@ -11,14 +11,16 @@ embeddings of every training text are encoded once and cached (per backbone, in 
 trains, and F0-F2 (no parameters) are evaluated untrained. End to end: the encoder (at the table's size-scaled
 encoder LR) and the verifier train together; stage 1 then uses the trained encoder as well.
 
-Every training record keeps the objective's starting value ("start_loss": the loss before the first update) and
-its final value ("final_loss"), from which the claims decide whether the run learned (paper.py).
+The training records (the run's "training": "encoder" for Model A / B, "verifier" for a verifier run) are what the
+experiment core's gate judges (spherekit.experiments.api.learning): an encoder's holds the trainer's probe (the
+MNRL loss of its first 64 rows before and after the training, eval mode, no gradient) and its logged curve; a
+verifier's its "start" (the loss of its first step, scored before that step's update) and "final" (the mean loss
+of its last 10% of steps): the loss must fall by 5%.
 """
 
 from __future__ import annotations
 
 import math
-import random
 import time
 from pathlib import Path
 
@@ -27,7 +29,7 @@ import torch
 from . import released
 
 _TOKEN_CACHE: dict = {}
-START_BATCHES = 4  # batches over which an encoder's starting MNRL loss is measured (no update)
+FIRST_STEP = "first step"  # a verifier's "start": the loss of its first step, scored before that step's update
 
 
 def load(backbone: str, cfg):
@@ -48,23 +50,6 @@ def _loss(model, cfg):
     return MultipleNegativesRankingLoss(model, scale=cfg.scale)
 
 
-def start_loss(model, rows, cfg, seed: int) -> float:
-    """The MNRL loss of the model before training (eval mode, no update), the mean over START_BATCHES seeded
-    batches of `rows`: the starting value of the objective that the learned-rule compares the final loss with."""
-    from sentence_transformers.util import batch_to_device
-
-    loss = _loss(model, cfg)
-    order = random.Random(f"{seed}:start").sample(range(len(rows)), min(len(rows), START_BATCHES * cfg.batch_size))
-    values = []
-    model.eval()
-    with torch.no_grad():
-        for i in range(0, len(order), cfg.batch_size):
-            batch = [rows[j] for j in order[i:i + cfg.batch_size]]
-            features = [batch_to_device(model.preprocess([r[c] for r in batch]), model.device) for c in range(3)]
-            values.append(float(loss(features, None)))
-    return sum(values) / len(values)
-
-
 def encoder_steps(model, cfg) -> int:
     """Optimizer steps of Model A and Model B on one backbone (the same for both and every seed): cfg.steps when
     set, else the released code's table for the encoder's size at cfg.batch_size (released.encoder_steps)."""
@@ -77,17 +62,16 @@ def train_encoder(model, rows, steps: int, cfg, seed: int, out_dir, progress: bo
     from ...training.trainer import TrainConfig, clear_checkpoints, loss_curve, train
 
     rules = released.encoder_rules(n_params(model))
-    start = start_loss(model, rows, cfg, seed)
     tc = TrainConfig(steps=steps, batch_size=cfg.batch_size, lr=rules["lr"], warmup_steps=int(cfg.warmup_ratio * steps),
                      weight_decay=rules["weight_decay"], seed=seed, precision="auto", save_steps=0,
                      logging_steps=cfg.logging_steps)
     columns = {"anchor": [r[0] for r in rows], "positive": [r[1] for r in rows], "negative": [r[2] for r in rows]}
     result = train(model, Dataset.from_dict(columns), _loss(model, cfg), tc, Path(out_dir), progress=progress)
     clear_checkpoints(out_dir)
-    curve = loss_curve(result.log_history)
     return {"steps": result.steps, "lr": rules["lr"], "weight_decay": rules["weight_decay"],
-            "train_seconds": round(result.seconds, 2), "start_loss": start,
-            "final_loss": curve["loss"][-1] if curve["loss"] else None, "curve": curve}
+            "train_seconds": round(result.seconds, 2), "rows": len(rows),
+            **({"probe": list(result.probe)} if result.probe is not None else {}),
+            "curve": loss_curve(result.log_history)}
 
 
 def build(name: str, cfg, width: int):
@@ -121,8 +105,9 @@ def verifier_steps(cfg, regime: str, name: str, encoder) -> int:
 
 
 def train_verifier_run(encoder, backbone: str, verifier, regime: str, name: str, rows, cfg, seed: int) -> dict:
-    """Train one verifier run; its record: steps, seconds, the loss of the first step (before any update) and the
-    mean loss (and in-grid accuracy) of the last 10% of the steps."""
+    """Train one verifier run; its training record: steps, seconds, "start" (the loss of the first step, before its
+    update; "start_from" says so) and "final" (the mean loss of the last 10% of the steps), the mean in-batch
+    accuracy of those steps ("final_accuracy")."""
     from ...training.verifier import train_verifier
 
     steps = verifier_steps(cfg, regime, name, encoder)
@@ -144,7 +129,8 @@ def train_verifier_run(encoder, backbone: str, verifier, regime: str, name: str,
                                 seed=seed)
     hist = result.history
     tail = hist[-max(1, len(hist) // 10):]
-    return {"steps": result.steps, "train_seconds": round(time.perf_counter() - start, 2),
-            "start_loss": hist[0]["loss"] if hist else None,
-            "final_loss": sum(h["loss"] for h in tail) / len(tail) if hist else None,
-            "final_accuracy": sum(h["accuracy"] for h in tail) / len(tail) if hist else None}
+    record = {"steps": result.steps, "train_seconds": round(time.perf_counter() - start, 2)}
+    if hist:
+        record.update(start=hist[0]["loss"], start_from=FIRST_STEP, final=sum(h["loss"] for h in tail) / len(tail),
+                      final_accuracy=sum(h["accuracy"] for h in tail) / len(tail))
+    return record

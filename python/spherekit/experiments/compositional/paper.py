@@ -2,17 +2,22 @@
 one backbone, and where a run departs from it (departures.py).
 
 The paper prints no table body and no figure values (PRINTED is empty): every number of the card is measured here.
-Each claim is a rule `statistic op 0` on the units' means with a 95% interval from a bootstrap over the evaluation
-items, each item's value averaged over the unit's seeds:
-- retrieval (C1, C2, C5, C5b, C6): paired over the suite's queries (per-query nDCG@10 / Acc@1, evaluate.py).
+Each claim is a rule `statistic op 0` on the units' means with a 95% interval from the experiment core's two-level
+bootstrap (spherekit.experiments.api.uncertainty.two_level): every resample draws the evaluation items with
+replacement (multiplicities w_i, the same items for every unit: paired) and every unit's seeds with replacement
+(multiplicities v_us, the same draw for units of the same seed count), and recomputes the statistic:
+- retrieval (C1, C2, C5, C5b, C6): the items are the suite's queries; a unit's value is its resampled seeds' mean
+  per-query nDCG@10 / Acc@1 (evaluate.py), averaged over the resampled queries, sum_i w_i sum_s v_us x_usi / (m_u n).
   Runs measured before per-query values were kept give the point estimate alone: their noise is unknown, so the
   claim is inconclusive (spherekit.experiments.api.claims);
-- Figure 1 (C4, C4b): over the held-out near-miss pairs (both models' pooled cosines of the same pair);
-- Figure 3 (C8, C9): over the held-out pairs, every ROC-AUC recomputed on each resample (runs measured before
-  per-pair scores were kept: the point estimate alone, inconclusive, and the record says so).
+- Figure 1 (C4, C4b): the items are the held-out near-miss pairs; a pair's change B - A on seed s (Model A and
+  Model B of the same seed) is taken v_s w_i times, pooled over the seeds;
+- Figure 3 (C8, C9): the items are the held-out pairs; a verifier run's ROC-AUC is recomputed on each resample with
+  pair i taken w_i times (uncertainty.count_weighted_auc), then averaged over the resampled seeds (runs measured
+  before per-pair scores were kept: the point estimate alone, inconclusive, and the record says so).
 A claim holds when the whole interval passes its rule, does not hold when none of it does, and is inconclusive
-otherwise, or when a trained run it reads did not learn (readings.not_learned: its loss fell by less than 5%,
-spherekit.experiments.api.learning).
+otherwise, or when a training of a condition it rests on (Claim.rests_on) did not learn (the core's gate,
+spherekit.experiments.api.learning: the trainer's probe, the logged curve or a verifier's start and final loss).
 C3 and C7 cannot fail on one-token edits: a near-miss shares all but a word or two with its anchor, so pooled
 cosines and MaxSim score it near identity by construction. They are sanity checks.
 
@@ -34,16 +39,15 @@ cosines and MaxSim score it near identity by construction. They are sanity check
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 
 from ..api import fmt
 from ..api.claims import NO_ITEMS, Claim, Measured, NotRun, difference
-from ..api.uncertainty import bootstrap
+from ..api.uncertainty import count_weighted_auc, two_level
 from .data import FAMILIES
 from .departures import departures
-from .readings import auc_of_counts, fig1_means, fig1_pairs, fig3_means, fig3_pairs, lowered_share, not_learned, spread
+from .readings import fig1_means, fig1_pairs, fig3_means, fig3_pairs, lowered_share, spread
 from .spec import verifier_of
 
 PRINTED: list = []
@@ -54,38 +58,41 @@ ENCODERS = ("model_a", "model_b")
 
 # ---------------------------------------------------------------- the noise rules
 
+def _top(values) -> np.ndarray:
+    """The elementwise largest of (R,) arrays."""
+    return np.max(np.stack(list(values)), axis=0)
+
+
+def _least(values) -> np.ndarray:
+    """The elementwise smallest of (R,) arrays."""
+    return np.min(np.stack(list(values)), axis=0)
+
+
+def _point(statistic, means: dict[str, float]) -> float:
+    """statistic (of {name: (R,) values}) at the units' means."""
+    return float(statistic({k: np.array([v]) for k, v in means.items()})[0])
+
+
 def _retrieval(s, series: dict[str, tuple[str, str]], statistic, text: str) -> Measured:
-    """The rule statistic(means) > 0, where means = {name: unit mean of (condition, metric)} for each series, with
-    a paired bootstrap over the queries (the statistic of the resampled per-query means)."""
-    means = {k: s.metric(c, key) for k, (c, key) in series.items()}
-    measured = Measured.compare(statistic(means), ">", 0.0, text)
+    """The rule statistic(means) > 0, where means = {name: unit mean of (condition, metric)} for each series and
+    statistic maps {name: (R,) values} to (R,) values, with the two-level bootstrap over the seeds and the queries
+    (module docstring): a name's value on a resample is Draw.mean(condition, its (seeds, queries) series)."""
+    measured = {k: s.metric(c, key) for k, (c, key) in series.items()}
+    value = _point(statistic, measured)
     try:
-        items = {k: np.asarray(s.items(c, key)) for k, (c, key) in series.items()}
+        x = {k: s.series(c, key) for k, (c, key) in series.items()}
     except NotRun:
-        return replace(measured, uncertainty=NO_ITEMS)
-    n = len(next(iter(items.values())))
-    lo, hi, _ = bootstrap(lambda idx: statistic({k: v[idx].mean() for k, v in items.items()}), n)
-    return replace(measured, interval=(lo, hi),
-                   uncertainty=f"paired bootstrap over {n:,} queries (each averaged over the seeds), 95% interval")
-
-
-def _pairs_bootstrap(measured: Measured, statistic, n: int, what: str) -> Measured:
-    lo, hi, _ = bootstrap(statistic, n)
-    return replace(measured, interval=(lo, hi),
-                   uncertainty=f"bootstrap over {n:,} held-out {what} (each averaged over the seeds), 95% interval")
-
-
-def _rests_on(select, check):
-    """check, made inconclusive when a trained run of the conditions select(scope) did not learn."""
-    def wrapped(s):
-        m = check(s)
-        failed = not_learned(s, select(s))
-        return replace(m, holds=None, text=f"{m.text}; did not learn: {', '.join(failed)}") if failed else m
-    return wrapped
+        return Measured.compare(value, ">", 0.0, text, uncertainty=NO_ITEMS)
+    if len({v.shape[1] for v in x.values()}) != 1:
+        raise ValueError(f"the series {sorted(series)} hold different numbers of queries")
+    noise = two_level(lambda d: statistic({k: d.mean(c, x[k]) for k, (c, _) in series.items()}),
+                      next(iter(x.values())).shape[1], {c: len(x[k]) for k, (c, _) in series.items()})
+    return Measured.compare(value, ">", 0.0, text, **noise.measured())
 
 
 def _verifiers(regime: str | None = None):
-    return lambda s: [c for c in s.units if verifier_of(c) and (regime is None or c.startswith(regime + "_"))]
+    """rests_on of a claim reading the verifier runs (of one regime): the scope's verifier conditions."""
+    return lambda s, label: [c for c in s.units if verifier_of(c) and (regime is None or c.startswith(regime + "_"))]
 
 
 # ---------------------------------------------------------------- Table 1
@@ -122,7 +129,8 @@ def _near_positive(s):
 
 
 def _changes(s):
-    """(text of every family's mean change and lowered share, Model A and B cosines (seeds x pairs), families)."""
+    """(text of every family's mean change and lowered share, Model A and B cosines (seeds x pairs, over the seeds
+    both have), each pair's family index)."""
     a, b = _figure1(s, *ENCODERS)
     fams = [f for f in FAMILIES if f in a]
     share = {f: lowered_share(s.unit("model_a"), s.unit("model_b"), f, LOWERED_BY) for f in fams}
@@ -134,29 +142,45 @@ def _changes(s):
     return text, values["model_a"], values["model_b"], family
 
 
-def _family_change(a, b, family, idx, name: str) -> np.ndarray:
-    """B - A of the resampled pairs idx of one family, pooled over the seeds."""
-    sel = idx[family[idx] == FAMILIES.index(name)]
-    return (b[:, sel] - a[:, sel]).ravel()
+def _pairs_rule(statistic, change: np.ndarray, op: str, text: str) -> Measured:
+    """The rule statistic(draw) op 0 on Figure 1's changes B - A (seeds x pairs), with the two-level bootstrap over
+    the seed pairs (model_a and model_b of a seed resampled together: the same seed count draws the same seeds) and
+    the near-miss pairs."""
+    m = len(change)
+    noise = two_level(statistic, change.shape[1], {"model_a": m, "model_b": m})
+    return Measured.compare(noise.value, op, 0.0, text, **noise.measured())
+
+
+def _family_mean(change: np.ndarray, cols: np.ndarray, draw) -> np.ndarray:
+    """(R,): the mean change of the pairs `cols` pooled over the seeds, pair (s, i) taken v_s w_i times:
+    sum_s sum_i v_s w_i d_si / (m sum_i w_i) (NaN when no pair of the family was drawn)."""
+    w = draw.items[:, cols]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (draw.seed_mean("model_b", change[:, cols]) * w).sum(1) / w.sum(1)
+
+
+def _upper_median(change: np.ndarray, cols: np.ndarray, draw) -> np.ndarray:
+    """(R,): the upper median of the changes of the pairs `cols` pooled over the seeds, pair (s, i) taken
+    c_si = v_s w_i times: the element at 0-based position floor(N / 2) of the N = sum c_si values sorted (all ones:
+    d[K // 2] of the K sorted changes); NaN when no pair of the family was drawn."""
+    d = change[:, cols].ravel()
+    counts = (draw.seeds["model_b"][:, :, None] * draw.items[:, None, cols]).reshape(len(draw.items), -1)
+    order = np.argsort(d, kind="stable")
+    below = np.cumsum(counts[:, order], axis=1)
+    total = below[:, -1]
+    at = (below > np.floor(total / 2)[:, None]).argmax(1)
+    return np.where(total > 0, d[order][at], np.nan)
 
 
 def _lowers(s):
     text, a, b, family = _changes(s)
     if not {FAMILIES.index("negation"), FAMILIES.index("spatial")} <= set(family.tolist()):
         raise NotRun("negation and spatial near-misses in the Figure 1 records")
-
-    def statistic(idx):
-        worst = -math.inf
-        for name in ("negation", "spatial"):
-            d = np.sort(_family_change(a, b, family, idx, name))
-            if d.size == 0:
-                return math.nan
-            worst = max(worst, d.mean(), d[d.size // 2] + LOWERED_BY)
-        return worst
-
-    everything = np.arange(family.size)
-    m = Measured.compare(statistic(everything), "<", 0.0, text)
-    return _pairs_bootstrap(m, statistic, family.size, "near-miss pairs")
+    change = b - a
+    cols = [np.flatnonzero(family == FAMILIES.index(f)) for f in ("negation", "spatial")]
+    return _pairs_rule(lambda d: _top([x for c in cols for x in (_family_mean(change, c, d),
+                                                                 _upper_median(change, c, d) + LOWERED_BY)]),
+                       change, "<", text)
 
 
 def _binding_least(s):
@@ -166,15 +190,14 @@ def _binding_least(s):
     others = [f for f in ("negation", "spatial") if FAMILIES.index(f) in family]
     if not others:
         raise NotRun("negation or spatial near-misses in the Figure 1 records")
+    change = b - a
+    cols = {f: np.flatnonzero(family == FAMILIES.index(f)) for f in ("binding", *others)}
 
-    def statistic(idx):
-        drops = {f: -_family_change(a, b, family, idx, f) for f in ("binding", *others)}
-        if any(d.size == 0 for d in drops.values()):
-            return math.nan
-        return drops["binding"].mean() - min(drops[f].mean() for f in others)
+    def statistic(d):
+        drops = {f: -_family_mean(change, c, d) for f, c in cols.items()}
+        return drops["binding"] - _least(drops[f] for f in others)
 
-    m = Measured.compare(statistic(np.arange(family.size)), "<", 0.0, text)
-    return _pairs_bootstrap(m, statistic, family.size, "near-miss pairs")
+    return _pairs_rule(statistic, change, "<", text)
 
 
 # ---------------------------------------------------------------- Figure 2
@@ -196,7 +219,7 @@ def _extreme(regime: str, name: str, highest: bool):
         means = {v: s.metric(c, "nDCG@10") for v, c in conds.items()}
         order = sorted(means, key=means.get, reverse=highest)
         return _retrieval(s, {v: (c, "nDCG@10") for v, c in conds.items()},
-                          lambda m: min(sign * (m[name] - m[o]) for o in m if o != name),
+                          lambda m: _least(sign * (m[name] - m[o]) for o in m if o != name),
                           ", ".join(f"{v} {fmt.num(means[v])}" for v in order))
     return check
 
@@ -216,7 +239,7 @@ def _e2e_gain(s):
 
     def statistic(m):
         g = gains(m)
-        return min(g["F4"], g["F4"] - max(g[v] for v in g if v != "F4"))
+        return np.minimum(g["F4"], g["F4"] - _top(g[v] for v in g if v != "F4"))
 
     means = {k: s.metric(c, key) for k, (c, key) in series.items()}
     g = gains(means)
@@ -242,21 +265,26 @@ def _maxsim_near_identical(s):
 
 
 def _auc_rule(s, conds: list[str], family: str, statistic, text: str) -> Measured:
-    """statistic({condition: ROC-AUC}) > 0 on `family` ("overall": every pair), with a bootstrap over its pairs."""
+    """statistic({condition: ROC-AUC}) > 0 on `family` ("overall": every pair), statistic mapping {condition: (R,)
+    values} to (R,) values, with the two-level bootstrap over the seeds and the family's pairs: a run's ROC-AUC with
+    pair i taken w_i times (uncertainty.count_weighted_auc), averaged over the resampled seeds, sum_s v_s AUC_s(w) /
+    m."""
     means = {c: v[family]["auc"] for c, v in fig3_means({c: s.unit(c) for c in conds}).items() if family in v}
-    m = Measured.compare(statistic(means), ">", 0.0, text)
+    value = _point(statistic, means)
     got = fig3_pairs({c: s.unit(c) for c in conds})
     if got is None:
-        return replace(m, uncertainty=NO_PAIR_SCORES)
+        return Measured.compare(value, ">", 0.0, text, uncertainty=NO_PAIR_SCORES)
     values, fam = got
     keep = np.arange(fam.size) if family == "overall" else np.flatnonzero(fam == FAMILIES.index(family))
-    per_unit = {c: auc_of_counts(pos[:, keep], near[:, keep]) for c, (near, pos) in values.items()}
+    per_seed = {c: [count_weighted_auc(p[keep], n[keep]) for n, p in zip(near, pos)]
+                for c, (near, pos) in values.items()}
 
-    def resampled(idx):
-        counts = np.bincount(idx, minlength=keep.size)
-        return statistic({c: float(at(counts).mean()) for c, at in per_unit.items()})
+    def resampled(d):
+        return statistic({c: (d.seeds[c] * np.stack([at(d.items) for at in ats], axis=1)).mean(1)
+                          for c, ats in per_seed.items()})
 
-    return _pairs_bootstrap(m, resampled, keep.size, f"{'' if family == 'overall' else family + ' '}pairs")
+    noise = two_level(resampled, keep.size, {c: len(ats) for c, ats in per_seed.items()})
+    return Measured.compare(value, ">", 0.0, text, **noise.measured())
 
 
 def _learned_separate(s):
@@ -266,7 +294,8 @@ def _learned_separate(s):
     if not (learned and simple):
         raise NotRun("a learned (F3, F4) and a parameter-free (F0-F2) verifier")
     text = ", ".join(f"{c} {fmt.num(f3[c]['overall']['auc'])}" for c in sorted(f3))
-    return _auc_rule(s, sorted(f3), "overall", lambda m: max(m[c] for c in learned) - max(m[c] for c in simple), text)
+    return _auc_rule(s, sorted(f3), "overall", lambda m: _top(m[c] for c in learned) - _top(m[c] for c in simple),
+                     text)
 
 
 def _spatial(s):
@@ -275,49 +304,47 @@ def _spatial(s):
         raise NotRun("two or more verifier runs with spatial near-misses including e2e_F4")
     order = sorted(f3, key=lambda c: f3[c]["spatial"]["auc"], reverse=True)
     text = ", ".join(f"{c} {fmt.num(f3[c]['spatial']['auc'])}" for c in order)
-    return _auc_rule(s, order, "spatial", lambda m: min(m["e2e_F4"] - m[c] for c in m if c != "e2e_F4"), text)
+    return _auc_rule(s, order, "spatial", lambda m: _least(m["e2e_F4"] - m[c] for c in m if c != "e2e_F4"), text)
 
 
 # ---------------------------------------------------------------- the claims
 
-BOOT_Q = "paired bootstrap over the queries"
-BOOT_P = "bootstrap over the held-out pairs"
+BOOT_Q = "two-level bootstrap over the seeds and the queries"
+BOOT_P = "two-level bootstrap over the seeds and the held-out pairs"
 CLAIMS = [
     Claim("C1", "structural negatives (Model B) lower mean nDCG@10 vs Model A", "Table 1",
-          f"Model B's nDCG@10 below Model A's: B - A < 0 ({BOOT_Q})",
-          _rests_on(lambda s: ENCODERS, _model_b_drop("nDCG@10"))),
+          f"Model B's nDCG@10 below Model A's: B - A < 0 ({BOOT_Q})", _model_b_drop("nDCG@10"), rests_on=ENCODERS),
     Claim("C2", "structural negatives (Model B) lower mean Acc@1 vs Model A", "Table 1",
-          f"Model B's Acc@1 below Model A's: B - A < 0 ({BOOT_Q})",
-          _rests_on(lambda s: ENCODERS, _model_b_drop("Acc@1"))),
+          f"Model B's Acc@1 below Model A's: B - A < 0 ({BOOT_Q})", _model_b_drop("Acc@1"), rests_on=ENCODERS),
     Claim("C3", "under Model A near-misses stay near the positive regime", "Figure 1",
           "under Model A every family's mean near-miss cosine above the midpoint of the reference positives' and "
           "negatives' means (one-token edits: cannot fail)", _near_positive, sanity=True),
     Claim("C4", "Model B lowers the cosine of negation and spatial near-misses", "Figure 1",
           f"for negation and spatial: the mean change B - A of a pair's cosine < 0 and more than half of the pairs "
           f"(pooled over seeds) lowered by more than {LOWERED_BY} (upper median of B - A < -{LOWERED_BY}); the largest "
-          f"of the four (each plus its offset) < 0 ({BOOT_P})", _rests_on(lambda s: ENCODERS, _lowers)),
+          f"of the four (each plus its offset) < 0 ({BOOT_P})", _lowers, rests_on=ENCODERS),
     Claim("C4b", "the binding gain is the least definitive (smallest drop)", "Figure 1",
-          f"binding's mean drop (A - B) minus the smaller of negation's and spatial's < 0 ({BOOT_P})",
-          _rests_on(lambda s: ENCODERS, _binding_least)),
+          f"binding's mean drop (A - B) minus the smaller of negation's and spatial's < 0 ({BOOT_P})", _binding_least,
+          rests_on=ENCODERS),
     Claim("C5", "MaxSim (F1) is the strongest frozen reranker (nDCG@10)", "Figure 2",
           f"frozen F1's nDCG@10 minus every other frozen verifier's > 0 (two or more ran; {BOOT_Q})",
-          _rests_on(_verifiers("frozen"), _extreme("frozen", "F1", highest=True))),
+          _extreme("frozen", "F1", highest=True), rests_on=_verifiers("frozen")),
     Claim("C5b", "soft alignment (F2) is the weakest frozen reranker", "Figure 2",
           f"every other frozen verifier's nDCG@10 minus frozen F2's > 0 (two or more ran; {BOOT_Q})",
-          _rests_on(_verifiers("frozen"), _extreme("frozen", "F2", highest=False))),
+          _extreme("frozen", "F2", highest=False), rests_on=_verifiers("frozen")),
     Claim("C6", "end-to-end F4 gives the largest gains", "Figure 2",
           "end-to-end F4's nDCG@10 gain over its own stage 1 (the jointly trained encoder alone) > 0 and above every "
           f"other end-to-end verifier's gain over its own stage 1 (two or more ran; {BOOT_Q})",
-          _rests_on(_verifiers("e2e"), _e2e_gain)),
+          _e2e_gain, rests_on=_verifiers("e2e")),
     Claim("C7", "MaxSim (F1) scores near-misses as near-identical (>= Model B's pooled cosine)", "Figure 3",
           "frozen F1's mean score on the held-out near-misses at least Model B's mean near-miss cosine (mean of the "
           "families' means; one-token edits: cannot fail)", _maxsim_near_identical, sanity=True),
     Claim("C8", "F3/F4 separate near-misses where F0-F2 do not (ROC-AUC)", "Figure 3",
           f"the best overall ROC-AUC (positives vs near-misses) of the F3/F4 runs minus the best of the F0-F2 runs "
-          f"> 0 ({BOOT_P}, the AUCs recomputed per resample)", _rests_on(_verifiers(), _learned_separate)),
+          f"> 0 ({BOOT_P}, the AUCs recomputed per resample)", _learned_separate, rests_on=_verifiers()),
     Claim("C9", "end-to-end F4 is strongest on spatial flips (spatial ROC-AUC)", "Figure 3",
           f"end-to-end F4's spatial ROC-AUC minus every other verifier run's > 0 ({BOOT_P}: the spatial ones)",
-          _rests_on(_verifiers(), _spatial)),
+          _spatial, rests_on=_verifiers()),
 ]
 
 __all__ = ["CLAIMS", "PRINTED", "departures"]

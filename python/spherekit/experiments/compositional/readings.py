@@ -1,33 +1,23 @@
 """Readings of the compositional runs shared by the claims (paper.py) and the card's tables (figures.py): Figure 1's
-pooled cosines and Figure 3's verifier scores, as means and per pair, and whether a trained run learned.
+pooled cosines and Figure 3's verifier scores, as means and per pair.
 
 Per pair: a run's Figure 1 record holds every held-out near-miss pair's cosine per family (and the reference
 pairs'), its Figure 3 record every pair's verifier score on the near-miss and on the positive, per family (runs
 measured before these were kept hold the means alone). fig1_pairs / fig3_pairs line them up as arrays (seeds x
-pairs) over the seeds the units share, the families concatenated in FAMILIES order, for a bootstrap over pairs.
+pairs) over the seeds the units share, the families concatenated in FAMILIES order: the series of the claims'
+two-level bootstrap over seeds and pairs (spherekit.experiments.api.uncertainty.two_level).
 
-Learned (the rule for every claim that rests on a trained objective): a trained run learned when its final loss is
-at least 5% below its starting loss (the experiment core's learning.fell; these records keep a start and a final
-loss, not always a curve, so the core's noise test does not apply). Starting loss: the objective before the first update (an encoder's
-MNRL on a few batches, a verifier's first step), recorded by models.py; runs measured before it was recorded use
-their first logged loss (an encoder, already a few steps in) or, for a verifier, the chance level ln(B + 1) of its
-MNRL over B in-batch positives and one near-miss (every candidate scored alike). Final loss: the last logged value
-(an encoder's mean over its last logging window, a verifier's mean over its last 10% of steps; a verifier run
-measured before that kept its last step's loss).
+Whether a trained run learned is the experiment core's gate (spherekit.experiments.api.learning), on the run's
+training records (models.py).
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ..api import fmt
-from ..api.learning import fell
 from ..api.units import unit_runs
 from .data import FAMILIES
 from .spec import verifier_of
-
 
 
 def records(unit: dict | None, key: str) -> list:
@@ -107,56 +97,4 @@ def fig3_pairs(units: dict[str, dict]) -> tuple[dict[str, tuple[np.ndarray, np.n
     return values, _family_index({f: len(first[f]["scores"]["near_miss"]) for f in fams})
 
 
-def auc_of_counts(positive: np.ndarray, near_miss: np.ndarray):
-    """counts -> the ROC-AUC of the pairs' positive scores against their near-miss scores when pair i is taken
-    counts[i] times (a bootstrap resample's multiplicities; all ones: evaluation.metrics.roc_auc), ties counting
-    1/2: sum_i c_i (sum_j c_j [near_j < pos_i] + 1/2 sum_j c_j [near_j = pos_i]) / (sum c)^2; one per row of
-    `positive` / `near_miss` (seeds x pairs, or one row). The sort is done once; each call is linear in the pairs."""
-    positive, near_miss = np.atleast_2d(positive), np.atleast_2d(near_miss)
-    order = np.argsort(near_miss, axis=1, kind="stable")
-    ranked = np.take_along_axis(near_miss, order, 1)
-    left = np.array([np.searchsorted(r, p, "left") for r, p in zip(ranked, positive)])
-    right = np.array([np.searchsorted(r, p, "right") for r, p in zip(ranked, positive)])
-
-    def at(counts: np.ndarray) -> np.ndarray:
-        below = np.zeros((len(order), order.shape[1] + 1))
-        below[:, 1:] = np.cumsum(counts[order], axis=1)
-        lo, hi = np.take_along_axis(below, left, 1), np.take_along_axis(below, right, 1)
-        return (counts * (lo + 0.5 * (hi - lo))).sum(1) / counts.sum() ** 2
-
-    return at
-
-
-# ---------------------------------------------------------------- learned
-
-def losses(scope, condition: str, train: dict) -> tuple[float | None, float | None, str]:
-    """(starting loss, final loss, where the start comes from) of a run's training record (see the module
-    docstring); the chance level needs the condition's verifier batch from the scope's config."""
-    curve = (train.get("curve") or {}).get("loss") or []
-    final = train.get("final_loss", curve[-1] if curve else None)
-    if train.get("start_loss") is not None:
-        return train["start_loss"], final, "before the first update"
-    if curve:
-        return curve[0], final, f"first logged, step {train['curve']['step'][0]}"
-    name = verifier_of(condition)
-    batch = scope.config.get("verifier_batch_heavy" if name in ("F3", "F4") else "verifier_batch_light")
-    return (math.log(batch + 1) if name and batch else None), final, "chance level ln(B + 1)"
-
-
-def not_learned(scope, conditions) -> list[str]:
-    """The trained runs among `conditions` (those in the scope) whose loss did not fall (learning.fell), each as
-    "condition seed s (start -> final)"."""
-    out = []
-    for cond in (c for c in conditions if c in scope.units):
-        for run in scope.runs(cond):
-            train = run.get("train") or {}
-            if not train.get("steps"):
-                continue
-            start, final, where = losses(scope, cond, train)
-            if not fell(start, final):
-                out.append(f"{cond} seed {run['seed']} (loss {fmt.num(start)} ({where}) -> {fmt.num(final)})")
-    return out
-
-
-__all__ = ["auc_of_counts", "fig1_means", "fig1_pairs", "fig3_means", "fig3_pairs", "losses",
-           "lowered_share", "not_learned", "records", "spread"]
+__all__ = ["fig1_means", "fig1_pairs", "fig3_means", "fig3_pairs", "lowered_share", "records", "spread"]

@@ -4,12 +4,17 @@ A run is (backbone, condition, seed): base evaluates the untuned backbone; model
 their rows (the same steps: cfg.steps, or the released code's table for the backbone's size); <regime>_<F> trains
 verifier F (frozen or end to end) and re-ranks with it. Its metrics are the retrieval means over the suite's sets
 (for a verifier also those of its stage 1 alone, "stage-1/<metric>"); its per-query values ("per_item") feed the
-claims' paired bootstrap; its extras are the per-set numbers, Figure 1's cosines (base, A, B) or Figure 3's
-verifier scores (verifiers), per pair, and the training record. Trained models are not kept (the card is about the
-measurements): a re-evaluation retrains.
+claims' two-level bootstrap; its extras are the per-set numbers, Figure 1's cosines (base, A, B) or Figure 3's
+verifier scores (verifiers), per pair; its trainings go through ctx.record_training into the run's "training":
+"encoder" (Model A / B) or "verifier" (models.py says what each record holds). Trained models are not kept (the
+card is about the measurements): a re-evaluation retrains.
 """
 
 from __future__ import annotations
+
+from ..api.learning import ENCODER
+
+VERIFIER = "verifier"  # the name of a verifier run's training record (ENCODER: Model A / B's)
 
 
 def prepare(cfg, root, progress: bool):
@@ -31,8 +36,8 @@ def run_unit(ctx) -> dict:
     if cond in ("model_a", "model_b"):
         rows = data.train_a if cond == "model_a" else data.train_b
         with ctx.timed("train"):
-            extras["train"] = {**models.train_encoder(encoder, rows, models.encoder_steps(encoder, cfg), cfg, seed,
-                                                      ctx.dir, progress=ctx.progress), "rows": len(rows)}
+            ctx.record_training(ENCODER, models.train_encoder(encoder, rows, models.encoder_steps(encoder, cfg), cfg,
+                                                              seed, ctx.dir, progress=ctx.progress))
     if cond in ("base", "model_a", "model_b"):
         with ctx.timed("eval"):
             retrieval = evaluate.retrieval(encoder, data.suite, cfg, untuned=ctx.backbone if cond == "base" else None)
@@ -41,8 +46,8 @@ def run_unit(ctx) -> dict:
         regime, name = ctx.condition.params["regime"], verifier_of(cond)
         verifier = models.build(name, cfg, encoder.get_embedding_dimension())
         with ctx.timed("train"):
-            extras["train"] = models.train_verifier_run(encoder, ctx.backbone, verifier, regime, name, data.train_b,
-                                                        cfg, seed)
+            ctx.record_training(VERIFIER, models.train_verifier_run(encoder, ctx.backbone, verifier, regime, name,
+                                                                    data.train_b, cfg, seed))
         verifier.eval()
         with ctx.timed("eval"):
             retrieval = evaluate.retrieval(encoder, data.suite, cfg, verifier,
