@@ -95,3 +95,13 @@ def test_the_gate_makes_a_claim_inconclusive_with_one_phrasing():
     assert [r["verdict"] for r in records] == ["inconclusive", "inconclusive", "holds"]
     assert "rests on trainings that did not learn" in records[0]["measured"]
     assert [r["verdict"] for r in evaluate(claims, [learned_])] == ["holds"] * 3
+
+
+def test_a_steep_first_quarter_is_the_trend_not_noise():
+    # a loss that falls fast then flattens (compositional's Model A, steps 10-120): the first quarter's spread is its
+    # trend; around its line the batch noise is small, so the -27% fall is beyond it (a plain variance said it was not)
+    curve = [0.716, 0.501, 0.424] + [0.40 + 0.003 * (-1) ** k for k in range(9)]
+    assert grade_training({"curve": {"loss": curve}}) == (LEARNED, "0.547 -> 0.401 (-26.7%)")
+    # a window with a real spread around its line stays "barely moved"
+    noisy = [0.716, 0.301, 0.624] + [0.40 + 0.15 * (-1) ** k for k in range(9)]
+    assert grade_training({"curve": {"loss": noisy}})[0] == BARELY_MOVED

@@ -17,6 +17,10 @@ final = mean(l_{n-w+1}..l_n):
                                                                   losses: SE = sqrt(var_first / w + var_last / w)
                   and final <= ceiling  (when a paper has one)    e.g. DefSent+: half the loss of a uniform softmax
 
+where var_first and var_last are the variances of a window's losses around the straight line fitted through them
+(ddof 2; with w = 2, the plain variance): the batch-to-batch noise, not the trend (a steep first quarter is the
+loss falling, not noise).
+
 A record without a curve but with a start and a final loss (e.g. the loss before the first update) is judged on the
 first and last conditions alone (fell). Fewer than two logged losses and no start: None (nothing to judge).
 
@@ -89,7 +93,7 @@ def _graded_curve(losses: list[float], *, ceiling: float | None) -> tuple[str, s
     w = max(1, len(losses) // WINDOW)
     first, last = losses[:w], losses[-w:]
     start, final = sum(first) / w, sum(last) / w
-    noisy = w >= 2 and start - final <= 2 * math.sqrt(_var(first) / w + _var(last) / w)
+    noisy = w >= 2 and start - final <= 2 * math.sqrt(_noise_var(first) / w + _noise_var(last) / w)
     return _graded(start, final, ceiling=ceiling, within_noise=noisy)
 
 
@@ -142,9 +146,17 @@ def _graded(start: float, final: float, *, ceiling: float | None, within_noise: 
     return LEARNED, why + ")"
 
 
-def _var(xs: list[float]) -> float:
-    m = sum(xs) / len(xs)
-    return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+def _noise_var(xs: list[float]) -> float:
+    """The variance of xs around the least-squares line through (k, x_k), ddof 2: the window's noise without its
+    trend (two values: their plain variance, ddof 1)."""
+    n = len(xs)
+    if n < 3:
+        m = sum(xs) / n
+        return sum((x - m) ** 2 for x in xs) / (n - 1)
+    k_mean, x_mean = (n - 1) / 2, sum(xs) / n
+    sxx = sum((k - k_mean) ** 2 for k in range(n))
+    slope = sum((k - k_mean) * (x - x_mean) for k, x in enumerate(xs)) / sxx
+    return sum((x - x_mean - slope * (k - k_mean)) ** 2 for k, x in enumerate(xs)) / (n - 2)
 
 
 def stalled(scope, conditions: Iterable[str]) -> dict[str, list[str]]:
