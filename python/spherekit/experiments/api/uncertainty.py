@@ -158,9 +158,10 @@ def _multiplicities(rng, rows: int, n: int) -> np.ndarray:
 
 def two_level(statistic: Callable[[Draw], np.ndarray], n_items: int, n_seeds: Mapping[str, int], *,
               n_resamples: int = RESAMPLES, confidence: float = CONFIDENCE, seed: int = 0,
-              chunk_bytes: int = CHUNK_BYTES) -> Noise:
+              chunk_bytes: int = CHUNK_BYTES, items: str = "items") -> Noise:
     """The two-level bootstrap of `statistic` (module docstring): statistic(draw) -> (R,) values of R resamples.
-    n_seeds: {unit: its number of runs}; units with one run are not seed-resampled."""
+    n_seeds: {unit: its number of runs}; units with one run are not seed-resampled. items: what the evaluation
+    items are, for the card ("queries", "test pairs")."""
     _check(n_resamples, confidence, n_items)
     bad = {u: m for u, m in n_seeds.items() if int(m) < 1}
     if bad or not n_seeds:
@@ -181,10 +182,11 @@ def two_level(statistic: Callable[[Draw], np.ndarray], n_items: int, n_seeds: Ma
     interval = None if np.isnan(lo) or np.isnan(hi) else (float(lo), float(hi))
     single = sorted(u for u, m in n_seeds.items() if m == 1)
     if many:
-        seeds_text = "seeds (" + ", ".join(f"{u} {m}" for u, m in n_seeds.items() if m > 1) + f") and {n_items:,} items"
+        resampled = ", ".join(f"{u} {m}" for u, m in n_seeds.items() if m > 1)
+        seeds_text = f"seeds ({resampled}) and {n_items:,} {items}"
         how = f"two-level bootstrap over {seeds_text} resampled together"
     else:
-        how = f"bootstrap over {n_items:,} items"
+        how = f"bootstrap over {n_items:,} {items}"
     if single:
         how += f"; {'training noise unmeasured: ' if not many else ''}1 run of {', '.join(single)}"
     how += f", {confidence:.0%} interval"
