@@ -174,10 +174,10 @@ def two_level(statistic: Callable[[Draw], np.ndarray], n_items: int, n_seeds: Ma
     values = []
     for start in range(0, n_resamples, chunk):
         rows = min(chunk, n_resamples - start)
-        items = _multiplicities(rng, rows, n_items)
+        weights = _multiplicities(rng, rows, n_items)
         by_count = {m: _multiplicities(rng, rows, m) for m in many}
         seeds = {u: by_count[m] if m > 1 else np.ones((rows, 1)) for u, m in n_seeds.items()}
-        values.append(np.asarray(statistic(Draw(items, seeds)), dtype=np.float64).reshape(rows))
+        values.append(np.asarray(statistic(Draw(weights, seeds)), dtype=np.float64).reshape(rows))
     lo, hi = np.nanquantile(np.concatenate(values), [(1 - confidence) / 2, (1 + confidence) / 2])
     interval = None if np.isnan(lo) or np.isnan(hi) else (float(lo), float(hi))
     single = sorted(u for u, m in n_seeds.items() if m == 1)
