@@ -6,10 +6,10 @@ import dataclasses
 import pytest
 
 from spherekit.data.records import TermDefinition, definition_key, term_key
+from spherekit.experiments.concept.data import build, cross_source_pairs, data_fingerprint, load_or_build
 from spherekit.experiments.concept.spec import EXPERIMENT
 
 preset_config = EXPERIMENT.make_config
-from spherekit.experiments.concept.data import build, cross_source_pairs, data_fingerprint, load_or_build
 
 CFG = dataclasses.replace(preset_config("tiny"), eval_splits=("in-domain", "head-holdout"), steps=4,
                           source_holdout_conditions=("B1",))
@@ -63,7 +63,8 @@ def test_training_rows_never_show_a_test_term_or_definition(data):
 def test_cross_source_pairs_order_and_cap():
     pairs = [TermDefinition("run", f"wn {i}", f"run.v.0{i}", "v") for i in range(3)]
     pairs += [TermDefinition("run", f"gc {j}", None, "v", "gcide") for j in range(3)]
-    pairs += [TermDefinition("walk", "same text", "walk.v.01", "v"), TermDefinition("walk", "Same text.", None, "v", "gcide")]
+    pairs += [TermDefinition("walk", "same text", "walk.v.01", "v"),
+              TermDefinition("walk", "Same text.", None, "v", "gcide")]
     out = cross_source_pairs(pairs, "gcide", max_per_term=4)
     assert out == [("wn 0", "gc 0"), ("wn 0", "gc 1"), ("wn 1", "gc 0"), ("wn 1", "gc 1")]  # max(i, j) order
 
@@ -74,7 +75,8 @@ def test_cache_and_fingerprint(tmp_path, monkeypatch):
     monkeypatch.setattr("spherekit.experiments.concept.data.build", lambda *a, **k: pytest.fail("rebuilt"))
     again = load_or_build(cfg, tmp_path, progress=False)
     assert again.rows == first.rows and again.k == first.k
-    assert [r.term for r in again.eval_sets["in-domain"].records] == [r.term for r in first.eval_sets["in-domain"].records]
+    terms = [[r.term for r in data.eval_sets["in-domain"].records] for data in (again, first)]
+    assert terms[0] == terms[1]
     assert len(again.eval_sets["in-domain"].negatives) == len(first.eval_sets["in-domain"].negatives)
     fp = data_fingerprint(cfg)
     assert data_fingerprint(dataclasses.replace(cfg, lr=1.0, conditions=("B0",))) == fp  # not data settings

@@ -6,12 +6,12 @@ import dataclasses
 import pytest
 import torch
 
-from spherekit.experiments.concept.spec import EXPERIMENT, SETUPS as CONDITIONS, ConceptConfig
-
-preset_config = EXPERIMENT.make_config
 from spherekit.experiments.concept.models import build_loss, build_model, readout_module
+from spherekit.experiments.concept.spec import EXPERIMENT, SETUPS as CONDITIONS, ConceptConfig
 from spherekit.losses import CachedConceptEquivalenceLoss, ConceptEquivalenceLoss
 from spherekit.losses.deep_supervision import DeepSupervisionLoss
+
+preset_config = EXPERIMENT.make_config
 
 K = 2  # hard-negative columns per t2d row
 CFG = dataclasses.replace(preset_config("tiny"), negatives_per_pair=K)

@@ -7,7 +7,7 @@ the last layer) and the BCE ablation B1-biased / B1-negonly.
     spherekit reproduce concept --preset paper          # every condition on all-mpnet-base-v2, 8k steps (GPU)
 
 Modules: spec (conditions, settings, presets), paper (the paper's printed numbers, claims, departures), noise (the
-claims' ROC-AUC bootstrap, seed intervals and the learned rule), run (what the runner calls), data (training rows,
-evaluation sets), models (readouts, objective), evaluate (all suites on shared embeddings, per-item values),
+claims' two-level bootstraps of ROC-AUCs, geometry and per-layer gaps), run (what the runner calls), data (training
+rows, evaluation sets), models (readouts, objective), evaluate (all suites on shared embeddings, per-item values),
 figures (the card's tables and plots), bench (`spherekit bench reproduce concept`).
 """

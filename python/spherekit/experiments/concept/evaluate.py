@@ -1,10 +1,10 @@
 """Evaluation of one condition's encoder on every suite, each distinct text encoded once.
 
-Per evaluated split (in-domain, head-holdout; source-holdout for a source-holdout model): t2d / d2t R@1, R@10 and MRR and the pair ROC-AUC against a
-random definition (ConceptRetrievalEvaluator), the five stress-test ROC-AUCs and the pair ROC-AUC against the
-hard negatives (StressTestEvaluator, negatives generated once per split). In-domain only: anisotropy and
-effective rank of the split's distinct terms and definitions (GeometryEvaluator) and per-layer t2d MRR and
-anisotropy (LayerwiseEvaluator). With data_dir: NP paraphrase R@1 / R@10 per modifier family and DBpedia
+Per evaluated split (in-domain, head-holdout; source-holdout for a source-holdout model): t2d / d2t R@1, R@10 and
+MRR and the pair ROC-AUC against a random definition (ConceptRetrievalEvaluator), the five stress-test ROC-AUCs and
+the pair ROC-AUC against the hard negatives (StressTestEvaluator, negatives generated once per split). In-domain
+only: anisotropy and effective rank of the split's distinct terms and definitions (GeometryEvaluator) and per-layer
+t2d MRR and anisotropy (LayerwiseEvaluator). With data_dir: NP paraphrase R@1 / R@10 per modifier family and DBpedia
 R@10 / MRR. All suites share one spherekit.evaluation.cache.EmbeddingCache: a text is encoded once, together
 with its per-layer mean pools.
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ...evaluation.plots import save_figure
 from ..api import fmt
-from ..api.learning import RULE
+from ..api.learning import ENCODER, RULE, curve_of, trainings
 from ..api.printed import find, grid, notes
 from ..api.units import unit_runs
 from .paper import (ANISOTROPY, D2T_R10, DBPEDIA_R10, HH_T2D_R10, NEGATION, NP_R10, PAIR_HARD, PAIR_RANDOM,
@@ -100,13 +100,12 @@ def _training_table(scope) -> str:
              "|---|---|---|---|---|---|"]
     for cond, unit in scope.units.items():
         for run in unit_runs(unit):
-            tr = run.get("training")
-            if not tr:
-                continue
-            curve = tr["curve"].get("loss", [])
-            first, last = (fmt.num(curve[0]), fmt.num(curve[-1])) if curve else (fmt.MISSING, fmt.MISSING)
-            lines.append(f"| {cond} | {run['seed']} | {tr['steps']} | {fmt.num(tr['seconds_per_step'], 2)} | {first} | "
-                         f"{last} |")
+            for name, tr in trainings(run).items():
+                curve = curve_of(run, name)
+                first, last = (fmt.num(curve[0]), fmt.num(curve[-1])) if curve else (fmt.MISSING, fmt.MISSING)
+                what = cond if name == ENCODER else f"{cond} ({name})"
+                lines.append(f"| {what} | {run['seed']} | {tr.get('steps', fmt.MISSING)} | "
+                             f"{fmt.num(tr.get('seconds_per_step'), 2)} | {first} | {last} |")
     return "\n".join(lines) if len(lines) > 2 else "(no trained condition)"
 
 
@@ -128,8 +127,7 @@ def report(results: dict) -> str:
         parts += ["", f"{', '.join(extra)} are not in this preset's default selection (its plain run, `spherekit "
                   f"reproduce concept --preset {results['preset']}`, runs {', '.join(default)}): they ran with "
                   f"`--conditions {','.join(extra)}` on the same preset, and the card shows every finished unit."]
-    parts += ["", f"A claim that reads a trained condition is inconclusive when one of its seeds did not learn "
-              f"({RULE})."]
+    parts += ["", f"A claim declares the trained conditions it reads; {RULE}."]
     counts = _rule_counts(data)
     if counts:
         parts += ["", "Hard negatives per rule (appendix G; the same rules make the training negatives and the stress "
@@ -243,7 +241,7 @@ def _layers(scope, folder):
 def _losses(scope, folder):
     import matplotlib.pyplot as plt
 
-    curves = {c: (_first_run(scope, c).get("training") or {}).get("curve") for c in _conditions(scope)}
+    curves = {c: (trainings(_first_run(scope, c)).get(ENCODER) or {}).get("curve") for c in _conditions(scope)}
     curves = {c: x for c, x in curves.items() if x and x.get("step")}
     if not curves:
         return None

@@ -11,15 +11,15 @@ our random-negative pair ROC-AUC is reported too).
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, replace
 
 from ...evaluation.geometry import ANISOTROPY_PAIRS
 from ..api.claims import NO_ITEMS, Claim, Measured, NotRun, difference
-from ..api.learning import unless_learned
 from ..api.plugin import slug
 from ..api.printed import Printed
 from ..api.uncertainty import CONFIDENCE, hoeffding_interval
-from .noise import auc_compare, geometry_compare, not_learned, smallest_layer_gap
+from .noise import auc_compare, geometry_compare, smallest_layer_gap
 from .spec import BCE_ABLATION, LAST_LAYER_INIT, PAPER_STEPS, paced_multiplier, split_condition
 
 T2D_R10 = "in-domain/R@10 (term to definition)"
@@ -87,20 +87,6 @@ def _needs(what: str, read):
         raise NotRun(what) from None
 
 
-def _learned(conditions, label=None):
-    """A check that is inconclusive when a trained condition it reads did not learn (noise.not_learned): the check
-    runs first (so a claim whose units did not run stays "not run") and keeps its measurement."""
-    def wrap(measure):
-        def check(s):
-            measured = measure(s)
-            failed = not_learned(s, [c for c in conditions if s.has(c)])
-            if isinstance(measured, list):
-                return [unless_learned(m, failed) for m in measured]
-            return unless_learned(measured, failed)
-        return check
-    return wrap
-
-
 def _variants(s) -> list[str]:
     """The BCE forms of B1 that ran (B1, B1-biased, B1-negonly): P3, H3 and F are checked once per form."""
     ran = [v for v in BCE_ABLATION if s.has(v)]
@@ -109,16 +95,21 @@ def _variants(s) -> list[str]:
     return ran
 
 
-def _per_variant(measure):
-    """A claim checked once per BCE form of B1: measure(s, variant) labelled with the variant, each
-    inconclusive when that variant (or B3 / B1-unified it reads) did not learn."""
-    def check(s):
-        out = []
-        for v in _variants(s):
-            failed = not_learned(s, [c for c in (v, "B3", "B1-unified") if s.has(c)])
-            out.append(unless_learned(measure(s, v), failed))
-        return out
-    return check
+def _each_b1(measure):
+    """A claim checked once per BCE form of B1 that ran: measure(s, variant), labelled with the variant."""
+    return lambda s: [measure(s, v) for v in _variants(s)]
+
+
+def _with_b3(s, variant):
+    return (variant, "B3")
+
+
+def _with_unified(s, variant):
+    return (variant, "B1-unified")
+
+
+def _with_b1(s, readout):
+    return ("B1", readout)
 
 
 def _improves(s):
@@ -202,15 +193,15 @@ def _stuck(s, condition: str) -> list[str]:
 
 
 def _readouts(readouts):
-    """Each readout's t2d R@10 at most NO_BENEFIT above B1's; inconclusive when B1 or it did not learn, or when its
-    layer mix did not move from its start."""
+    """Each readout's t2d R@10 at most NO_BENEFIT above B1's; inconclusive when its layer mix did not move from its
+    start (whether B1 and it learned: the gate, rests_on)."""
     def check(s):
         ran = [c for c in readouts if s.has(c)]
         if not ran:
             raise NotRun(readouts[0] if len(readouts) == 1 else "at least one of " + ", ".join(readouts))
         out = []
         for c in ran:
-            m = unless_learned(difference(s, "B1", c, T2D_R10, "<=", NO_BENEFIT, label=c), not_learned(s, ["B1", c]))
+            m = difference(s, "B1", c, T2D_R10, "<=", NO_BENEFIT, label=c)
             stuck = _stuck(s, c)
             if stuck:
                 m = replace(m, text=f"{m.text}; the readout stayed at its start: {', '.join(stuck)}", holds=None)
@@ -230,7 +221,6 @@ def _gate_notes(s, condition: str) -> str:
         if notes else ""
 
 
-@_learned(("M1", "M3", "B1"))
 def _deep_supervision(s):
     return [difference(s, "M1", "M3", T2D_R10, ">", 0.0, label="over M1"),
             difference(s, "M3", "B1", T2D_R10, ">", 0.0, label="below B1")]
@@ -320,7 +310,6 @@ def _n_terms(s) -> int | None:
     return None
 
 
-@_learned(("B1",))
 def _final_layer(s):
     """P2, in two parts: the final layer's MRR lead over every earlier transformer layer, and its anisotropy
     below theirs, each the smallest gap over B0 and the B1 seeds (_smallest_gap)."""
@@ -330,20 +319,28 @@ def _final_layer(s):
     aniso_text = "; ".join(f"{r.name}: final-layer anisotropy {_f(r.anisotropy)} vs lowest earlier "
                            f"{_f(r.anisotropy + min(r.anisotropy_gaps))}" for r in rows)
     runs = [(r.run, r.last, r.earlier) for r in rows]
-    return [_smallest_gap([g for r in rows for g in r.mrr_gaps], _n_terms(s), 2.0, "test terms", "reciprocal ranks",
-                          mrr_text, "MRR", smallest_layer_gap(runs, "in-domain", "MRR")),
-            _smallest_gap([g for r in rows for g in r.anisotropy_gaps], ANISOTROPY_PAIRS, 4.0,
+    mrr = _smallest_gap([g for r in rows for g in r.mrr_gaps], _n_terms(s), 2.0, "test terms", "reciprocal ranks",
+                        mrr_text, "MRR", smallest_layer_gap(runs, "in-domain", "MRR"))
+    aniso = _smallest_gap([g for r in rows for g in r.anisotropy_gaps], ANISOTROPY_PAIRS, 4.0,
                           "random pairs (the same at every layer)", "cosines", aniso_text, "anisotropy",
-                          smallest_layer_gap(runs, "in-domain", "anisotropy"))]
+                          smallest_layer_gap(runs, "in-domain", "anisotropy"))
+    return [replace(mrr, seed_std=_gap_seed_std(rows, lambda r: r.mrr_gaps)),
+            replace(aniso, seed_std=_gap_seed_std(rows, lambda r: r.anisotropy_gaps))]
 
 
-@_learned(("B1",))
+def _gap_seed_std(rows: list[_LayerGaps], gaps) -> float | None:
+    """The training noise of a smallest gap (uncertainty.two_level's seed_std of this per-run rule): the sample std
+    over the seeds j of B1 of the smallest gap over the frozen runs (B0) and seed j's; None under two seeds."""
+    frozen = [g for r in rows if r.run.get("seed") is None for g in gaps(r)]
+    per_seed = [min(frozen + gaps(r)) for r in rows if r.run.get("seed") is not None]
+    return statistics.stdev(per_seed) if len(per_seed) > 1 else None
+
+
 def _np(s):
     _needs("the NP paraphrase file (--data-dir)", lambda: (s.metric("B0", NP_R10), s.metric("B1", NP_R10)))
     return difference(s, "B1", "B0", NP_R10, ">", 0.0)
 
 
-@_learned(("B1",))
 def _dbpedia(s):
     _needs("the DBpedia files (--data-dir)", lambda: (s.metric("B0", DBPEDIA_R10), s.metric("B1", DBPEDIA_R10)))
     return difference(s, "B0", "B1", DBPEDIA_R10, ">", 0.0)
@@ -352,66 +349,69 @@ def _dbpedia(s):
 _EACH_B1 = "checked for each BCE form of B1 that ran (B1, B1-biased, B1-negonly)"
 CLAIMS = [
     Claim("H1/P1", "concept-equivalence fine-tuning improves t2d R@10 over the frozen encoder (0.552 -> 0.654)",
-          "section 5.2", "B1's t2d R@10 above B0's", _learned(("B1",))(_improves)),
+          "section 5.2", "B1's t2d R@10 above B0's", _improves, rests_on=("B1",)),
     Claim("P1a", "fine-tuning collapses anisotropy (0.126 -> 0.012)", "section 5.2, appendix H",
-          "B1's anisotropy below half of B0's", _learned(("B1",))(_collapse)),
+          "B1's anisotropy below half of B0's", _collapse, rests_on=("B1",)),
     Claim("P1b", "... while effective rank stays unchanged (247.0 -> 247.2)", "section 5.2",
           f"B1's effective rank within {RANK_UNCHANGED:.0%} of B0's, both ways",
-          _learned(("B1",))(_rank_kept)),
+          _rank_kept, rests_on=("B1",)),
     Claim("H1b", "the frozen encoder fails negation (0.470) and fine-tuning with hard negatives fixes it (0.980)",
           "section 5.4", f"B0's negation ROC-AUC below {FAILS_NEGATION}; B1's more than {FIXES_NEGATION} above it",
-          _learned(("B1",))(_negation)),
+          _negation, rests_on=lambda s, label: ("B1",) if label == "B1 fixes" else ()),
     Claim("P3a", "hard negatives do not improve ranking (B3 0.657 vs M1 0.651)", "section 5.4",
           f"t2d R@10 of B1 within {SMALL_RANKING_CHANGE} of B3's, both ways; {_EACH_B1}",
-          _per_variant(_no_ranking_gain)),
+          _each_b1(_no_ranking_gain), rests_on=_with_b3),
     Claim("P3b", "... but improve discrimination (negation ROC-AUC B3 0.528 -> M1 0.984)", "section 5.4",
           f"B1's negation ROC-AUC at least {LARGE_CALIBRATION_GAIN} above B3's; {_EACH_B1}",
-          _per_variant(_auc_gain(NEGATION))),
+          _each_b1(_auc_gain(NEGATION)), rests_on=_with_b3),
     Claim("P3b-type", "... and type-swap discrimination (ROC-AUC B3 0.472 -> M1 0.976)", "section 5.4",
           f"B1's type-swap ROC-AUC at least {LARGE_CALIBRATION_GAIN} above B3's; {_EACH_B1}",
-          _per_variant(_auc_gain(TYPE_SWAP))),
+          _each_b1(_auc_gain(TYPE_SWAP)), rests_on=_with_b3),
     Claim("P3c", "... and calibration (pair ROC-AUC against rule negatives B3 0.769 -> M1 0.961)", "section 5.4",
           f"B1's pair ROC-AUC (hard negatives) at least {LARGE_CALIBRATION_GAIN} above B3's; "
-          f"{_EACH_B1}", _per_variant(_auc_gain(PAIR_HARD))),
+          f"{_EACH_B1}", _each_b1(_auc_gain(PAIR_HARD)), rests_on=_with_b3),
     Claim("H3", "hard negatives are the dominant geometric factor: B3 keeps a higher anisotropy than B1 "
           "(0.166 vs 0.012)", "appendix H", f"B3's anisotropy above twice B1's; {_EACH_B1}",
-          _per_variant(_hard_negative_geometry)),
+          _each_b1(_hard_negative_geometry), rests_on=_with_b3),
     Claim("B0-WM", "the frozen uniform mean of the last 4 layers (B0-WM) is worse than B0 in retrieval and "
           "anisotropy (0.392 vs 0.552; 0.303 vs 0.126)", "section 5.3",
           "B0-WM's t2d R@10 below B0's; its anisotropy above B0's", _layer_mean),
     Claim("H2/P2", "no readout variant beats fine-tuned mean pooling (B1)", "section 5.3",
           f"t2d R@10 of CLS pooling (B2) and of the per-input layer gate (M2) each at most {NO_BENEFIT} above B1's; "
           f"M2 is inconclusive when its gate's mixes end on average within {MIX_MOVED} (total variation per input) of "
-          "its uniform start", _readouts(READOUTS)),
+          "its uniform start", _readouts(READOUTS), rests_on=_with_b1),
     Claim("H2-last", "... nor does a learned mix of the last 4 layers", "section 5.3",
           "t2d R@10 of the learned layer mix started on the last layer (M1-last: B1's readout, free to take weight "
           f"from the other layers if they help; M1-last-paced: the same, its mix learning {PAPER_STEPS:,} / steps "
           f"times faster, as far as the paper's steps move it) at most {NO_BENEFIT} above B1's; inconclusive when the "
           f"mix's log-odds between every two layers changed by under {MIX_MOVED_LOG_ODDS} (it then measures its "
           "initialisation; total variation cannot show a mix at 95% moving further onto the last layer)",
-          _readouts(("M1-last", "M1-last-paced"))),
+          _readouts(("M1-last", "M1-last-paced")), rests_on=_with_b1),
     Claim("H2-uniform", "... nor do the learned layer mixes M1, M1-K6 and M3", "section 5.3",
           f"their t2d R@10 at most {NO_BENEFIT} above B1's; they start at the uniform mix (B0-WM's "
           "readout, far below B0's) and Adam moves each of their K logits by about 5 x lr per step, so the "
           "comparison measures that start and the encoder's training, not a learned readout",
-          _readouts(STUCK_READOUTS), sanity=True),
+          _readouts(STUCK_READOUTS), sanity=True, rests_on=_with_b1),
     Claim("M3", "deep supervision (M3) improves over M1 but does not reach B1", "section 5.3",
-          "M3's t2d R@10 above M1's, and B1's above M3's", _deep_supervision),
+          "M3's t2d R@10 above M1's, and B1's above M3's", _deep_supervision,
+          rests_on=lambda s, label: ("M1", "M3") if label == "over M1" else ("M3", "B1")),
     Claim("F", "B1-unified ranks better than B1 (+0.012 t2d R@10) ...", "appendix F",
-          f"B1-unified's t2d R@10 above B1's; {_EACH_B1}", _per_variant(_unified("rank"))),
+          f"B1-unified's t2d R@10 above B1's; {_EACH_B1}", _each_b1(_unified("rank")),
+          rests_on=_with_unified),
     Claim("F-pair", "... but is less calibrated (pair ROC-AUC -0.058) ...", "appendix F",
           f"B1-unified's pair ROC-AUC (hard negatives) below B1's; {_EACH_B1}",
-          _per_variant(_unified("pair"))),
+          _each_b1(_unified("pair")), rests_on=_with_unified),
     Claim("F-negation", "... and less robust (negation ROC-AUC -0.182)", "appendix F",
-          f"B1-unified's negation ROC-AUC below B1's; {_EACH_B1}", _per_variant(_unified("negation"))),
+          f"B1-unified's negation ROC-AUC below B1's; {_EACH_B1}", _each_b1(_unified("negation")),
+          rests_on=_with_unified),
     Claim("P2", "the final layer dominates before and after fine-tuning (highest MRR, anisotropy dropping there)",
           "section 5.3, appendix H", "in B0 and in every seed of B1 the final layer has the highest per-layer t2d "
           "MRR and the lowest anisotropy of the transformer layers: the smallest gap to an earlier layer > 0, "
-          "MRR and anisotropy checked apart", _final_layer),
+          "MRR and anisotropy checked apart", _final_layer, rests_on=("B1",)),
     Claim("NP", "NP paraphrase: the frozen encoder beats every fine-tuned one (B0 0.704 > B1 0.656)", "section 5.5",
-          "B0's NP paraphrase R@10 above B1's", _np),
+          "B0's NP paraphrase R@10 above B1's", _np, rests_on=("B1",)),
     Claim("DBpedia", "DBpedia: generic fine-tuning transfers partially (0.608 -> 0.649)", "section 5.6",
-          "B1's DBpedia R@10 above B0's", _dbpedia),
+          "B1's DBpedia R@10 above B0's", _dbpedia, rests_on=("B1",)),
 ]
 
 

@@ -234,6 +234,9 @@ class ConceptExperiment(Experiment):
     citation = CITATION
     config_class = ConceptConfig
     presets = PRESETS
+    # 3 seeds of B0, B1, B3 (cpu-small's very runs) and of the BCE ablation and M1-last: the training noise a 1-seed
+    # card (cpu, paper) borrows, for more of its claims than cpu-small measures
+    noise_preset = "cpu-small-ablation"
     conditions = conditions_of(
         *(Condition(n, s.description, distributed=s.trained, seeded=s.trained, params=s) for n, s in SETUPS.items()),
         *(Condition(n + SH_SUFFIX, f"{n} trained on the second source alone, tested on WordNet",
