@@ -44,7 +44,7 @@ def _run(cfg, backbone_dir, data, run_dir, monkeypatch, trained, fail_at=None):
     ctx = UnitContext(experiment=EXPERIMENT, cfg=cfg, backbone=str(backbone_dir),
                       condition=EXPERIMENT.conditions["losses"], seed=0, data=data, run_dir=run_dir, root=run_dir,
                       fingerprint="run", unit_fingerprint="unit", progress=False, is_main=True, requirements={})
-    return losses.run(ctx)
+    return {**losses.run(ctx), "training": ctx.training}
 
 
 def _comparable(result):
@@ -61,7 +61,7 @@ def test_every_loss_has_a_curve_from_the_backbone_to_the_last_step(cfg, backbone
         assert curve[0]["step"] == 0 and curve[0][key] == result["metrics"][f"start/{key}"]
         assert curve[-1]["step"] == cfg.steps and result["metrics"][f"{loss}/{key}"] == curve[-1][key]
         assert [c["step"] for c in curve] == sorted({c["step"] for c in curve})
-        assert result["details"]["training"][loss]["steps"] == cfg.steps
+        assert result["training"][f"losses {loss}"]["steps"] == cfg.steps  # the run's record of that training
         assert (tmp_path / "run" / "cache" / f"train-{loss}.json").is_file()
         for name in (f"{loss}/{key}", f"{loss}/{key} (mean over the training curve)", f"start/{key}"):
             values = result["per_item"][name]

@@ -16,6 +16,7 @@ from spherekit.experiments.textbook import paper as P
 from spherekit.experiments.textbook.checks import (EVAL_COSINE, EVAL_LABEL, GAP_ITEMS, PARAPHRASE_GAPS, RIGHT,
                                                    ROLE_SWAPS, f1_at)
 from spherekit.experiments.api.learning import learned
+from spherekit.experiments.textbook.noise import FROZEN, weighted_median
 
 CONFIG = {"eval_k": 10, "num_negatives": 5, "random_dims": [384, 768], "std_tolerance": 0.05, "gap_range": [0.1, 0.3],
           "steps": 40, "rounds": 2, "target_precision": 0.9, "rule_of_thumb": 0.7, "ann_k": 10, "target_recall": 0.95,
@@ -31,16 +32,16 @@ def hits(n_right, n=N):
     return [1.0] * n_right + [0.0] * (n - n_right)
 
 
-def unit(details=None, per_item=None, **metrics):
-    run = {"seed": 0, "metrics": dict(metrics), "details": details or {}}
+def unit(details=None, per_item=None, training=None, **metrics):
+    run = {"seed": 0, "metrics": dict(metrics), "details": details or {}, "training": training or {}}
     if per_item is not None:
         run["per_item"] = {k: list(map(float, v)) for k, v in per_item.items()}
     return {"metrics": dict(metrics), "runs": [run]}
 
 
-def from_items(per_item, details=None, **extra):
+def from_items(per_item, details=None, training=None, **extra):
     """A unit whose metrics are the means of its per-item values (plus `extra` metrics)."""
-    return unit(details, per_item, **{k: float(np.mean(v)) for k, v in per_item.items()}, **extra)
+    return unit(details, per_item, training, **{k: float(np.mean(v)) for k, v in per_item.items()}, **extra)
 
 
 def pairs(pos, hard, easy, n=N):
@@ -77,8 +78,8 @@ def ann(n_low=8, low=0.9, scanned=0.076):
 def order(cos_right=40, verifier_right=55, losses=FALLING, swaps=(0.93, 0.99)):
     items = {RIGHT.format("pooled cosine"): hits(cos_right), RIGHT.format("verifier re-rank"): hits(verifier_right),
              ROLE_SWAPS: np.linspace(*swaps, N)}
-    details = {"nearmiss": {"binding": {"n": N - 3}}, "verifier_losses": losses}
-    return unit(details, items, **{
+    details = {"nearmiss": {"binding": {"n": N - 3}}}
+    return unit(details, items, {"order verifier": {"curve": {"loss": losses}}}, **{
         "chapter pair/cosine (role swap)": 0.978, "chapter pair/cosine (same meaning)": 0.963,
         "examples/correct (pooled cosine)": 0, "examples/correct (verifier re-rank)": 2, "examples/count": 3,
         "near-misses/Acc (pooled cosine)": cos_right / N, "near-misses/Acc (verifier re-rank)": verifier_right / N})
@@ -89,15 +90,15 @@ def losses_unit(mnrl=(40, 38), triplet=(20, 22), curve=FALLING):
              "triplet/R@10": hits(triplet[0]), "triplet/R@10 (mean over the training curve)": hits(triplet[1]),
              "cosine/R@10": hits(25), "cosine/R@10 (mean over the training curve)": hits(24),
              "start/R@10": hits(23)}
-    details = {"training": {x: {"curve": {"loss": curve}} for x in ("mnrl", "triplet", "cosine")}}
-    return from_items(items, details)
+    return from_items(items, None, {f"losses {x}": {"curve": {"loss": curve}} for x in ("mnrl", "triplet", "cosine")})
 
 
 def mining_unit(hard=(36, 40), rand=(28, 29), curve=FALLING):
     items = {"start/R@10": hits(23), "hard/round1/R@10": hits(hard[0]), "hard/round2/R@10": hits(hard[1]),
              "random/round1/R@10": hits(rand[0]), "random/round2/R@10": hits(rand[1])}
-    chains = {c: [{"round": r, "training": {"curve": {"loss": curve}}} for r in (1, 2)] for c in ("hard", "random")}
-    return from_items(items, {"chains": chains})
+    chains = {c: [{"round": r} for r in (1, 2)] for c in ("hard", "random")}
+    training = {f"mining {c} round {r}": {"curve": {"loss": curve}} for c in ("hard", "random") for r in (1, 2)}
+    return from_items(items, {"chains": chains}, training)
 
 
 def chapter_like():
@@ -135,8 +136,10 @@ def test_chapter_shaped_numbers_make_every_claim_hold():
     for cid in ("listings-1", "concentration-2", "pooling-1", "pooling-2", "losses-1", "mining-1", "mining-2",
                 "thresholds-2", "ann-1", "order-1", "order-2"):
         assert got[cid]["interval"] is not None and "bootstrap" in got[cid]["uncertainty"], cid
-    assert got["listings-1"]["uncertainty"] == "bootstrap over 60 sentences, 95% interval"
-    assert got["order-1"]["uncertainty"] == "bootstrap over 60 role swaps, 95% interval"
+    assert got["listings-1"]["uncertainty"] == f"bootstrap over 60 sentences, 95% interval ({FROZEN})"
+    assert got["order-1"]["uncertainty"] == f"bootstrap over 60 role swaps, 95% interval ({FROZEN})"
+    assert got["losses-1"]["uncertainty"] == ("bootstrap over 60 queries; training noise unmeasured: 1 run of losses, "
+                                              "95% interval")
     assert got["order-1"]["value"] == pytest.approx(0.96) and got["order-1"]["margin"] == K.ROLE_SWAP_COSINE
     assert "0.9780 for the chapter's pair" in got["order-1"]["measured"]
     assert got["mining-1"]["value"] == pytest.approx((40 - 29) / N)
@@ -186,7 +189,8 @@ def test_a_claim_on_a_training_that_did_not_learn_is_inconclusive():
     for cid in ("mining-1", "mining-2", "losses-1", "order-2"):
         assert got[cid]["verdict"] == "inconclusive", cid
         assert "did not learn" in got[cid]["measured"] and got[cid]["interval"] is not None, cid
-    assert "hard round 1 (seed 0)" in got["mining-2"]["measured"]
+    assert "did not learn: mining seed 0 mining hard round 1 (" in got["mining-2"]["measured"]
+    assert "losses seed 0 losses cosine (" in got["losses-1"]["measured"]  # the gate reads the section's trainings
     assert got["pooling-1"]["verdict"] == "holds"  # frozen only: rests on no training
 
 
@@ -197,16 +201,17 @@ def test_a_trainings_probe_decides_whether_it_learned():
     assert learned(noisy) is False
     units = chapter_like()
     units["mining"] = mining_unit(curve=noisy)
-    for chain in units["mining"]["runs"][0]["details"]["chains"].values():
-        for rec in chain:
-            rec["training"]["probe"] = [2.67, 2.03]
+    for record in units["mining"]["runs"][0]["training"].values():
+        record["probe"] = [2.67, 2.03]
     got = verdicts(units)
     assert got["mining-1"]["verdict"] == got["mining-2"]["verdict"] == "holds"
-    units["mining"]["runs"][0]["details"]["chains"]["random"][1]["training"]["probe"] = [2.08, 2.05]
+    units["mining"]["runs"][0]["training"]["mining random round 2"]["probe"] = [2.08, 2.05]
     got = verdicts(units)
-    assert got["mining-1"]["verdict"] == "inconclusive" and got["mining-2"]["verdict"] == "holds"
-    assert "did not learn: random round 2 (seed 0): probe 2.080 -> 2.050 (-1.4%, a fall under 5%)" \
-        in got["mining-1"]["measured"]
+    # the gate reads every training of the section: mining-2 (the hard chain's rounds) rests on the random chain too
+    for cid in ("mining-1", "mining-2"):
+        assert got[cid]["verdict"] == "inconclusive", cid
+        assert ("barely moved: mining seed 0 mining random round 2 (probe 2.080 -> 2.050 (-1.4%, a fall under 5%))"
+                in got[cid]["measured"]), cid
 
 
 def test_runs_without_per_item_values_keep_their_point_estimates_and_decide_nothing():
@@ -244,7 +249,7 @@ def test_edge_cases_of_the_rules():
     units["pooling"] = from_items({"frozen/cls/R@10": hits(15), "frozen/mean/R@10": hits(23),
                                    "frozen/max/R@10": hits(18), "trained/cls/R@10": hits(30),
                                    "trained/mean/R@10": hits(27), "trained/max/R@10": hits(24)},
-                                  {"training": {p: {"curve": {"loss": FALLING}} for p in ("cls", "mean", "max")}})
+                                  None, {f"pooling {p}": {"curve": {"loss": FALLING}} for p in ("cls", "mean", "max")})
     units["ann"] = ann(scanned=0.6)
     got = verdicts(units)
     assert got["listings-3"]["verdict"] == "does not hold"
@@ -310,3 +315,48 @@ def test_the_paper_preset_says_what_a_full_reproduction_still_lacks():
     assert any(d.startswith("missing for a full reproduction: BAAI/bge-m3") for d in paper)
     assert not any("missing for a full reproduction" in d for d in P.departures({"config": CONFIG,
                                                                                   "preset": "cpu-small"}))
+
+
+def seeded(base: dict, seeds=(0, 1, 2), shift=0.0) -> dict:
+    """`base` (a one-run unit) as a unit of several seeds: seed s adds s * shift to every per-item value."""
+    runs = []
+    for s in seeds:
+        run = copy.deepcopy(base["runs"][0])
+        run["seed"] = s
+        run["per_item"] = {k: [x + s * shift for x in v] for k, v in run["per_item"].items()}
+        runs.append(run)
+    metrics = {k: float(np.mean([np.mean(r["per_item"][k]) for r in runs])) if k in runs[0]["per_item"] else v
+               for k, v in base["metrics"].items()}
+    return {"metrics": metrics, "runs": runs}
+
+
+def test_several_seeds_are_resampled_with_the_items_and_give_the_seed_std():
+    units = chapter_like()
+    one = verdicts(units)["losses-1"]
+    units["losses"] = seeded(losses_unit(), shift=0.0)  # three identical seeds: no training noise
+    same = verdicts(units)["losses-1"]
+    assert same["uncertainty"] == ("two-level bootstrap over seeds (losses 3) and 60 queries resampled together, 95% "
+                                   "interval") and same["seed_std"] == 0.0 and same["verdict"] == "holds"
+    assert same["value"] == pytest.approx(one["value"])
+    units["losses"] = seeded(losses_unit(), shift=0.0)
+    for s, run in enumerate(units["losses"]["runs"]):  # mnrl's lead over triplet differs by seed
+        run["per_item"]["mnrl/R@10"] = hits((20, 40, 60)[s])
+    units["losses"]["metrics"]["mnrl/R@10"] = float(np.mean(hits(40)))
+    got = verdicts(units)["losses-1"]
+    lo, hi = got["interval"]
+    assert got["seed_std"] > 0.1 and hi - lo > one["interval"][1] - one["interval"][0]
+
+
+def test_the_weighted_median_of_every_seeds_values():
+    from spherekit.experiments.api.uncertainty import Draw
+
+    x = np.random.default_rng(0).normal(size=(3, 11))
+    ones = Draw(np.ones((1, 11)), {"u": np.ones((1, 3))})
+    assert weighted_median(x, ones, "u")[0] == pytest.approx(float(np.median(x)))
+    assert weighted_median(x[:, :10], Draw(np.ones((1, 10)), {"u": np.ones((1, 3))}), "u")[0] == \
+        pytest.approx(float(np.median(x[:, :10])))  # an even count: the mean of the two middle values
+    w = np.zeros((1, 11))
+    w[0, 4] = 11  # every draw is item 4: the median of its three seeds' values
+    twice = Draw(w, {"u": np.array([[0.0, 3.0, 0.0]])})  # and every seed draw is seed 1
+    assert weighted_median(x, Draw(w, {"u": np.ones((1, 3))}), "u")[0] == pytest.approx(float(np.median(x[:, 4])))
+    assert weighted_median(x, twice, "u")[0] == pytest.approx(x[1, 4])

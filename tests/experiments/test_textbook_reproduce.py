@@ -100,8 +100,19 @@ def test_every_section_is_a_unit_with_metrics(card):
     ann = details["ann"]
     assert {r["method"] for r in ann["rows"]} == {"ivf", "hnsw"} and all(0 <= r["recall"] <= 1 for r in ann["rows"])
     order = details["order"]
-    assert order["examples"][0]["query"] == "the patient was treated by the doctor" and order["verifier_steps"] >= 1
-    assert len(order["verifier_losses"]) == order["verifier_steps"]
+    assert order["examples"][0]["query"] == "the patient was treated by the doctor"
+    # every training a section did is one of its run's "training" records, named by what it trained
+    training = {c: u["runs"][0].get("training", {}) for c, u in units.items()}
+    verifier = training["order"]["order verifier"]
+    assert verifier["steps"] >= 1 and len(verifier["curve"]["loss"]) == len(verifier["curve"]["step"]) == \
+        verifier["steps"]
+    assert set(training["losses"]) == {f"losses {x}" for x in ("mnrl", "triplet", "cosine")}
+    assert set(training["pooling"]) == {f"pooling {p}" for p in ("cls", "mean", "max")}
+    rounds = results["config"]["rounds"]
+    assert set(training["mining"]) == {f"mining {c} round {r}" for c in ("hard", "random")
+                                       for r in range(1, rounds + 1)}
+    assert all("training" not in r for chain in details["mining"]["chains"].values() for r in chain)
+    assert not training["listings"] and "training" not in details["pooling"]
 
 
 def test_card_checks_every_statement_with_a_verdict(card):

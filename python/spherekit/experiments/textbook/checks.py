@@ -1,6 +1,7 @@
 """The checks of the textbook's claims (paper.CLAIMS): each reads the units of one backbone (a claims.Scope) and
-returns what it measured, with the uncertainty of what it compares (noise.py: a bootstrap over the queries, pairs
-or items a section kept) and, for a claim that rests on trainings, the "learned" rule (spherekit.experiments.api.learning)."""
+returns what it measured, with the uncertainty of what it compares (noise.py: the two-level bootstrap over the
+queries, pairs or items a section kept and its seeds). Whether the trainings a claim reads learned is the core's
+gate (the claims' rests_on, spherekit.experiments.api.learning)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,7 @@ import numpy as np
 
 from ..api import fmt
 from ..api.claims import NO_ITEMS, Measured, NotRun
-from ..api.uncertainty import bootstrap, paired_bootstrap
-from .noise import items, run_trainings, two_sample, unless_learned, within_unit
+from .noise import series, set_mean, two_sample, unit_noise, weighted_median, within_unit
 
 # the keys of the sections' metrics that the checks read
 PARAPHRASE, UNRELATED = "listing1/cosine (paraphrase)", "listing1/cosine (closest unrelated pair)"
@@ -55,19 +55,19 @@ def each_run(s, condition: str, read) -> list:
 # ---------------------------------------------------------------- listings
 
 def on_a_set(s, condition: str, key: str, op: str, margin: float, example: str, noun: str, what: str) -> Measured:
-    """The rule `mean of the unit's per-item values of key  op  margin`, with a bootstrap over those items (`noun`:
-    what they are); `example` (the chapter's single instance) goes into the text, unjudged."""
-    values = items(s, condition, key)
+    """The rule `mean of the unit's per-item values of key  op  margin` on the frozen backbone, with a bootstrap
+    over those items (`noun`: what they are); `example` (the chapter's single instance) goes into the text,
+    unjudged."""
+    values = s.series(condition, key)
     mean = float(values.mean())
-    lo, hi, how = bootstrap(lambda idx: float(values[idx].mean()), len(values))
-    return Measured.compare(mean, op, margin, f"{example}; {what} over {len(values):,} {noun}: mean {fmt.num(mean, 4)}",
-                            interval=(lo, hi), uncertainty=how.replace("items", noun))
+    return set_mean(s, condition, key, op, margin, f"{example}; {what} over {values.shape[1]:,} {noun}: mean "
+                    f"{fmt.num(mean, 4)}", noun, frozen=True)
 
 
 def paraphrase(s):
     para, unrel = s.metric("listings", PARAPHRASE), s.metric("listings", UNRELATED)
     example = f"listing 1: cos(paraphrase) {fmt.num(para, 4)} vs cos(unrelated) <= {fmt.num(unrel, 4)}"
-    if items(s, "listings", PARAPHRASE_GAPS) is None:
+    if series(s, "listings", PARAPHRASE_GAPS) is None:
         return Measured.compare(para - unrel, ">", 0.0, example, uncertainty=NO_NOISE, exact=True)
     return on_a_set(s, "listings", PARAPHRASE_GAPS, ">", 0.0, example, "sentences",
                     "cos(sentence, its synonym paraphrase) - cos(sentence, an unrelated one)")
@@ -105,7 +105,8 @@ def std(s):
 
 def gap(s):
     """The median gap (relevant - random irrelevant passage) within gap_range: |median - centre| within the
-    half-width, with a bootstrap over the queries of the median of every seed's gaps (pooled)."""
+    half-width, with the two-level bootstrap (queries and seeds: each seed draws its own irrelevant passages) of
+    the median of every seed's gaps pooled (noise.weighted_median)."""
     lo, hi = s.config["gap_range"]
     centre, half = (lo + hi) / 2, (hi - lo) / 2
     share = s.get("concentration", IN_RANGE)
@@ -115,16 +116,15 @@ def gap(s):
                 f"({fmt.num(None if share is None else 100 * share, 0)}% of queries within {lo}-{hi}); relevant - "
                 f"hardest irrelevant: {fmt.num(s.get('concentration', GAP_HARDEST))}; value = median - {centre:g}")
 
-    runs = s.runs("concentration")
-    per_seed = [r.get("per_item", {}).get(GAP_ITEMS) for r in runs]
-    if not runs or any(v is None for v in per_seed):
+    gaps = series(s, "concentration", GAP_ITEMS)  # (seeds, queries)
+    if gaps is None:
         median = s.metric("concentration", GAP_RANDOM)
         return Measured.compare(median - centre, "within", half, text(median), uncertainty=NO_ITEMS)
-    gaps = np.asarray(per_seed, dtype=np.float64)  # (seeds, queries)
     median = float(np.median(gaps))
-    low, high, how = bootstrap(lambda idx: float(np.median(gaps[:, idx])) - centre, gaps.shape[1])
+    noise = unit_noise("concentration", [gaps], lambda d, a: weighted_median(a[0], d, "concentration") - centre,
+                       "queries")
     return Measured.compare(median - centre, "within", half, text(median, f" (every seed's draws, {gaps.size:,})"),
-                            interval=(low, high), uncertainty=how.replace("items", "queries"))
+                            **noise)
 
 
 # ---------------------------------------------------------------- pooling
@@ -143,22 +143,16 @@ def mean_pooling(s):
     ran, text = _pooling_text(s)
     stages = ("frozen", "trained") if ran else ("frozen",)
     pairs = [(key(s, f"{stage}/{p}"), key(s, f"{stage}/mean")) for stage in stages for p in ("cls", "max")]
-    measured = within_unit(s, "pooling", pairs, ">", 0.0, text + "; value = the smallest lead of mean")
-    return unless_learned(measured, run_trainings(s, "pooling", lambda run: {
-        f"{p} fine-tuning": record for p, record in run.get("details", {}).get("training", {}).items()}))
+    return within_unit(s, "pooling", pairs, ">", 0.0, text + "; value = the smallest lead of mean", frozen=not ran)
 
 
 def max_pooling(s):
     _, text = _pooling_text(s)
     return within_unit(s, "pooling", [(key(s, "frozen/mean"), key(s, "frozen/max"))], "<", 0.0,
-                       text + "; value = max - mean (frozen)")
+                       text + "; value = max - mean (frozen)", frozen=True)
 
 
 # ---------------------------------------------------------------- losses
-
-def _loss_records(run, names):
-    return {f"{x} training": run["details"]["training"][x] for x in names}
-
 
 def losses(s):
     final = {x: s.metric("losses", key(s, x)) for x in LOSSES}
@@ -169,8 +163,7 @@ def losses(s):
             + ", ".join(f"{x} {fmt.num(v)}" for x, v in area.items()) + "; value = the smaller lead of mnrl")
     pairs = [(key(s, "triplet"), key(s, "mnrl")),
              (f"{key(s, 'triplet')} {CURVE_MEAN}", f"{key(s, 'mnrl')} {CURVE_MEAN}")]
-    measured = within_unit(s, "losses", pairs, ">", 0.0, text)
-    return unless_learned(measured, run_trainings(s, "losses", lambda run: _loss_records(run, ("mnrl", "triplet"))))
+    return within_unit(s, "losses", pairs, ">", 0.0, text)
 
 
 # ---------------------------------------------------------------- hard-negative mining
@@ -186,26 +179,19 @@ def _chains(s):
     return hard, rand, text
 
 
-def _round_records(run, chains):
-    return {f"{chain} round {rec['round']}": rec["training"]
-            for chain in chains for rec in run["details"]["chains"][chain]}
-
-
 def hard_vs_random(s):
     hard, _, text = _chains(s)
     last = len(hard)
-    measured = within_unit(s, "mining", [(key(s, f"random/round{last}"), key(s, f"hard/round{last}"))], ">", 0.0,
-                           text + f"; value = hard - random after round {last}")
-    return unless_learned(measured, run_trainings(s, "mining", lambda run: _round_records(run, ("hard", "random"))))
+    return within_unit(s, "mining", [(key(s, f"random/round{last}"), key(s, f"hard/round{last}"))], ">", 0.0,
+                       text + f"; value = hard - random after round {last}")
 
 
 def model_mined_round(s):
     hard, _, text = _chains(s)
     if len(hard) < 2:
         raise NotRun("a model-mined round (rounds >= 2)")
-    measured = within_unit(s, "mining", [(key(s, "hard/round1"), key(s, f"hard/round{len(hard)}"))], ">", 0.0,
-                           text + f"; value = hard round {len(hard)} - round 1")
-    return unless_learned(measured, run_trainings(s, "mining", lambda run: _round_records(run, ("hard",))))
+    return within_unit(s, "mining", [(key(s, "hard/round1"), key(s, f"hard/round{len(hard)}"))], ">", 0.0,
+                       text + f"; value = hard round {len(hard)} - round 1")
 
 
 # ---------------------------------------------------------------- thresholds
@@ -232,7 +218,8 @@ def f1_at(scores: np.ndarray, labels: np.ndarray, t: float) -> float:
 
 def transfer(s):
     """Each corpus's held-out pairs at its own calibrated threshold vs at the other corpus's: the smaller F1 loss
-    of the two corpora must exceed TRANSFER_LOSS (a two-sample bootstrap over the queries of both)."""
+    of the two corpora must exceed TRANSFER_LOSS, with a two-sample bootstrap over the held-out queries of both
+    (noise.two_sample: the corpora's queries are different, unpaired items)."""
     t = {c: s.metric("thresholds", f"{c}/threshold (best F1, calibration part)") for c in CORPORA}
     f1 = {(c, src): s.metric("thresholds", f"{c}/F1 (evaluation part, {src} threshold)") for c in CORPORA
           for src in CORPORA}
@@ -243,10 +230,11 @@ def transfer(s):
             + ", ".join(f"{c} {fmt.num(f1[c, c])} vs {fmt.num(f1[c, other[c]])}" for c in CORPORA)
             + "; value = the smaller F1 loss")
     value = min(losses_.values())
-    arrays = {c: (items(s, "thresholds", f"{c}/{EVAL_COSINE}"), items(s, "thresholds", f"{c}/{EVAL_LABEL}"))
+    arrays = {c: (series(s, "thresholds", f"{c}/{EVAL_COSINE}"), series(s, "thresholds", f"{c}/{EVAL_LABEL}"))
               for c in CORPORA}
     if any(x is None for pair in arrays.values() for x in pair):
         return Measured.compare(value, ">", TRANSFER_LOSS, text, uncertainty=NO_ITEMS)
+    arrays = {c: (cos.mean(axis=0), lab.mean(axis=0)) for c, (cos, lab) in arrays.items()}  # frozen: seeds alike
     grouped = {c: (cos.reshape(-1, PAIRS_PER_QUERY), lab.reshape(-1, PAIRS_PER_QUERY))
                for c, (cos, lab) in arrays.items()}
 
@@ -256,15 +244,14 @@ def transfer(s):
 
     a, b = CORPORA
     lo, hi, how = two_sample(lambda ia, ib: min(loss(a, ia), loss(b, ib)), len(grouped[a][0]), len(grouped[b][0]))
-    return Measured.compare(value, ">", TRANSFER_LOSS, text, interval=(lo, hi),
-                            uncertainty=how.replace("items", "queries"))
+    return Measured.compare(value, ">", TRANSFER_LOSS, text, interval=(lo, hi), uncertainty=how)
 
 
 # ---------------------------------------------------------------- approximate search
 
 def ann(s):
     """The highest recall@k among the settings that scan under MAX_SCANNED of the corpus must reach the target,
-    with a bootstrap over the queries of that setting's recall."""
+    with a bootstrap over the queries of that setting's recall (the section is unseeded: fixed embeddings)."""
     corpus = int(s.metric("ann", "count (corpus)"))
     rows = each_run(s, "ann", lambda run: run["details"]["rows"])[0]
     k = min(s.config["ann_k"], corpus)
@@ -286,12 +273,12 @@ def ann(s):
     text = "; ".join(parts) + (f" (corpus {corpus}); value = recall@{k} of {best['method']} {param} {best['param']} "
                                f"({fmt.pct(best['fraction_scanned'])} scanned), the best under "
                                f"{MAX_SCANNED:.0%} scanned")
-    per_query = items(s, "ann", f"{best['method']}/R@{k} (exact neighbours, {param} {best['param']})")
+    per_query = series(s, "ann", f"{best['method']}/R@{k} (exact neighbours, {param} {best['param']})")
     if per_query is None:
         return Measured.compare(best["recall"], ">=", s.config["target_recall"], text, uncertainty=NO_ITEMS)
-    lo, hi, how = bootstrap(lambda idx: float(per_query[idx].mean()), len(per_query))
-    return Measured.compare(best["recall"], ">=", s.config["target_recall"], text, interval=(lo, hi),
-                            uncertainty=how.replace("items", "queries"))
+    return Measured.compare(best["recall"], ">=", s.config["target_recall"], text,
+                            **unit_noise("ann", [per_query], lambda d, a: d.mean("ann", a[0]), "queries",
+                                         frozen="unseeded: searches of fixed embeddings, no training noise"))
 
 
 # ---------------------------------------------------------------- order sensitivity
@@ -300,7 +287,7 @@ def role_swap(s):
     swap = s.metric("order", "chapter pair/cosine (role swap)")
     same = s.get("order", "chapter pair/cosine (same meaning)")
     example = f"cos = {fmt.num(swap, 4)} for the chapter's pair (same-meaning passage {fmt.num(same, 4)})"
-    if items(s, "order", ROLE_SWAPS) is None:
+    if series(s, "order", ROLE_SWAPS) is None:
         return Measured.compare(swap, ">", ROLE_SWAP_COSINE, example, uncertainty=NO_NOISE, exact=True)
     return on_a_set(s, "order", ROLE_SWAPS, ">", ROLE_SWAP_COSINE, example, "role swaps",
                     "cos(sentence, its subject-object swap)")
@@ -308,23 +295,20 @@ def role_swap(s):
 
 def rerank(s):
     """The re-rank puts the right passage first more often than pooled cosine, over the held-out near-misses and
-    the chapter's role swaps together (a paired bootstrap over those items)."""
+    the chapter's role swaps together, with the two-level bootstrap over those items and the verifier's seeds."""
     c1, c2 = (s.metric("order", f"examples/correct ({x})") for x in ("pooled cosine", "verifier re-rank"))
     a1, a2 = (s.metric("order", f"near-misses/Acc ({x})") for x in ("pooled cosine", "verifier re-rank"))
     n = s.metric("order", "examples/count")
     text = (f"same-meaning passage first: pooled cosine {c1:g}/{n:g} examples, verifier re-rank {c2:g}/{n:g}; "
             f"held-out near-misses ranked right: cosine {fmt.num(a1)}, verifier {fmt.num(a2)}")
-    cos_items, ver_items = (items(s, "order", RIGHT.format(x)) for x in ("pooled cosine", "verifier re-rank"))
-    if cos_items is None or ver_items is None:
+    right = [series(s, "order", RIGHT.format(x)) for x in ("pooled cosine", "verifier re-rank")]
+    if any(x is None for x in right):
         sizes = each_run(s, "order", lambda run: sum(f["n"] for f in run["details"]["nearmiss"].values()))[0]
         value = ((a2 - a1) * sizes + (c2 - c1)) / (sizes + n)
-        measured = Measured.compare(value, ">", 0.0, text + f"; value = re-rank - cosine over {sizes:g} + {n:g} items",
-                                    uncertainty=NO_ITEMS)
-    else:
-        lo, hi, how = paired_bootstrap(cos_items, ver_items)
-        value = float(ver_items.mean() - cos_items.mean())
-        measured = Measured.compare(value, ">", 0.0, text + f"; value = re-rank - cosine over {len(cos_items)} items",
-                                    interval=(lo, hi), uncertainty=how)
-    return unless_learned(measured, run_trainings(s, "order", lambda run: {
-        "verifier": {"curve": {"loss": run.get("details", {}).get("verifier_losses")}}}))
+        return Measured.compare(value, ">", 0.0, text + f"; value = re-rank - cosine over {sizes:g} + {n:g} items",
+                                uncertainty=NO_ITEMS)
+    value = float(right[1].mean() - right[0].mean())
+    noise = unit_noise("order", right, lambda d, a: d.mean("order", a[1]) - d.mean("order", a[0]), "items")
+    return Measured.compare(value, ">", 0.0, text + f"; value = re-rank - cosine over {right[0].shape[1]} items",
+                            **noise)
 

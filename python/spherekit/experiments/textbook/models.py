@@ -5,8 +5,9 @@ spherekit.training.trainer.train.
 A training's record holds its logged loss curve and its probe (training.train's: the training loss of the first
 rows, in fixed batches, eval mode, no gradient, before and after the training). The logged curve scores a new batch
 at every step, whose difficulty varies more than a short fine-tuning of a pretrained encoder moves the loss; the
-probe scores the same rows twice, so it says whether the objective fell (the claims' "learned" rule,
-spherekit.experiments.api.learning.judge_training, reads the probe when a record has one)."""
+probe scores the same rows twice, so it says whether the objective fell (the core's gate,
+spherekit.experiments.api.learning.grade_training, reads the probe when a record has one). The sections keep the
+record as one of the run's trainings (ctx.record_training)."""
 
 from __future__ import annotations
 

@@ -1,86 +1,108 @@
-"""The uncertainty of the textbook's claims: bootstrap intervals over the evaluation items a section kept
-(per_item: queries, pairs, near-miss items), and the "learned" rule on the trainings a claim rests on.
+"""The uncertainty of the textbook's claims: the core's two-level bootstrap (api.uncertainty.two_level) over the
+evaluation items a section kept (per_item: queries, pairs, near-miss items) and the section's seeds, on a unit's
+own metrics: a section measures its alternatives inside one unit (one key each: "mnrl/R@10", "triplet/R@10"), so
+every series of a claim comes from the runs of one condition, and seed s of every series is the same run (the
+seeds are paired as the items are).
 
+    series(s, "losses", "mnrl/R@10")                                  (seeds, items) per-item values, or None
     within_unit(s, "losses", [("triplet/R@10", "mnrl/R@10")], ">", 0.0, text)
-        the rule  min over the pairs of (metric(b) - metric(a))  op margin, with a paired bootstrap over the unit's
-        items (each item averaged over the unit's seeds; the smallest difference recomputed on every resample)
-    unless_learned(measured, {"mnrl (seed 0)": training record, ...})
-        the same measurement, made "inconclusive" when one of the trainings did not learn (the core's rule,
-        spherekit.experiments.api.learning.judge_training: a record's probe, the training loss of its first rows before
-        and after, decides; a record without one, e.g. the order verifier's, is judged on its logged losses)
+        the rule  min over the pairs (a, b) of (metric(b) - metric(a))  op margin; on a draw (item multiplicities w,
+        seed multiplicities v) each difference is  sum_i w_i (xbar_b,i - xbar_a,i) / n  with xbar_i = sum_s v_s x_si
+        / m, and the smallest of them is the resample's value
+    set_mean(s, "order", "role swaps/cosine", ">", 0.9, text, "role swaps")
+        the rule  mean over the items of a series  op margin
+    weighted_median(values (m, n), draw)                              the median of every seed's values, resampled
+    two_sample(statistic, n_a, n_b)                                   two unpaired item sets (module thresholds)
+
+frozen=True: the series were measured on the frozen backbone (listing 1's set, the frozen poolings, the role swaps;
+the ANN sweep is unseeded): they are the same at every seed (the runs share them), so the seeds are not resampled
+and the card says there is no training noise (FROZEN, or the reason given as `frozen`); their seed mean is the one
+row resampled. The trained series (losses, mining,
+fine-tuned poolings, the verifier) resample their seeds with the items: a unit with one run says its training noise
+is unmeasured (the 1-seed card then borrows the seed std of the cpu-small card, spec.noise_preset).
 
 Runs measured before per-item values were kept give the point estimate alone (claims.NO_ITEMS), as
-claims.difference does. The core's claims.difference compares two conditions on one key; a section of this
-paper measures its alternatives inside one unit (one key each), hence within_unit.
+claims.difference does. Whether the trainings a claim reads learned is the core's gate (paper.py: rests_on).
 """
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from ..api.claims import NO_ITEMS, Measured, NotRun
-from ..api.learning import judge_training
-from ..api.learning import unless_learned as core_unless_learned
-from ..api.uncertainty import CONFIDENCE, bootstrap, paired_bootstrap
+from ..api.uncertainty import CONFIDENCE, bootstrap, two_level
+
+FROZEN = "frozen backbone: the same values at every seed, no training noise"
 
 
-def items(s, condition: str, key: str) -> np.ndarray | None:
-    """The unit's per-item values of `key` (averaged over its seeds), or None when its runs kept none."""
+def series(s, condition: str, key: str) -> np.ndarray | None:
+    """The (seeds, items) per-item values of `key` of every run of the unit (claims.Scope.series), or None when
+    its runs kept none."""
     try:
-        return np.asarray(s.items(condition, key), dtype=np.float64)
+        return s.series(condition, key)
     except NotRun:
         return None
 
 
-def within_unit(s, condition: str, pairs, op: str, margin: float, text: str, *, seed: int = 0) -> Measured:
+def unit_noise(condition: str, arrays: list[np.ndarray], statistic, noun: str, *, frozen: bool | str = False) -> dict:
+    """The keyword arguments of Measured.compare (interval, uncertainty, seed_std) of statistic(draw, arrays) ->
+    (R,) over the unit's (seeds, items) arrays: two_level with the unit's seeds, or (frozen) over the items of the
+    arrays' seed means alone (module docstring)."""
+    if frozen:
+        arrays = [a.mean(axis=0, keepdims=True) for a in arrays]
+    n = arrays[0].shape[1]
+    noise = two_level(lambda d: statistic(d, arrays), n, {condition: arrays[0].shape[0]}, items=noun)
+    how = noise.uncertainty
+    if frozen:
+        how = f"bootstrap over {n:,} {noun}, {CONFIDENCE:.0%} interval ({FROZEN if frozen is True else frozen})"
+    return {"interval": noise.interval, "uncertainty": how, "seed_std": None if frozen else noise.seed_std}
+
+
+def within_unit(s, condition: str, pairs, op: str, margin: float, text: str, *, noun: str = "queries",
+                frozen: bool = False) -> Measured:
     """The rule `min over (a, b) in pairs of metric(b) - metric(a)  op  margin` on one unit's metrics (the mean
-    over its seeds), with a paired bootstrap over its items as the interval (module docstring)."""
+    over its seeds), with the two-level bootstrap of the same minimum as its interval (module docstring)."""
     value = min(s.metric(condition, b) - s.metric(condition, a) for a, b in pairs)
-    columns = [(items(s, condition, a), items(s, condition, b)) for a, b in pairs]
-    if any(x is None or y is None for x, y in columns):
+    columns = [series(s, condition, k) for pair in pairs for k in pair]
+    if any(x is None for x in columns):
         return Measured.compare(value, op, margin, text, uncertainty=NO_ITEMS)
-    if len(columns) == 1:
-        lo, hi, how = paired_bootstrap(*columns[0], seed=seed)
-    else:
-        diffs = [y - x for x, y in columns]
-        lo, hi, _ = bootstrap(lambda idx: min(float(d[idx].mean()) for d in diffs), len(diffs[0]), seed=seed)
-        how = (f"paired bootstrap over {len(diffs[0]):,} items of the smallest of the {len(diffs)} differences, "
-               f"{CONFIDENCE:.0%} interval")
-    return Measured.compare(value, op, margin, text, interval=(lo, hi), uncertainty=how)
+
+    def smallest(d, arrays):
+        return np.min([d.mean(condition, b) - d.mean(condition, a) for a, b in zip(arrays[::2], arrays[1::2])],
+                      axis=0)
+
+    return Measured.compare(value, op, margin, text, **unit_noise(condition, columns, smallest, noun, frozen=frozen))
+
+
+def set_mean(s, condition: str, key: str, op: str, margin: float, text: str, noun: str, *,
+             frozen: bool = False) -> Measured:
+    """The rule `mean over the items of key (and the seeds)  op  margin`, with its two-level bootstrap."""
+    x = s.series(condition, key)
+    return Measured.compare(float(x.mean()), op, margin, text,
+                            **unit_noise(condition, [x], lambda d, a: d.mean(condition, a[0]), noun, frozen=frozen))
+
+
+def weighted_median(values: np.ndarray, draw, unit: str) -> np.ndarray:
+    """(R,) medians of the (seeds, items) `values` pooled, element (s, i) taken v_s w_i times (draw.seeds[unit],
+    draw.items): the mean of the lower and upper weighted medians (the first sorted element whose cumulative weight
+    reaches half the total, and the first to pass it), so that all-ones weights give np.median of the values."""
+    x = np.asarray(values, dtype=np.float64)
+    order = np.argsort(x, axis=None, kind="stable")
+    ranked = x.ravel()[order]
+    weights = (draw.seeds[unit][:, :, None] * draw.items[:, None, :]).reshape(len(draw.items), -1)[:, order]
+    cum = np.cumsum(weights, axis=1)
+    half = cum[:, -1:] / 2
+    lower, upper = np.argmax(cum >= half, axis=1), np.argmax(cum > half, axis=1)
+    return (ranked[lower] + ranked[upper]) / 2
 
 
 def two_sample(statistic, n_a: int, n_b: int, *, seed: int = 0) -> tuple[float, float, str]:
-    """Percentile interval of statistic(idx_a, idx_b) over independent resamples of two item sets (two corpora):
-    the core's bootstrap resamples the first set, each of its resamples draws its own resample of the second."""
+    """Percentile interval of statistic(idx_a, idx_b) over independent resamples of two unpaired item sets: the
+    thresholds' held-out queries of the terms corpus and those of the example-sentence corpus are different queries
+    (no item of one is an item of the other), so the paired two_level model, which draws one item multiplicity per
+    item shared by every series, does not fit; each set is resampled with replacement on its own (a stratified
+    bootstrap: resample r draws idx_a of n_a and idx_b of n_b). The section is frozen (no seeds to resample)."""
     rng = np.random.default_rng(seed + 1)
     lo, hi, _ = bootstrap(lambda idx: statistic(idx, rng.integers(0, n_b, size=n_b)), n_a, seed=seed)
-    return lo, hi, (f"bootstrap over {n_a:,} + {n_b:,} items of two corpora (resampled independently), "
-                    f"{CONFIDENCE:.0%} interval")
-
-
-def not_learned(trainings: dict) -> list[str]:
-    """"<name>: <why>" of each training ({name: training record}) that did not learn (learning.judge_training)."""
-    judged = {name: judge_training(record) for name, record in trainings.items()}
-    return [f"{name}: {why}" for name, (ok, why) in judged.items() if ok is False]
-
-
-def unless_learned(measured: Measured, trainings: dict) -> Measured:
-    """`measured`, or the same record made "inconclusive" (holds None) when a training it rests on did not learn;
-    the text names them, or says that none of them kept a training record."""
-    failed = not_learned(trainings)
-    if failed:
-        return core_unless_learned(measured, failed)
-    if trainings and all(judge_training(x)[0] is None for x in trainings.values()):
-        return dataclasses.replace(measured, text=f"{measured.text}; no training record to check learning")
-    return measured
-
-
-def run_trainings(s, condition: str, read) -> dict:
-    """{"<name> (seed <s>)": training record} of every run of the unit: read(run) -> {name: training record}."""
-    out = {}
-    for run in s.runs(condition):
-        for name, record in (read(run) or {}).items():
-            out[f"{name} (seed {run.get('seed')})"] = record
-    return out
+    return lo, hi, (f"bootstrap over {n_a:,} + {n_b:,} queries of two corpora (unpaired: resampled independently), "
+                    f"{CONFIDENCE:.0%} interval ({FROZEN})")

@@ -4,11 +4,13 @@ departs from it.
 The chapter prints no outputs and trains nothing at scale: its one number is the std of random unit-vector cosines
 in 768 dimensions ("In 768-dim BERT, std dev ~ 0.036"). Every other number of the card is measured here, on the
 offline data. Each claim quotes the chapter, the rule says when it holds here (with its margin and its
-uncertainty: a bootstrap over the section's queries, pairs or items, each averaged over the seeds), and a claim
-whose section did not run is "not run". A claim that rests on a training is "inconclusive" when that training did
-not learn (spherekit.experiments.api.learning). Rules that cannot fail on this data (the chapter's code against the
-library, random vectors against 1/sqrt(d), the 0.7 rule on pairs whose positives average cosine ~0.4) are sanity
-checks. The checks are in checks.py.
+uncertainty: the core's two-level bootstrap over the section's queries, pairs or items and its seeds, noise.py),
+and a claim whose section did not run is "not run". A claim that rests on a training declares its section
+(rests_on): the core's gate makes it "inconclusive" when a training of that section's runs did not learn
+(spherekit.experiments.api.learning.gate; the trainings are the runs' "training" records: "pooling <mode>",
+"losses <loss>", "mining <chain> round <r>", "order verifier"). Rules that cannot fail on this data (the chapter's
+code against the library, random vectors against 1/sqrt(d), the 0.7 rule on pairs whose positives average cosine
+~0.4) are sanity checks. The checks are in checks.py.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from .checks import STD_768
 
 SECTION = "Section 31.1a"
 LEARNED = f"; inconclusive when a training it rests on did not learn ({RULE})"
-BOOT = "paired bootstrap over the test queries (each averaged over the seeds)"
+BOOT = ("two-level bootstrap over the seeds and the test queries (paired: every system of the section on the same "
+        "queries and runs; a frozen measurement: the queries alone)")
 
 PRINTED = [Printed(f"{SECTION}, concentration of measure", "concentration", STD_768, 0.036,
                    setting="random unit vectors, d = 768")]
@@ -53,24 +56,27 @@ CLAIMS = [
           "the similarity to the most relevant document by only 0.1-0.3 units'",
           f"{SECTION}, concentration of measure",
           "holds when the median gap (relevant - a random irrelevant passage) lies in gap_range (0.1-0.3): "
-          "|median - 0.2| within 0.1, with a bootstrap over the test queries", C.gap),
+          "|median - 0.2| within 0.1, with a two-level bootstrap over the test queries and the seeds (each seed draws "
+          "its own irrelevant passages)", C.gap),
     Claim("pooling-1", "mean pooling 'tends to produce the most robust representations'; 'start with mean pooling'",
           f"{SECTION}, pooling", "holds when mean's R@10 is above both cls's and max's (frozen, and after "
-          f"fine-tuning where it ran): the smallest lead > 0, {BOOT}" + LEARNED, C.mean_pooling),
+          f"fine-tuning where it ran): the smallest lead > 0, {BOOT}" + LEARNED, C.mean_pooling,
+          rests_on=("pooling",)),
     Claim("pooling-2", "max pooling 'can capture salient features but is less commonly used'", f"{SECTION}, pooling",
-          f"holds when max's R@10 is below mean's (frozen): max - mean < 0, {BOOT}", C.max_pooling),
+          "holds when max's R@10 is below mean's (frozen): max - mean < 0, with a bootstrap over the test queries",
+          C.max_pooling),
     Claim("losses-1", "'triplet loss is less sample-efficient than MNRL because it uses only one negative per "
           "anchor'", f"{SECTION}, contrastive training",
           "holds when MNRL is above triplet on both R@10 after training and its mean over the training curve: the "
-          f"smaller lead > 0, {BOOT}" + LEARNED, C.losses),
+          f"smaller lead > 0, {BOOT}" + LEARNED, C.losses, rests_on=("losses",)),
     Claim("mining-1", "'Random negatives are typically too easy ... providing little learning signal'; hard "
           "negatives 'force the model to learn fine-grained distinctions'", f"{SECTION}, hard negatives",
           f"holds when the hard chain's R@10 ends above the random chain's (same rounds and steps): > 0, {BOOT}"
-          + LEARNED, C.hard_vs_random),
+          + LEARNED, C.hard_vs_random, rests_on=("mining",)),
     Claim("mining-2", "'starting with BM25 negatives for initial training and then mining harder negatives with the "
           "trained model for further fine-tuning rounds'", f"{SECTION}, hard negatives",
           f"holds when the model-mined round's R@10 is above the BM25 round's: > 0, {BOOT}" + LEARNED,
-          C.model_mined_round),
+          C.model_mined_round, rests_on=("mining",)),
     Claim("thresholds-1", "''use cosine similarity above 0.7' advice ... will quietly destroy your RAG system'",
           f"{SECTION}, similarity thresholds",
           f"holds when 0.7 loses more than {C.RULE_OF_THUMB_LOSS} F1 against the calibrated best on the term -> "
@@ -79,7 +85,8 @@ CLAIMS = [
           "empirically on YOUR embedding model and corpus'", f"{SECTION}, similarity thresholds",
           "holds when a best-F1 threshold calibrated on the other corpus (terms <-> example sentences) loses more "
           f"than {C.TRANSFER_LOSS} F1 on each corpus's held-out pairs against its own: the smaller loss > "
-          f"{C.TRANSFER_LOSS}, with a bootstrap over the held-out queries of both corpora", C.transfer),
+          f"{C.TRANSFER_LOSS}, with a bootstrap over the held-out queries of both corpora (different queries: "
+          "resampled independently)", C.transfer),
     Claim("ann-1", "'approximate-nearest-neighbor algorithms can skip large fractions of the search space and still "
           "achieve 95%+ recall'", f"{SECTION}, approximate search",
           f"holds when the best recall@10 among the settings scanning under {C.MAX_SCANNED:.0%} of the corpus is "
@@ -93,8 +100,8 @@ CLAIMS = [
     Claim("order-2", "'retrieval based on embeddings should be followed by a re-ranking or verification step'",
           f"{SECTION}, word order",
           "holds when the verifier re-rank puts the right passage first more often than pooled cosine over the "
-          "held-out near-misses and the chapter's role swaps: re-rank - cosine > 0, a paired bootstrap over those "
-          "items" + LEARNED, C.rerank),
+          "held-out near-misses and the chapter's role swaps: re-rank - cosine > 0, a two-level bootstrap over the "
+          "verifier's seeds and those items" + LEARNED, C.rerank, rests_on=("order",)),
 ]
 
 
@@ -148,9 +155,10 @@ def departures(results: dict) -> list[str]:
         "a one-word synonym paraphrase of each (milder paraphrases than the listing's, which shares no content "
         "word), the role swap's 'may embed similarly' over subject-object swaps of WordNet sentences (spaCy "
         "parses, the near-miss set); the chapter's own examples are shown beside them",
-        f"uncertainty (ours): 95% percentile bootstrap intervals over the evaluation items (per-item values "
-        f"averaged over {len(cfg.get('seeds') or [0])} seed(s)); a claim resting on a training that did not "
-        f"learn is inconclusive ({RULE})",
+        f"uncertainty (ours): 95% percentile intervals of the two-level bootstrap over the evaluation items and "
+        f"the {len(cfg.get('seeds') or [0])} seed(s) (the frozen sections' values are the same at every seed: "
+        f"items only; the thresholds' two corpora are resampled independently); a claim resting on a section whose "
+        f"training did not learn is inconclusive ({RULE})",
     ]
 
 

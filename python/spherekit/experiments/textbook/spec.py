@@ -203,6 +203,7 @@ class TextbookExperiment(Experiment):
                        ("hard/round2/R@10", "hard-negative R@10"), ("random/round2/R@10", "random-negative R@10"),
                        ("best F1/F1", "best F1"), ("rule of thumb/F1", "F1 at 0.7"))
     metric_names = METRIC_NAMES
+    noise_preset = "cpu-small"  # 3 seeds: the training noise a 1-seed card (cpu, paper) borrows
 
     def selected(self, cfg) -> list[str]:
         return list(cfg.sections)

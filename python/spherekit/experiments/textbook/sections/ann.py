@@ -27,8 +27,11 @@ def _timed(index, q: np.ndarray, k: int) -> tuple[np.ndarray, float]:
 
 
 def query_recalls(found: np.ndarray, exact: np.ndarray) -> list[float]:
-    """Per query |found ∩ exact| / k (exact: the true top-k ids)."""
-    return [len(set(f[f >= 0]) & set(e)) / len(e) for f, e in zip(found, exact)]
+    """Per query |found ∩ exact| / k (exact: the true top-k ids; found's -1 padding never counts): Recall@k of
+    spherekit.evaluation.metrics with the exact neighbours as the relevant set."""
+    from ....evaluation.metrics import recall_at_k
+
+    return recall_at_k(found, [set(map(int, e)) for e in exact], found.shape[1], reduction="none").tolist()
 
 
 def setting_key(method: str, value: int, k: int) -> str:

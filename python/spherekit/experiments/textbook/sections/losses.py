@@ -6,7 +6,8 @@ row's one negative; CosineSimilarityLoss regresses cos(term, gloss) to 1 and cos
 gives two pairs, so a batch holds B / 2 rows).
 
 Each query's R@k is kept (per_item) after training and as its mean over the curve's points (the sample
-efficiency of one query), for the claims' paired bootstrap. Each loss's finished training is kept in the run's
+efficiency of one query), for the claims' bootstrap; each loss's training record is the run's training "losses
+<loss>" (ctx.record_training: the claims' gate reads it). Each loss's finished training is kept in the run's
 cache (ctx.cached: its curve, per-query values and training record), so an interrupted unit resumes with the next
 loss: every loss starts from the backbone and trains with the same seed, so the order and a resume do not change
 any loss's result; the backbone's own retrieval is measured once for every seed."""
@@ -32,12 +33,13 @@ def run(ctx) -> dict:
     begin = ctx.cached("start", lambda: dict(zip(("metrics", "per_query"), retrieval(load(ctx.backbone, cfg),
                                                                                        data.test, cfg))), shared=True)
     start = begin["metrics"]
-    metrics, items, details = {}, {}, {"start": start, "curves": {}, "training": {}}
+    metrics, items, details = {}, {}, {"start": start, "curves": {}}
     key = f"R@{cfg.eval_k}"
     for loss in LOSSES:
         result = ctx.cached(f"train-{loss}", lambda loss=loss: _train_one(ctx, columns, loss))
         curve = [{"step": 0, "examples": 0, **start}] + result["curve"]
-        details["training"][loss], details["curves"][loss] = result["training"], curve
+        ctx.record_training(f"losses {loss}", result["training"])
+        details["curves"][loss] = curve
         metrics[f"{loss}/{key}"] = curve[-1][key]
         items[f"{loss}/{key}"] = per_item(result["per_query"][-1])
         # sample efficiency: the mean recall over the curve (area under it, start excluded), per query too

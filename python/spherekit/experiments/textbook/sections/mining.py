@@ -8,9 +8,10 @@ the same (query, gloss) pairs with train_negatives negatives per query:
 The queries are cfg.mining_queries: WordNet example sentences (multi-word: BM25 has words to match, so its
 negatives are BM25's own rather than random top-ups) or masked terms (the earlier setting). Retrieval is
 measured after every round on the held-out queries of the same kind (the same steps per round in both chains),
-with each query's R@k kept for the claims' paired bootstrap. With cfg.reshuffle_rounds each round draws its own
-batch order (seed + 1000 x round), so a later round trains on rows round 1 did not see. Finished rounds are kept
-under <run>/<chain>/round<r>/ so that an interrupted unit resumes after its last finished round."""
+with each query's R@k kept for the claims' bootstrap, and each round's training record kept as the run's training
+"mining <chain> round <r>" (ctx.record_training: the claims' gate reads it). With cfg.reshuffle_rounds each round
+draws its own batch order (seed + 1000 x round), so a later round trains on rows round 1 did not see. Finished
+rounds are kept under <run>/<chain>/round<r>/ so that an interrupted unit resumes after its last finished round."""
 
 from __future__ import annotations
 
@@ -57,5 +58,6 @@ def run(ctx) -> dict:
                 {"query": train.queries[q], "negatives": [train.corpus[i] for i in rec["negatives"][q]]}
                 for q in range(min(EXAMPLES, len(train.queries)))]
             rec.pop("negatives")
+            ctx.record_training(f"mining {chain} round {rec['round']}", rec.pop("training"))
         details["chains"][chain] = records
     return {"metrics": metrics, "per_item": items, "details": details}

@@ -2,15 +2,16 @@
 treated by the patient") and two more role swaps, each with a same-meaning passage (our choice): does pooled
 cosine (stage 1 of spherekit.retrieval.TwoStageRetriever) rank the same-meaning passage above the role swap,
 and does a verifier re-rank (stage 2) fix it? The verifier (cfg.verifier, a small CNN over the token similarity
-map) is trained on the frozen backbone's tokens with spherekit.losses.train_verifier on structural near-misses
-(spherekit.data.nearmiss: negation, binding, spatial), and both stages are also scored on the held-out
+map) is trained on the frozen backbone's tokens with spherekit.training.verifier.train_verifier on structural
+near-misses (spherekit.data.nearmiss: negation, binding, spatial), and both stages are also scored on the held-out
 near-misses: the fraction of items where the positive outscores the near-miss. Per item (the held-out
 near-misses, then the chapter's examples) whether each stage puts the right passage first is kept (per_item) for
-the claim's paired bootstrap, and the verifier's logged training losses for the claim's "learned" rule. The
-chapter's point that role swaps "may embed similarly" is measured on a set too: the frozen backbone's cosine of
-every sentence of the near-miss set (train and test parts) and its subject-object swap, then of the chapter's three
-pairs, kept per item (ROLE_SWAPS). The near-miss set is data (built with cfg.data_seed, shared by every seed); the
-verifier's initialisation and training order follow ctx.seed."""
+the claim's bootstrap, and the verifier's logged training losses as the run's training "order verifier"
+(ctx.record_training: the claim's gate reads it). The chapter's point that role swaps "may embed similarly" is
+measured on a set too: the frozen backbone's cosine of every sentence of the near-miss set (train and test parts)
+and its subject-object swap, then of the chapter's three pairs, kept per item (ROLE_SWAPS). The near-miss set is
+data (built with cfg.data_seed, shared by every seed); the verifier's initialisation and training order follow
+ctx.seed."""
 
 from __future__ import annotations
 
@@ -30,6 +31,12 @@ def build_verifier(cfg, seed: int):
     torch.manual_seed(seed)
     kwargs = {"channels": 16, "mlp_hidden": 32, "map_size": cfg.max_seq_length} if cfg.verifier == "F3" else {}
     return build(cfg.verifier, **kwargs)
+
+
+def verifier_record(history: list[dict]) -> dict:
+    """The verifier's training record (api.learning): its steps and logged loss curve {"step", "loss"}."""
+    return {"steps": len(history), "curve": {"step": list(range(1, len(history) + 1)),
+                                             "loss": [round(float(h["loss"]), 5) for h in history]}}
 
 
 def _pairwise(model, verifier, anchors, positives, negatives, cfg) -> tuple[torch.Tensor, torch.Tensor]:
@@ -105,7 +112,6 @@ def run(ctx) -> dict:
              for stage, margins, key in (("pooled cosine", cos_m, "stage1_first"),
                                          ("verifier re-rank", ver_m, "stage2_first"))}
     items[ROLE_SWAPS] = per_item(swap_cos)
-    details = {"examples": examples, "nearmiss": per_family, "nearmiss_info": near.info,
-               "verifier_steps": len(history), "verifier_final_loss": history[-1]["loss"] if history else None,
-               "verifier_losses": [round(float(h["loss"]), 5) for h in history]}
+    ctx.record_training("order verifier", verifier_record(history))
+    details = {"examples": examples, "nearmiss": per_family, "nearmiss_info": near.info}
     return {"metrics": metrics, "per_item": items, "details": details}
