@@ -249,12 +249,50 @@ class TrainResult:
 
 
 _REPORT_TO: list[tuple[str, ...]] = [()]  # the integrations every training reports to (runner.reproduce's report_to)
+# transformers' report_to names whose pip distribution differs from the name, or that need more than one package or
+# a setting besides (what to install is all this says: whether one is usable is transformers' own is_*_available)
+_REPORT_TO_NEEDS = {
+    "azure_ml": "pip install azureml-core (and no mlflow: transformers then reports to mlflow instead)",
+    "comet_ml": "pip install comet_ml (at least the version transformers asks for) and set COMET_API_KEY",
+    "dagshub": "pip install dagshub mlflow",
+    "flyte": "pip install flytekit flytekitplugins-deck-standard",
+    "kubeflow": "set KUBEFLOW_TRAINER_SERVER_URL (and not DISABLE_KUBEFLOW_INTEGRATION=TRUE)",
+    "mlflow": "pip install mlflow (and not DISABLE_MLFLOW_INTEGRATION=TRUE)",
+    "tensorboard": "pip install tensorboard",
+}
+
+
+def check_report_to(report_to) -> tuple[str, ...]:
+    """`report_to` as a tuple, after checking that transformers knows every name and can report to it here, so that
+    a run stops before any data work rather than when its first training starts (transformers then raises deep in
+    the Trainer). "all" / "none" (transformers' own) stand alone. Raises ValueError, one line: an unknown name lists
+    the valid ones; a missing integration names what to install."""
+    from transformers.integrations import integration_utils as integrations
+
+    names = tuple(report_to or ())
+    valid = sorted(integrations.INTEGRATION_TO_CALLBACK)
+    if set(names) & {"all", "none"}:
+        if len(names) > 1:
+            raise ValueError(f"report_to: 'all' and 'none' stand alone, got {', '.join(names)}")
+        return names
+    unknown = [n for n in names if n not in valid]
+    if unknown:
+        raise ValueError(f"report_to: unknown integration {', '.join(map(repr, unknown))}; valid: "
+                         f"{', '.join(valid)}, all, none")
+    available = set(integrations.get_available_reporting_integrations())
+    if integrations.is_flyte_deck_standard_available():  # usable, but not in transformers' list of the available
+        available.add("flyte")
+    for name in names:
+        if name not in available:
+            raise ValueError(f"report_to: {name} is not available here: "
+                             f"{_REPORT_TO_NEEDS.get(name, f'pip install {name}')}")
+    return names
 
 
 @contextlib.contextmanager
 def reporting(report_to) -> None:
     """Within the block every training reports to `report_to` (transformers' report_to names: "tensorboard",
-    "wandb", ... whichever are installed; TensorBoard's logs under <out_dir>/logs/)."""
+    "wandb", ...; check_report_to checks them first; TensorBoard's logs under <out_dir>/logs/)."""
     _REPORT_TO.append(tuple(report_to or ()))
     try:
         yield
@@ -315,17 +353,19 @@ def train(model, train_dataset, loss, cfg: TrainConfig, out_dir, *, callbacks: S
     resume = last_complete_checkpoint(trainer_dir)
     set_seed(cfg.seed)
     args = training_arguments(cfg, trainer_dir, progress=progress, batch_sampler=batch_sampler)
-    trainer = _trainer_class()(model=model, args=args, train_dataset=train_dataset, loss=loss,
-                               callbacks=[*callbacks, trainer_callback()], layer_decay=cfg.layer_decay,
-                               head_multiplier=cfg.head_multiplier)
-    start = time.perf_counter()
-    rows = trainer.train_dataset if trainer.train_dataset is not None else train_dataset  # as the trainer reads it
-    before = _probe_before(trainer, rows, cfg.batch_size, out_dir / PROBE_FILE, resume is not None)
-    try:
-        with _tensorboard_dir(out_dir / "logs"):  # kept: <out_dir>/trainer/ is removed once the model is saved
+    # TensorBoard's folder: <out_dir>/logs/, kept (<out_dir>/trainer/ is removed once the model is saved); its
+    # callback reads the folder when the trainer is built, so the block holds the building too
+    with _tensorboard_dir(out_dir / "logs"):
+        trainer = _trainer_class()(model=model, args=args, train_dataset=train_dataset, loss=loss,
+                                   callbacks=[*callbacks, trainer_callback()], layer_decay=cfg.layer_decay,
+                                   head_multiplier=cfg.head_multiplier)
+        start = time.perf_counter()
+        rows = trainer.train_dataset if trainer.train_dataset is not None else train_dataset  # as the trainer reads
+        before = _probe_before(trainer, rows, cfg.batch_size, out_dir / PROBE_FILE, resume is not None)
+        try:
             trainer.train(resume_from_checkpoint=str(resume) if resume else None)
-    finally:
-        put_model_back_in_loss(loss, model)
+        finally:
+            put_model_back_in_loss(loss, model)
     check()
     after = probe_loss(trainer, rows, cfg.batch_size) if before is not None else None
     seconds = time.perf_counter() - start

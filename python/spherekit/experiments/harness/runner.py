@@ -50,7 +50,7 @@ from ...training.interrupt import Interrupted, check, graceful
 from ..api.learning import trainings
 from ..api.metrics import evaluation_version
 from ..api.plugin import slug
-from ...training.trainer import barrier, is_main_process, reporting, shutdown_distributed
+from ...training.trainer import barrier, check_report_to, is_main_process, reporting, shutdown_distributed
 from ..api.units import aggregate, seed_order
 
 DONE, METRICS, UNIT, NO_SEED, INTERRUPTED = "done", "metrics.json", "unit.json", "no-seed", "interrupted.json"
@@ -306,9 +306,11 @@ def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_di
     reevaluate: recompute the metrics of finished runs from their saved models (after a fix in an evaluator, say)
     without retraining them; their earlier training and cache times are kept; a finished trained run without a
     saved model is kept as it is (the log says so). report_to: where every training
-    also reports (transformers' integrations: "tensorboard", "wandb", ...; logs under <run>/logs/)."""
+    also reports (transformers' integrations: "tensorboard", "wandb", ...; logs under <run>/logs/), each checked
+    here, before any data work (an integration that is not installed stops the run in one line)."""
     if force and reevaluate:
         raise ValueError("force and reevaluate exclude each other: --force retrains, --reevaluate does not")
+    report_to = check_report_to(report_to)
     from .. import get
 
     log = log or (lambda msg: print(msg, file=sys.stderr))
