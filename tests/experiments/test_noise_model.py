@@ -34,6 +34,9 @@ def test_two_level_point_value_and_items_only_case_match_the_paired_bootstrap():
     assert noise.interval == pytest.approx((lo, hi), abs=0.004)  # the same estimator, another random stream
     assert noise.seed_std is None and not noise.seeds_measured
     assert "training noise unmeasured" in noise.uncertainty and "400 items" in noise.uncertainty
+    frozen = two_level(lambda d: d.mean("b", b) - d.mean("a", a), 400, {"a": 1, "b": 1}, frozen=["a", "b"],
+                       items="queries")
+    assert frozen.uncertainty == "bootstrap over 400 queries, 95% interval" and frozen.interval == noise.interval
 
 
 def test_seeds_widen_the_interval_and_give_a_seed_std():

@@ -210,7 +210,9 @@ def difference(scope: Scope, a: str, b: str, key: str, op: str, margin: float, *
         return Measured.compare(vb - va, op, margin, text, uncertainty=NO_ITEMS, label=label)
     if xa.shape[1] != xb.shape[1]:
         raise ValueError(f"{key}: {a} and {b} hold different numbers of items ({xa.shape[1]}, {xb.shape[1]})")
-    noise = two_level(lambda d: d.mean(b, xb) - d.mean(a, xa), xa.shape[1], {a: len(xa), b: len(xb)}, seed=seed)
+    frozen = [c for c in (a, b) if all(r.get("seed") is None for r in scope.runs(c))]  # unseeded: trains nothing
+    noise = two_level(lambda d: d.mean(b, xb) - d.mean(a, xa), xa.shape[1], {a: len(xa), b: len(xb)}, seed=seed,
+                      frozen=frozen)
     return Measured.compare(vb - va, op, margin, text, label=label, **noise.measured())
 
 

@@ -158,10 +158,11 @@ def _multiplicities(rng, rows: int, n: int) -> np.ndarray:
 
 def two_level(statistic: Callable[[Draw], np.ndarray], n_items: int, n_seeds: Mapping[str, int], *,
               n_resamples: int = RESAMPLES, confidence: float = CONFIDENCE, seed: int = 0,
-              chunk_bytes: int = CHUNK_BYTES, items: str = "items") -> Noise:
+              chunk_bytes: int = CHUNK_BYTES, items: str = "items", frozen=()) -> Noise:
     """The two-level bootstrap of `statistic` (module docstring): statistic(draw) -> (R,) values of R resamples.
     n_seeds: {unit: its number of runs}; units with one run are not seed-resampled. items: what the evaluation
-    items are, for the card ("queries", "test pairs")."""
+    items are, for the card ("queries", "test pairs"). frozen: units that train nothing (one unseeded run: no
+    training noise to measure, and the card does not call it unmeasured)."""
     _check(n_resamples, confidence, n_items)
     bad = {u: m for u, m in n_seeds.items() if int(m) < 1}
     if bad or not n_seeds:
@@ -180,7 +181,8 @@ def two_level(statistic: Callable[[Draw], np.ndarray], n_items: int, n_seeds: Ma
         values.append(np.asarray(statistic(Draw(weights, seeds)), dtype=np.float64).reshape(rows))
     lo, hi = np.nanquantile(np.concatenate(values), [(1 - confidence) / 2, (1 + confidence) / 2])
     interval = None if np.isnan(lo) or np.isnan(hi) else (float(lo), float(hi))
-    single = sorted(u for u, m in n_seeds.items() if m == 1)
+    frozen = set(frozen)
+    single = sorted(u for u, m in n_seeds.items() if m == 1 and u not in frozen)
     if many:
         resampled = ", ".join(f"{u} {m}" for u, m in n_seeds.items() if m > 1)
         seeds_text = f"seeds ({resampled}) and {n_items:,} {items}"
