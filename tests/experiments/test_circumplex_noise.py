@@ -1,6 +1,6 @@
-"""The noise of the circumplex claims: the bootstrap over the test texts (V-measure of a fixed assignment, CD-r from
-linearised resampled label-pair cosines), the "learned" rule, and the claims built on them, on synthetic units:
-each new rule can hold, fail and be inconclusive."""
+"""The noise of the circumplex claims: the two-level bootstrap over the seeds and the test texts (V-measure of a fixed
+assignment, CD-r from linearised resampled label-pair cosines), the core's gate on the trainings the claims rest on,
+and the claims built on them, on synthetic units: each new rule can hold, fail and be inconclusive."""
 
 import functools
 import math
@@ -22,11 +22,13 @@ from spherekit.experiments.circumplex.spec import (
     V,
 )
 from spherekit.experiments.api.claims import evaluate
+from spherekit.experiments.api.uncertainty import PER_ITEM, two_level
 from spherekit.experiments.api.units import aggregate
 
 N_PER = 30
 FALLING = [5.0 - 0.1 * i + 0.01 * (i % 2) for i in range(30)]  # learns: -58 %, far beyond its noise
-FLAT = [5.0 + 0.02 * (i % 3) for i in range(30)]  # does not: 0 %
+FLAT = [5.0 + 0.02 * (i % 3) for i in range(30)]  # does not: no fall
+SLOW = [5.0 - 0.003 * i for i in range(30)]  # barely moves: -1.7 %
 
 
 def _points(kind: str, noise_level: float, seed: int):
@@ -43,19 +45,20 @@ def _points(kind: str, noise_level: float, seed: int):
 
 
 @functools.cache
-def _measured(kind: str, noise_level: float, seed: int) -> tuple[dict, dict]:
+def _measured(kind: str, noise_level: float, seed: int) -> tuple[dict, dict, dict]:
     x, labels = _points(kind, noise_level, seed)
     r = ev.evaluate_embeddings(x, labels, ANGLES, n_init=2)
-    return {V: r["v_measure"], CD_R: r["cd_r"]}, noise.record_of(r["per_text"], r["circumplex_distance"],
-                                                                 "upper+diagonal")
+    details = {"label_order": r["label_order"], noise.CD: r["circumplex_distance"], noise.PAIRS: "upper+diagonal"}
+    return {V: r["v_measure"], CD_R: r["cd_r"]}, details, noise.record_of(r["per_item"], r["label_order"])
 
 
 def _run(kind: str, noise_level: float, seed: int, curve=FALLING) -> dict:
-    """A run record as run_unit writes it: metrics, per_text, training."""
-    metrics, per_text = _measured(kind, noise_level, seed)
-    run = {"seed": seed, "metrics": dict(metrics), noise.PER_TEXT: per_text}
+    """A run record as the runner writes it: metrics, details, per_item, training."""
+    metrics, details, items = _measured(kind, noise_level, seed)
+    run = {"seed": seed, "metrics": dict(metrics), "details": details, PER_ITEM: items}
     if curve is not None:
-        run["training"] = {"steps": len(curve) * 5, "curve": {"step": list(range(len(curve))), "loss": curve}}
+        run["training"] = {"encoder": {"steps": len(curve) * 5, "curve": {"step": list(range(len(curve))),
+                                                                          "loss": curve}}}
     return run
 
 
@@ -91,7 +94,8 @@ def paper_like():
 def test_per_text_statistics_reproduce_the_metrics_and_resample_exactly():
     x, labels = _points("ring", 0.3, 0)
     r = ev.evaluate_embeddings(x, labels, ANGLES, n_init=3)
-    texts = noise.Texts(noise.record_of(r["per_text"], r["circumplex_distance"], "upper+diagonal"))
+    details = {"label_order": r["label_order"], noise.CD: r["circumplex_distance"], noise.PAIRS: "upper+diagonal"}
+    texts = noise.Texts({"details": details, PER_ITEM: noise.record_of(r["per_item"], r["label_order"])})
     ones = np.ones((1, texts.n))
     assert texts.v_measure(ones)[0] == pytest.approx(r["v_measure"], abs=1e-12)
     assert texts.cd_r(ones)[0] == pytest.approx(r["cd_r"], abs=1e-4)  # 4-decimal cosines
@@ -112,20 +116,27 @@ def test_per_text_statistics_reproduce_the_metrics_and_resample_exactly():
     assert math.isnan(texts.cd_r(without_love)[0]) and not math.isnan(texts.v_measure(without_love)[0])
 
 
-def test_resampler_computes_bootstraps_draws_at_once():
-    from spherekit.experiments.api.uncertainty import bootstrap
-
-    scope = _scope({**PAPER_LIKE})
-    r = noise.resampler(scope)
+def test_measure_is_the_two_level_bootstrap_of_the_seed_mean_statistic():
+    scope = _scope(PAPER_LIKE, seeds=(0, 1, 2))
     cond = Run("SINCERE-GPT", "frozen").name
-    seen = []
-    lo, hi, _ = bootstrap(lambda idx: seen.append(idx) or r.value(cond, V, idx), r.n_texts([(cond, "")]))
-    texts = r.texts(cond)[0]
-    one = [texts.v_measure(np.bincount(i, minlength=texts.n).astype(float)[None])[0] for i in seen[:5]]
-    assert [r.value(cond, V, i) for i in seen[:5]] == pytest.approx(one, abs=1e-12)
-    other = np.arange(texts.n)[::-1].copy()  # not one of bootstrap's draws: computed on its own
-    assert r.value(cond, V, other) == pytest.approx(scope.metric(cond, V), abs=1e-12)
-    assert lo < scope.metric(cond, V) < hi
+    per_run = [run["metrics"][V] for run in scope.runs(cond)]
+    got = noise.measure(scope, [(cond, "")], lambda get: get(cond, V))
+    assert got.value == pytest.approx(scope.metric(cond, V), abs=1e-12)  # every text and seed once: the card's mean
+    assert got.seed_std == pytest.approx(np.std(per_run, ddof=1), abs=1e-12)  # run j of the unit, all texts
+    assert got.interval[0] < got.value < got.interval[1] and got.seeds_measured
+    assert got.uncertainty.startswith(f"two-level bootstrap over seeds ({cond} 3) and 360 test texts")
+    # the same draws by hand (two_level with its default seed): on text weights w and seed multiplicities v of a
+    # draw, the unit's V-measure is sum_s v_s V_s(w) / 3, V_s the run of seed s's weighted contingency V-measure
+    texts = noise.texts(scope, cond)
+    by_hand = two_level(lambda d: (d.seeds[cond] * np.stack([t.v_measure(d.items) for t in texts], 1)).sum(1) / 3,
+                        360, {cond: 3})
+    assert got.interval == pytest.approx(by_hand.interval, abs=1e-12)
+    one_seed = _scope(PAPER_LIKE)
+    one = noise.measure(one_seed, [(cond, "")], lambda get: get(cond, V))
+    assert one.seed_std is None and one.uncertainty.startswith("bootstrap over 360 test texts; training noise "
+                                                               f"unmeasured: 1 run of {cond}")
+    (text,) = noise.texts(one_seed, cond)
+    assert one.interval == pytest.approx(two_level(lambda d: text.v_measure(d.items), 360, {cond: 1}).interval)
 
 
 # ------------------------------------------------------------------ the claims on per-text units
@@ -134,7 +145,8 @@ def test_claims_hold_with_intervals_on_paper_like_units(paper_like):
     assert set(paper_like) == {"C1-GPT", "C1-nGPT", "C2-GPT", "C2-nGPT", "C3", "C4", "C5-GPT", "C5-nGPT"}
     for cid, r in paper_like.items():
         assert r["verdict"] == "holds", (cid, r["measured"], r["interval"])
-        assert r["interval"] is not None and "bootstrap over 360 test texts" in r["uncertainty"], cid
+        assert r["interval"] is not None and "two-level bootstrap over seeds" in r["uncertainty"], cid
+        assert "and 360 test texts resampled together" in r["uncertainty"] and r["seed_std"] > 0, cid
         lo, hi = r["interval"]
         assert lo <= hi and (lo > 0 if r["op"] == ">" else hi < 0), cid
 
@@ -160,17 +172,23 @@ def test_a_difference_inside_the_noise_is_inconclusive():
     assert r["verdict"] == "inconclusive" and r["interval"][0] < 0 < r["interval"][1], r
 
 
-def test_a_run_that_did_not_learn_makes_its_claims_inconclusive():
-    got = _verdicts(_scope(PAPER_LIKE, seeds=(0, 1), curves={"SINCERE-nGPT": FLAT}))
+def test_a_training_that_did_not_learn_makes_the_claims_resting_on_it_inconclusive():
+    got = _verdicts(_scope(PAPER_LIKE, seeds=(0, 1), curves={"SINCERE-nGPT": FLAT, "SoftCSE-nGPT": SLOW}))
     for cid in ("C1-nGPT", "C2-nGPT", "C3", "C4", "C5-nGPT"):
         assert got[cid]["verdict"] == "inconclusive", cid
-        assert "did not learn: SINCERE-nGPT@frozen (seeds 0, 1)" in got[cid]["measured"], cid
+        text = got[cid]["measured"]
+        assert "; rests on trainings that did not learn (did not learn: SINCERE-nGPT@frozen seed 0 encoder (" in text
+        assert "SINCERE-nGPT@frozen seed 1 encoder (" in text and "no fall)" in text, cid
         assert got[cid]["interval"] is not None and got[cid]["value"] is not None  # the measurement stays
-    for cid in ("C1-GPT", "C2-GPT", "C5-GPT"):  # the GPT half does not read SINCERE-nGPT
+    for cid in ("C1-nGPT", "C3", "C4", "C5-nGPT"):  # SoftCSE-nGPT's loss fell by under 5%: graded apart
+        assert "barely moved: SoftCSE-nGPT@frozen seed 0 encoder (4.991 -> 4.922 (-1.4%, a fall under 5%))" in \
+            got[cid]["measured"], cid
+    assert "SoftCSE" not in got["C2-nGPT"]["measured"]  # C2 rests on SINCERE and CircularCSE only
+    for cid in ("C1-GPT", "C2-GPT", "C5-GPT"):  # the GPT half does not rest on the nGPT trainings
         assert got[cid]["verdict"] == "holds", cid
 
 
-def test_units_without_per_text_values_are_inconclusive_with_their_point_values():
+def test_units_without_per_item_values_are_inconclusive_with_their_point_values():
     units = {Run(r, "frozen").name: {"metrics": {V: 0.7 if "Circular" not in r else 0.5,
                                                  CD_R: 0.3 if "Circular" not in r else 0.8},
                                      "runs": [{"seed": 42, "metrics": {}}]} for r in TRAINED_RUNS}

@@ -169,9 +169,11 @@ def test_units_layout_and_metrics(card):
         (run,) = unit["runs"]
         assert unit["seeds"] == [None if uid == "st/Pretrained" else 42], uid  # Pretrained: one no-seed run
         details = run["details"]
-        per_text = run["per_text"]  # what the claims' bootstrap over the test texts reads
-        assert len(per_text["label"].split()) == len(per_text["cluster"].split()) == details["n_test"], uid
-        assert len(per_text["cosine"]) == len(run["labels"]) and per_text["pairs"] == "upper+diagonal", uid
+        items = run["per_item"]  # what the claims' bootstrap over the test texts reads
+        assert len(items["label"]) == len(items["cluster"]) == details["n_test"], uid
+        assert [k for k in items if k.startswith("cosine/")] == [f"cosine/{lab}" for lab in details["label_order"]]
+        assert all(len(items[f"cosine/{lab}"]) == details["n_test"] for lab in run["labels"]), uid
+        assert details["cd_pairs"] == "upper+diagonal" and len(details["circumplex_distance"]) == len(run["labels"])
         assert details["pooling"]["pooling"] == "cls", uid  # the paper's rule for a BERT-like encoder
         n_labels = len(run["labels"])
         assert len(details["label_cosine"]) == n_labels and details["pca_sweep"][-1]["reduced"] is False
@@ -182,12 +184,12 @@ def test_units_layout_and_metrics(card):
             assert ALPHA_MEAN not in m and ALPHA_MAX not in m, uid
     pretrained = results["units"]["st/Pretrained"]["runs"][0]  # pooled as the heads, the backbone's own beside it
     assert "backbone pooling/V-measure" in pretrained["metrics"] and "backbone pooling/cluster" in \
-        pretrained["per_text"]
+        pretrained["per_item"]
     four = results["units"]["st/CircularCSE-nGPT@frozen+4labels"]
     assert four["runs"][0]["labels"] == ["love", "surprise", "disgust", "calmness"]
     frozen = results["units"]["st/SINCERE-nGPT@frozen"]
     assert frozen["seconds"]["train"] > 0 and "cache" in frozen["seconds"]
-    assert frozen["runs"][0]["training"]["steps"] == 2 * -(-6 * 12 // 16)
+    assert frozen["runs"][0]["training"]["encoder"]["steps"] == 2 * -(-6 * 12 // 16)
     assert "cache" not in results["units"]["st/SoftCSE-nGPT@unfrozen"]["seconds"]  # fine-tuning: no cache
     assert (card / "st" / "Pretrained" / "no-seed" / "done").is_file()
     for cond in CONDITIONS.split(",")[1:]:

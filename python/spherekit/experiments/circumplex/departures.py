@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from ..api.learning import RULE
+from ..api.learning import ENCODER, RULE, trainings
 from ..api.units import unit_runs
 from .spec import (
     ALPHA_MEAN,
@@ -115,14 +115,15 @@ def _poolings(results: dict) -> str:
 def _alpha(results: dict) -> str | None:
     ngpt = [(run, unit) for run, unit in _trained_runs(results) if run.head == "ngpt" and run.regime == "frozen"]
     alphas = [unit["metrics"].get(ALPHA_MEAN) for _, unit in ngpt if unit["metrics"].get(ALPHA_MEAN) is not None]
-    steps = sorted({r.get("training", {}).get("steps") for _, unit in ngpt for r in unit_runs(unit)} - {None})
+    steps = sorted({trainings(r).get(ENCODER, {}).get("steps") for _, unit in ngpt for r in unit_runs(unit)} - {None})
     if not alphas:
         return None
     return (f"nGPT step alpha initialised at {results['config']['alpha_init']} (nGPT's and the authors' code's "
             "default; the paper gives none): after " + "/".join(map(str, steps)) + " steps the frozen nGPT heads' "
             f"alphas average {min(alphas):.3f}-{max(alphas):.3f}; a residual turns a token state by at most about "
-            "2 alpha, so a head whose alpha and loss hardly move stays near its input (the claims call such a run "
-            f"'did not learn' and inconclusive); the paper's schedule is {PAPER_STEPS} steps")
+            "2 alpha, so a head whose alpha and loss hardly move stays near its input (the gate grades such a training "
+            f"'barely moved' or 'did not learn', and the claims resting on it inconclusive); the paper's schedule is "
+            f"{PAPER_STEPS} steps")
 
 
 def departures(results: dict) -> list[str]:
@@ -158,8 +159,8 @@ def departures(results: dict) -> list[str]:
                "N(0, 0.02^2) (nanoGPT's); head attention bidirectional for bidirectional backbones, unidirectional "
                "for decoder-only ones (appendix B; the authors' code: bidirectional for all)")
     out.append("verdict rules (ours; the paper runs one seed and reports no uncertainty): a unit is the mean over "
-               f"seeds {', '.join(map(str, cfg['seeds']))}; intervals are a bootstrap over the test texts; a run "
-               f"that did not learn makes a claim inconclusive ({RULE})")
+               f"seeds {', '.join(map(str, cfg['seeds']))}; intervals are a two-level bootstrap over the seeds and "
+               f"the test texts; {RULE}")
     out.append("frozen backbones stay in eval mode (no dropout inside them) so their states can be cached; the "
                "authors' trainer leaves them in train mode")
     out.append(f"CD-r over label pairs {cfg['cd_pairs']} and polarity classes by valence (surprise and calmness "

@@ -162,11 +162,10 @@ def evaluate_embeddings(emb, labels: Sequence[str], angles: Mapping[str, float],
         pca_explained_variance_ratio   the first min(10, d, n) PCA components (fitted on the unit embeddings)
         pc12_explained   PC1 + PC2 ratio (paper Fig. 1: near 1 for a 2-D ring)
         pca2d_centroids  {label: [x, y]} mean 2-D PCA coordinates per label (per-text points: projections())
-        per_text         what a bootstrap over the test texts needs (noise.record_of stores it compactly):
-                         "label" (index into label_order), "cluster" (the k-means assignment the V-measure
-                         scores) and "cosine" (n x E): e_k . m_j, the text's cosine to each label's mean unit
-                         embedding m_j, so that the mean of "cosine"[k][j] over the texts k of label i is
-                         AvgCosSim(i, j)
+        per_item         what the claims' bootstrap over the test texts needs (noise.record_of stores it): "label"
+                         (index into label_order), "cluster" (the k-means assignment the V-measure scores) and
+                         "cosine" (n x E): e_k . m_j, the text's cosine to each label's mean unit embedding m_j, so
+                         that the mean of "cosine"[k][j] over the texts k of label i is AvgCosSim(i, j)
     """
     from ...evaluation.geometry import pca_project
 
@@ -188,11 +187,11 @@ def evaluate_embeddings(emb, labels: Sequence[str], angles: Mapping[str, float],
         "pca_explained_variance_ratio": [float(r) for r in ratios],
         "pc12_explained": float(sum(ratios[:2])),
         "pca2d_centroids": {o: coords[lab == o].mean(axis=0).tolist() for o in order},
-        "per_text": _per_text(x, labels, order, m["clusters"]),
+        "per_item": _per_item(x, labels, order, m["clusters"]),
     }
 
 
-def _per_text(x: Tensor, labels: list[str], order: list[str], clusters: np.ndarray) -> dict:
+def _per_item(x: Tensor, labels: list[str], order: list[str], clusters: np.ndarray) -> dict:
     """{"label", "cluster", "cosine"} of evaluate_embeddings (see its docstring)."""
     ids = np.array([order.index(lab) for lab in labels])
     means = np.stack([x.numpy()[ids == i].mean(axis=0) for i in range(len(order))])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..api import fmt
-from ..api.learning import RULE, judge_training
+from ..api.learning import BARELY_MOVED, DID_NOT_LEARN, RULE, grade_training, trainings
 from ..api.plugin import slug
 from ..api.printed import find, grid
 from ..api.units import unit_runs
@@ -75,18 +75,35 @@ def _label_count_table(rows) -> str:
 
 
 def _interval(scope, needs, statistic) -> str:
-    from .noise import interval
+    from .noise import measure
 
-    iv, _ = interval(scope, needs, statistic)
-    return fmt.MISSING if iv is None else fmt.interval(*iv)
+    noise = measure(scope, needs, statistic)
+    return fmt.MISSING if noise is None or noise.interval is None else fmt.interval(*noise.interval)
 
 
-def _learned(scope, condition: str) -> str:
-    marks = []
-    for run in scope.runs(condition):
-        ok, why = judge_training(run.get("training"))
-        marks.append(f"{run.get('seed')}: {why}{' did not learn' if ok is False else ''}")
-    return "; ".join(marks) or fmt.MISSING
+def _grades(scope, condition: str) -> list[tuple[str, str, str | None]]:
+    """(seed, why, grade) of every training of the condition's runs (learning.grade_training)."""
+    return [(str(run.get("seed")), *reversed(grade_training(record))) for run in scope.runs(condition)
+            for record in trainings(run).values()]
+
+
+def _learned(grades) -> str:
+    return "; ".join(f"{seed}: {why} {grade or 'nothing to judge'}" for seed, why, grade in grades) or fmt.MISSING
+
+
+def _decides(grades, pooled_alike: bool) -> str:
+    """What decides the head's verdicts: its trainings' worst grade (the gate's, with the seeds), and the pooling."""
+    def seeds(grade):
+        found = [seed for seed, _, g in grades if g == grade]
+        return f"{grade} (seed{'s' if len(found) > 1 else ''} {', '.join(found)})" if found else None
+
+    if seeds(DID_NOT_LEARN):
+        head = f"alpha and steps: the head {seeds(DID_NOT_LEARN)}, so it measures its initialisation"
+    elif seeds(BARELY_MOVED):
+        head = f"alpha and steps: the head {seeds(BARELY_MOVED)}, so the claims resting on it are inconclusive"
+    else:
+        head = "the head: it learned"
+    return head + ("" if pooled_alike else "; and the pooling: Pretrained pools otherwise")
 
 
 def _resolved_pooling(scope) -> str:
@@ -97,8 +114,9 @@ def _resolved_pooling(scope) -> str:
 
 
 def _ngpt_section(scope, config: dict) -> list[str]:
-    """What the frozen nGPT heads of a scope measure: per head, its loss fall (the learned rule), its step size
-    alpha and its V-measure against Pretrained (the heads' own pooled input), with the pooling's own effect."""
+    """What the frozen nGPT heads of a scope measure: per head, its loss fall and grade (learned / barely moved / did
+    not learn: learning.grade_training, the gate's), its step size alpha and its V-measure against Pretrained (the
+    heads' own pooled input), with the pooling's own effect."""
     from .noise import OWN
 
     runs = [r for r in RUNS if r.endswith("-nGPT") and scope.has(scope.condition(r))]
@@ -108,19 +126,17 @@ def _ngpt_section(scope, config: dict) -> list[str]:
     pooled_alike = config.get("pretrained_pooling", "backbone") == "head"
     setting = (f"alpha_init {config.get('alpha_init')}, pooling {_resolved_pooling(scope)}, Pretrained pooled "
                f"'{config.get('pretrained_pooling', 'backbone')}', {config.get('epochs')} epochs; intervals: 95% "
-               f"bootstrap over the test texts; learned, in every seed: {RULE}.")
+               "two-level bootstrap over the seeds (where a unit has several) and the test texts; the trainings, per "
+               f"seed: {RULE}.")
     header = ("| run | training loss (probe, or logged curve's first -> last quarter), per seed | nGPT alpha mean | "
               "V-measure - Pretrained's | what decides its verdicts |")
     lines = [f"## What the frozen nGPT heads measure ({scope.backbone})", "", setting, "", header, "|---" * 5 + "|"]
     for run in runs:
         cond = scope.condition(run)
-        v = scope.metric(cond, V)
-        stalled = any(judge_training(r.get("training"))[0] is False for r in scope.runs(cond))
+        grades = _grades(scope, cond)
         iv = _interval(scope, [(cond, ""), (PRETRAINED, "")], lambda get, c=cond: get(c, V) - get(PRETRAINED, V))
-        decides = ("alpha and steps: the head did not learn, so it measures its initialisation" if stalled else
-                   "the head: it learned") + ("" if pooled_alike else "; and the pooling: Pretrained pools otherwise")
-        lines.append(f"| {run} | {_learned(scope, cond)} | {fmt.num(scope.get(cond, ALPHA_MEAN))} | "
-                     f"{v - v0:+.3f} {iv} | {decides} |")
+        lines.append(f"| {run} | {_learned(grades)} | {fmt.num(scope.get(cond, ALPHA_MEAN))} | "
+                     f"{scope.metric(cond, V) - v0:+.3f} {iv} | {_decides(grades, pooled_alike)} |")
     own = scope.get(PRETRAINED, f"{OWN}/{V}")
     if own is not None:
         iv = _interval(scope, [(PRETRAINED, ""), (PRETRAINED, f"{OWN}/")],

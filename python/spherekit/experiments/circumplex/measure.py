@@ -3,10 +3,10 @@
     metrics   V-measure, CD-r, ring MAE, the mean off-diagonal label-pair cosine and the PC1+PC2 variance
               (evaluate.evaluate_embeddings, under the keys of spec.py); for nGPT heads also the mean and max of
               the trained geodesic step sizes |alpha_A|, |alpha_M|
-    details   label_order, label_cosine (E x E), pca_explained_variance_ratio, the PCA-dimension sweep
-              (paper Fig. 5a), and 2-D PCA and MDS coordinates of the test texts for the card's plots (only when
-              `projections`: the card draws its first seed's)
-    per_text  what the claims' bootstrap over the test texts needs (noise.record_of)
+    details   label_order, label_cosine (E x E), circumplex_distance (E x E) and cd_pairs (CD-r's pairs),
+              pca_explained_variance_ratio, the PCA-dimension sweep (paper Fig. 5a), and 2-D PCA and MDS coordinates
+              of the test texts for the card's plots (only when `projections`: the card draws its first seed's)
+    per_item  what the claims' bootstrap over the test texts needs (noise.record_of)
 """
 
 from __future__ import annotations
@@ -66,10 +66,10 @@ def _common(angles: dict, cfg) -> dict:
 
 def evaluate_unit(model, items, angles: dict, cfg, *, progress: bool = False,
                   projections: bool = True) -> tuple[dict, dict, dict]:
-    """(metrics, details, per_text) of `model` on the test `items` (EmotionItem: text, label)."""
+    """(metrics, details, per_item) of `model` on the test `items` (EmotionItem: text, label)."""
     from .evaluate import evaluate_embeddings, pca_dimension_sweep
     from .evaluate import projections as project
-    from .noise import record_of
+    from .noise import CD, PAIRS, record_of
 
     labels = [it.label for it in items]
     emb = _embed(model, items, cfg, progress)
@@ -80,18 +80,18 @@ def evaluate_unit(model, items, angles: dict, cfg, *, progress: bool = False,
                   "cd_r": full["cd_r"]})  # the unreduced embeddings: the headline metrics, not computed again
     metrics = {**{key: full[name] for key, name in SCALARS.items()}, **ngpt_step_sizes(model)}
     details = {"label_order": full["label_order"], "label_cosine": full["label_cosine"],
+               CD: full["circumplex_distance"], PAIRS: cfg.cd_pairs,
                "pca_explained_variance_ratio": full["pca_explained_variance_ratio"], "pca_sweep": sweep,
                "n_test": len(items)}
     if projections:
         proj = project(emb, labels, angles, max_points=cfg.mds_points, seed=cfg.data_seed)
         details.update({"pca_points": _rounded(proj["pca"]), "pca_labels": list(proj["pca_labels"]),
                         "mds_points": _rounded(proj["mds"]), "mds_labels": list(proj["mds_labels"])})
-    per_text = record_of(full["per_text"], full["circumplex_distance"], cfg.cd_pairs)
-    return metrics, details, per_text
+    return metrics, details, record_of(full["per_item"], full["label_order"])
 
 
 def evaluate_second(model, items, angles: dict, cfg, scope: str, *, progress: bool = False) -> tuple[dict, dict]:
-    """(metrics under "<scope>/V-measure" and "<scope>/CD-r", per-text record under "<scope>/...") of a second
+    """(metrics under "<scope>/V-measure" and "<scope>/CD-r", per-item record under "<scope>/...") of a second
     embedding of the same test texts (the Pretrained run's: the backbone's own sentence embedding)."""
     from .evaluate import evaluate_embeddings
     from .noise import record_of
@@ -99,4 +99,4 @@ def evaluate_second(model, items, angles: dict, cfg, scope: str, *, progress: bo
     full = evaluate_embeddings(_embed(model, items, cfg, progress), [it.label for it in items], angles,
                                **_common(angles, cfg))
     metrics = {f"{scope}/{V}": full["v_measure"], f"{scope}/{CD_R}": full["cd_r"]}
-    return metrics, record_of(full["per_text"], None, cfg.cd_pairs, prefix=f"{scope}/")
+    return metrics, record_of(full["per_item"], full["label_order"], prefix=f"{scope}/")

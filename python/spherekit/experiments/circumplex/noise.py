@@ -1,85 +1,70 @@
-"""The noise of the circumplex claims: a bootstrap over the test texts, and whether a run's objective learned.
+"""The noise of the circumplex claims: the experiment core's two-level bootstrap (spherekit.experiments.api.uncertainty
+.two_level: the test texts and every multi-seed unit's seeds resampled together) of statistics that are not means
+over texts. On a draw with text weights w (R, n) and seed multiplicities v_u (R, m_u), a unit's metric is the mean of
+its runs' statistics over the resampled seeds, sum_s v_us x_s(w) / m_u (the card's metric, a mean over seeds, at
+w = 1, v = 1), with x_s(w) for the run of seed s:
 
-V-measure and CD-r are not means over texts, so a claim's interval is spherekit.experiments.api.uncertainty.bootstrap
-(statistic, n_texts): each resample draws the n test texts with replacement (one draw shared by every run the claim
-compares, so the comparison is paired) and recomputes each run's statistic on it:
-
-    V-measure  of the run's fixed k-means assignment on the resampled texts (k-means is not run again: the interval
-               covers which texts were tested, not the clustering's restarts)
+    V-measure  of the run's fixed k-means assignment on the texts taken w_k times: the V-measure (beta = 1) of the
+               weighted (labels x clusters) contingency table N(w)[i, c] = sum_k w_k [label_k = i, cluster_k = c]
+               (k-means is not run again: the interval covers which texts were tested and which seeds trained,
+               not the clustering's restarts)
     CD-r       Pearson over the label pairs of (CD(i, j), 1 - A'(i, j)) with the resampled label-pair cosines
-                   A'(i, j) = M'(i, j) + M'(j, i) - A(i, j),   M'(i, j) = mean of e_k . m_j over the resampled texts k
-                                                                         of label i (m_j: label j's mean embedding)
+                   A'(i, j) = M'(i, j) + M'(j, i) - A(i, j),   M'(i, j) = w-weighted mean of e_k . m_j over the texts
+                                                                         k of label i (m_j: label j's mean embedding)
                the first-order (linearised) resample of the bilinear AvgCosSim(i, j) = m_i . m_j: exact up to the
                product of two labels' mean shifts (second order); at the full sample A' = A.
 
-A unit with several seeds gives, on each resample, the mean of its seeds' statistics (the card's metric is the mean
-over seeds). A resample that leaves a label without texts gives NaN (the bootstrap's quantiles skip it).
+A draw that leaves a label without texts gives NaN for CD-r (two_level's quantiles skip it).
 
-A run keeps what this needs as "per_text" (record_of(evaluate_embeddings' per_text); compact strings, one line each
-in results.json): "label" and "cluster" (one int per test text, label = index into details.label_order), "cosine"
-(per label j, the texts' e_k . m_j with 4 decimals: a text's rounding error of 5e-5 averages out over a label's
-texts), "circumplex distance" (the E x E CD matrix) and "pairs" (the CD-r pair set). The Pretrained run keeps the
-same for the backbone's own sentence embedding under "backbone pooling/cluster" and "backbone pooling/cosine".
+A run keeps what this needs under "per_item" (record_of, from evaluate_embeddings' per_item): "label" (index into
+details.label_order) and "cluster" (one int per test text), and per label j "cosine/<j>" (by name: "cosine/love"; the
+texts' e_k . m_j, 4 decimals: a text's rounding error of 5e-5 averages out over a label's texts); its details keep
+the E x E "circumplex_distance" and the "cd_pairs" of CD-r. The Pretrained run keeps the same for the backbone's own
+sentence embedding under "backbone pooling/cluster" and "backbone pooling/cosine/<j>". Every run of a scope tests the
+same texts in the same order (the draw's item weights are shared: paired).
 
-Learned: an objective learned when its training loss fell by the experiment core's rule
-(spherekit.experiments.api.learning.judge_training: its probe, the loss of the first rows before and after, by 5%; where
-a run kept no probe, the logged losses' last quarter mean at least 5% below the first quarter's, beyond two standard
-errors of the two means). A claim that compares a run whose objective did not learn (in any seed) is inconclusive
-by rule: it would measure the head's initialisation.
+Whether the trainings a claim compares learned is the core's gate (claims declare rests_on).
 """
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
-from ..api.learning import judge_training
-from ..api.uncertainty import RESAMPLES, bootstrap
+from ..api.uncertainty import PER_ITEM, Noise, per_item, two_level
 from .evaluate import _pair_index
 from .spec import CD_R, V
 
-PER_TEXT = "per_text"
 OWN = "backbone pooling"  # the Pretrained run's second embedding: the backbone's own sentence embedding
+CD, PAIRS = "circumplex_distance", "cd_pairs"  # the run's details: the CD matrix and CD-r's pair set
 
 
-# ---------------------------------------------------------------- the run record
-
-def _ints(values) -> str:
-    return " ".join(str(int(v)) for v in values)
-
-
-def _floats(values) -> str:
-    return " ".join(f"{float(v):.4f}" for v in values)
-
-
-def record_of(per_text: dict, cd, pairs: str, prefix: str = "") -> dict:
-    """The compact "per_text" record of evaluate_embeddings' per_text (prefix: e.g. "backbone pooling/" for a
-    second embedding of the same texts, which keeps only its "cluster" and "cosine")."""
-    out = {f"{prefix}cluster": _ints(per_text["cluster"]),
-           f"{prefix}cosine": [_floats(col) for col in np.asarray(per_text["cosine"]).T]}
-    if not prefix:
-        out = {"label": _ints(per_text["label"]), **out, "circumplex distance": [_ints(r) for r in np.asarray(cd)],
-               "pairs": pairs}
-    return out
+def record_of(items: dict, order, prefix: str = "") -> dict:
+    """The run's "per_item" entries of evaluate_embeddings' per_item (module docstring; order: the label order;
+    prefix: e.g. "backbone pooling/" for a second embedding of the same texts, which keeps its "cluster" and
+    "cosine/<j>" only)."""
+    cosine = np.asarray(items["cosine"], dtype=np.float64)
+    out = {f"{prefix}cluster": [int(c) for c in items["cluster"]],
+           **{f"{prefix}cosine/{label}": per_item(cosine[:, j], 4) for j, label in enumerate(order)}}
+    return out if prefix else {"label": [int(i) for i in items["label"]], **out}
 
 
 class Texts:
     """One run's per-text arrays: label (n,), cluster (n,), cosine (n, E), cd (E, E), the pair index, and A (the
-    label-pair cosines at the full sample). Its statistics take resample weights W (R, n): row r holds how often
-    resample r drew each text; they return one value per row."""
+    label-pair cosines at the full sample). Its statistics take text weights w (R, n) and return one value per row."""
 
-    def __init__(self, record: dict, prefix: str = ""):
-        self.label = np.array(record["label"].split(), dtype=np.int64)
-        self.cluster = np.array(record[f"{prefix}cluster"].split(), dtype=np.int64)
-        self.cosine = np.array([c.split() for c in record[f"{prefix}cosine"]], dtype=np.float64).T
-        self.cd = np.array([r.split() for r in record["circumplex distance"]], dtype=np.float64)
+    def __init__(self, run: dict, prefix: str = ""):
+        items, details = run[PER_ITEM], run["details"]
+        order = details["label_order"]
+        self.label = np.asarray(items["label"], dtype=np.int64)
+        self.cluster = np.asarray(items[f"{prefix}cluster"], dtype=np.int64)
+        self.cosine = np.array([items[f"{prefix}cosine/{label}"] for label in order], dtype=np.float64).T
+        self.cd = np.asarray(details[CD], dtype=np.float64)
         self.n, self.e = self.cosine.shape
         self.k = int(self.cluster.max()) + 1
         self.onehot = np.eye(self.e)[self.label]
         self.cells = np.eye(self.e * self.k)[self.label * self.k + self.cluster]  # (n, E K): a text's (label, cluster)
         self.by_label = (self.onehot[:, :, None] * self.cosine[:, None, :]).reshape(self.n, -1)  # (n, E E)
-        self.pairs = _pair_index(self.e, record["pairs"])
+        self.pairs = _pair_index(self.e, details[PAIRS])
         self.a = self.mean_cosine(np.ones((1, self.n)))[0]
 
     def mean_cosine(self, w: np.ndarray) -> np.ndarray:
@@ -100,6 +85,9 @@ class Texts:
         a = m + m.transpose(0, 2, 1) - self.a
         ii, jj = self.pairs
         return _pearson(self.cd[ii, jj], 1.0 - a[:, ii, jj])
+
+
+STATISTICS = {V: Texts.v_measure, CD_R: Texts.cd_r}
 
 
 def _entropy(p: np.ndarray, axes) -> np.ndarray:
@@ -127,99 +115,39 @@ def _pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(b).all(axis=1) & np.isfinite(r), r, np.nan)
 
 
-# ---------------------------------------------------------------- a scope's resamples
-
-class Resampler:
-    """Per condition of a scope, its runs' Texts; value(condition, key, idx) is the seed-mean statistic on the
-    resample idx. The statistics of all RESAMPLES resamples are computed at once, on the draws
-    uncertainty.bootstrap makes (its seeded generator, one rng.integers(0, n, n) per resample): every claim of a
-    scope then looks its resamples up; a resample drawn otherwise is computed on its own."""
-
-    def __init__(self, scope):
-        self.scope, self._texts, self._draws, self._values = scope, {}, {}, {}
-
-    def texts(self, condition: str, prefix: str = "") -> list[Texts] | None:
-        """The condition's runs' Texts, or None when a run kept no per-text values (measured before they were)."""
-        key = (condition, prefix)
-        if key not in self._texts:
-            records = [r.get(PER_TEXT) for r in self.scope.runs(condition)]
-            ok = records and all(r and f"{prefix}cluster" in r for r in records)
-            self._texts[key] = [Texts(r, prefix) for r in records] if ok else None
-        return self._texts[key]
-
-    def n_texts(self, needs) -> int | None:
-        """The shared number of test texts of the (condition, prefix) pairs, or None when one lacks them."""
-        sets = [self.texts(c, prefix) for c, prefix in needs]
-        if any(s is None for s in sets):
-            return None
-        sizes = {t.n for s in sets for t in s}
-        if len(sizes) != 1:
-            raise ValueError(f"{self.scope.name}: the runs of {[c for c, _ in needs]} hold different test sets")
-        return sizes.pop()
-
-    def _rows(self, n: int) -> tuple[dict, np.ndarray]:
-        """({draw bytes: row}, weights (RESAMPLES, n)) of bootstrap's draws over n texts."""
-        if n not in self._draws:
-            rng = np.random.default_rng(0)
-            draws = [rng.integers(0, n, size=n) for _ in range(RESAMPLES)]
-            weights = np.stack([np.bincount(d, minlength=n) for d in draws]).astype(np.float64)
-            self._draws[n] = ({d.tobytes(): i for i, d in enumerate(draws)}, weights)
-        return self._draws[n]
-
-    def value(self, condition: str, key: str, idx: np.ndarray, prefix: str = "") -> float:
-        texts = self.texts(condition, prefix)
-        stat = {V: Texts.v_measure, CD_R: Texts.cd_r}[key]
-        rows, weights = self._rows(texts[0].n)
-        row = rows.get(np.asarray(idx, dtype=np.int64).tobytes())
-        if row is None:
-            w = np.bincount(idx, minlength=texts[0].n).astype(np.float64)[None]
-            return float(np.mean([stat(t, w)[0] for t in texts]))
-        memo = (condition, key, prefix)
-        if memo not in self._values:
-            self._values[memo] = np.mean([stat(t, weights) for t in texts], axis=0)
-        return float(self._values[memo][row])
+def texts(scope, condition: str, prefix: str = "") -> list[Texts] | None:
+    """The Texts of the condition's runs, or None when a run kept no per-item values (measured before they were)."""
+    runs = scope.runs(condition)
+    ok = runs and all(f"{prefix}cluster" in (r.get(PER_ITEM) or {}) for r in runs)
+    return [Texts(r, prefix) for r in runs] if ok else None
 
 
-_RESAMPLERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+def measure(scope, needs, statistic) -> Noise | None:
+    """two_level of statistic(value), value(condition, key, prefix="") -> (R,): the condition's metric V or CD-r on
+    the draw, its runs' statistics averaged over the resampled seeds (prefix "backbone pooling/": the Pretrained run's
+    second embedding). needs: the (condition, prefix) pairs statistic reads. None when a run kept no per-item
+    values."""
+    runs = {need: texts(scope, *need) for need in dict.fromkeys(needs)}
+    if any(r is None for r in runs.values()):
+        return None
+    first, *rest = [t for ts in runs.values() for t in ts]
+    if any(t.n != first.n or not np.array_equal(t.label, first.label) for t in rest):
+        raise ValueError(f"{scope.name}: the runs of {[c for c, _ in runs]} hold different test sets")
+    n = first.n
+
+    def on(draw):
+        memo = {}
+
+        def value(condition, key, prefix=""):
+            if (condition, key, prefix) not in memo:
+                per_seed = np.stack([STATISTICS[key](t, draw.items) for t in runs[(condition, prefix)]], axis=1)
+                v = draw.seeds[condition]
+                memo[(condition, key, prefix)] = (v * per_seed).sum(1) / v.shape[1]
+            return memo[(condition, key, prefix)]
+
+        return statistic(value)
+
+    return two_level(on, n, {c: len(ts) for (c, _), ts in runs.items()}, items="test texts")
 
 
-def resampler(scope) -> Resampler:
-    """The scope's Resampler (one per scope object)."""
-    if scope not in _RESAMPLERS:
-        _RESAMPLERS[scope] = Resampler(scope)
-    return _RESAMPLERS[scope]
-
-
-def interval(scope, needs, statistic) -> tuple[tuple[float, float] | None, str]:
-    """((low, high), how) of statistic(value) over bootstrap resamples of the test texts; value(condition, key,
-    prefix="") is a condition's seed-mean metric on the resample (prefix "backbone pooling/": the Pretrained run's
-    second embedding). needs: the (condition, prefix) pairs statistic reads. (None, why) when a run kept no
-    per-text values."""
-    from ..api.claims import NO_ITEMS
-
-    r = resampler(scope)
-    n = r.n_texts(list(needs))
-    if n is None:
-        return None, NO_ITEMS
-
-    def stat(idx):
-        return statistic(lambda c, key, prefix="": r.value(c, key, idx, prefix))
-
-    lo, hi, how = bootstrap(stat, n)
-    return (lo, hi), how.replace("items", "test texts")
-
-
-# ---------------------------------------------------------------- did the objective learn?
-
-def not_learned(scope, conditions) -> list[str]:
-    """The conditions whose objective did not learn in some seed, each with those seeds: "<condition> (seeds
-    42, 43)"."""
-    out = []
-    for c in conditions:
-        seeds = [str(run.get("seed")) for run in scope.runs(c) if judge_training(run.get("training"))[0] is False]
-        if seeds:
-            out.append(f"{c} (seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)})")
-    return out
-
-
-__all__ = ["OWN", "PER_TEXT", "Resampler", "Texts", "interval", "not_learned", "record_of", "resampler"]
+__all__ = ["CD", "OWN", "PAIRS", "STATISTICS", "Texts", "measure", "record_of", "texts"]

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ..api.claims import Claim, Measured, evaluate
+from ..api.claims import NO_ITEMS, Claim, Measured, evaluate
 from ..api.printed import Printed
 from .spec import CD_R, PRETRAINED, TRAINED_RUNS, GroupScope, Run, V
 
@@ -58,9 +58,9 @@ def paper_scopes() -> list[GroupScope]:
 
 HEADS = ("GPT", "nGPT")
 LOSS_NAMES = ("SINCERE", "SoftCSE", "CircularCSE")
-NOISE = ("bootstrap over the test texts (V-measure of the fixed k-means assignment, CD-r from the resampled "
-         "label-pair cosines; a unit's seeds averaged on each resample); inconclusive when a compared run did not "
-         "learn (spherekit.experiments.api.learning)")
+NOISE = ("two-level bootstrap over the seeds and the test texts (V-measure of each run's fixed k-means assignment, "
+         "CD-r from the resampled label-pair cosines, a unit's runs averaged over its resampled seeds: noise.py); "
+         "inconclusive when a training it rests on did not learn (spherekit.experiments.api.learning.gate)")
 
 
 def _f(x: float) -> str:
@@ -68,35 +68,39 @@ def _f(x: float) -> str:
 
 
 def _check(s, runs, statistic, op: str, text, *, margin: float = 0.0) -> Measured:
-    """The rule `statistic op margin` on the units' means (the card's metrics), with a bootstrap over the test
-    texts as its interval; inconclusive when a compared trained run's objective did not learn. runs: the run names
-    statistic reads (Pretrained included), statistic(value) with value(run, key) a run's metric; text(value):
-    the measurement in words."""
-    from dataclasses import replace
-
-    from . import noise
+    """The rule `statistic op margin` on the units' means (the card's metrics), with the two-level bootstrap over
+    the seeds and test texts as its interval (noise.measure). runs: the run names statistic reads (Pretrained
+    included); statistic(value) with value(run, key) a run's metric as an array (one entry per resample) returns
+    an array; text(value): the measurement in words (value: the card's metric)."""
+    from .noise import measure
 
     conditions = {run: s.condition(run) for run in runs}
 
     def on(get):
         return statistic(lambda run, key: get(conditions[run], key))
 
-    point = on(s.metric)
-    interval, how = noise.interval(s, [(c, "") for c in conditions.values()],
-                                   lambda get: on(lambda c, key: get(c, key)))
-    measured = Measured.compare(point, op, margin, text(lambda run, key: s.metric(conditions[run], key)),
-                                interval=interval, uncertainty=how)
-    stalled = noise.not_learned(s, [c for run, c in conditions.items() if run != PRETRAINED])
-    if stalled:
-        measured = replace(measured, holds=None, text=f"{measured.text}; did not learn: {'; '.join(stalled)}")
-    return measured
+    point = float(on(lambda c, key: np.array([s.metric(c, key)]))[0])
+    words = text(lambda run, key: s.metric(conditions[run], key))
+    noise = measure(s, [(c, "") for c in conditions.values()], lambda get: on(lambda c, key: get(c, key)))
+    if noise is None:
+        return Measured.compare(point, op, margin, words, uncertainty=NO_ITEMS)
+    return Measured.compare(point, op, margin, words, **noise.measured())
+
+
+def _trained(runs):
+    """The claim's rests_on: the scope's conditions of the trained runs among `runs` (Pretrained trains nothing)."""
+    return lambda scope, label: [scope.condition(r) for r in runs if r != PRETRAINED]
+
+
+def _of(head: str) -> list[str]:
+    return [f"{loss}-{head}" for loss in LOSS_NAMES]
 
 
 def _v_order(head: str):
-    runs = [f"{loss}-{head}" for loss in LOSS_NAMES]
+    runs = _of(head)
 
     def stat(v):
-        return min(v(runs[0], V), v(runs[1], V)) - v(runs[2], V)
+        return np.minimum(v(runs[0], V), v(runs[1], V)) - v(runs[2], V)
 
     return lambda s: _check(s, runs, stat, ">", lambda v: ", ".join(f"{r.split('-')[0]} {_f(v(r, V))}"
                                                                     for r in runs))
@@ -108,12 +112,14 @@ def _cd_order(head: str):
                             lambda v: f"CircularCSE {_f(v(runs[1], CD_R))} vs SINCERE {_f(v(runs[0], CD_R))}")
 
 
+CIRCULAR = [r for r in TRAINED_RUNS if r.startswith("CircularCSE")]
+
+
 def _best_cd(s):
-    circular = [r for r in TRAINED_RUNS if r.startswith("CircularCSE")]
-    others = [r for r in TRAINED_RUNS if r not in circular]
+    others = [r for r in TRAINED_RUNS if r not in CIRCULAR]
 
     def stat(v):
-        return max(v(r, CD_R) for r in circular) - max(v(r, CD_R) for r in others)
+        return np.max([v(r, CD_R) for r in CIRCULAR], axis=0) - np.max([v(r, CD_R) for r in others], axis=0)
 
     def text(v):
         best = max(TRAINED_RUNS, key=lambda r: v(r, CD_R))  # the first of Table 1's order on a tie
@@ -123,64 +129,70 @@ def _best_cd(s):
     return _check(s, TRAINED_RUNS, stat, ">", text)
 
 
-def _pearson(v) -> float:
-    """Pearson(V-measure, CD-r) over the six trained runs; NaN where undefined (a constant column)."""
-    a = np.array([v(r, V) for r in TRAINED_RUNS]) - np.mean([v(r, V) for r in TRAINED_RUNS])
-    b = np.array([v(r, CD_R) for r in TRAINED_RUNS]) - np.mean([v(r, CD_R) for r in TRAINED_RUNS])
-    den = float(np.sqrt((a * a).sum() * (b * b).sum()))
-    return float((a * b).sum() / den) if den > 0 else math.nan
+def _pearson(v) -> np.ndarray:
+    """Pearson(V-measure, CD-r) over the six trained runs, per resample (value arrays); NaN where undefined (a
+    constant column)."""
+    a = np.array([np.atleast_1d(v(r, V)) for r in TRAINED_RUNS], dtype=np.float64)
+    b = np.array([np.atleast_1d(v(r, CD_R)) for r in TRAINED_RUNS], dtype=np.float64)
+    a, b = a - a.mean(0), b - b.mean(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (a * b).sum(0) / np.sqrt((a * a).sum(0) * (b * b).sum(0))
+    return np.where(np.isfinite(r), r, np.nan)
 
 
 def pearson_v_cd(s) -> float | None:
     """Pearson(V-measure, CD-r) over the six trained runs of a scope's units; None where it is undefined."""
-    r = _pearson(lambda run, key: s.metric(s.condition(run), key))
+    r = float(_pearson(lambda run, key: s.metric(s.condition(run), key))[0])
     return None if math.isnan(r) else r
 
 
 def _tradeoff(s):
-    if pearson_v_cd(s) is None:  # no correlation to be negative
+    r = pearson_v_cd(s)
+    if r is None:  # no correlation to be negative
         return Measured.decided(None, "Pearson(V, CD-r) undefined (a constant column)")
-    return _check(s, TRAINED_RUNS, _pearson, "<", lambda v: f"Pearson(V, CD-r) over the six runs {_pearson(v):+.2f}")
+    return _check(s, TRAINED_RUNS, _pearson, "<", lambda v: f"Pearson(V, CD-r) over the six runs {r:+.2f}")
 
 
 def _pretrained_lowest(head: str):
-    runs = [f"{loss}-{head}" for loss in LOSS_NAMES]
+    runs = _of(head)
 
     def text(v):
         lowest = min(runs, key=lambda r: v(r, V))
         return f"Pretrained {_f(v(PRETRAINED, V))}; lowest {head}: {lowest} {_f(v(lowest, V))}"
 
-    return lambda s: _check(s, [PRETRAINED, *runs], lambda v: min(v(r, V) for r in runs) - v(PRETRAINED, V), ">",
-                            text)
+    return lambda s: _check(s, [PRETRAINED, *runs], lambda v: np.min([v(r, V) for r in runs], axis=0)
+                            - v(PRETRAINED, V), ">", text)
 
 
 def _paper_pearsons() -> str:
     return ", ".join(f"{s.backbone} {pearson_v_cd(s):+.2f}" for s in paper_scopes())
 
 
-def _per_head(cid: str, statement: str, rule: str, check) -> list[Claim]:
+def _per_head(cid: str, statement: str, rule: str, check, runs) -> list[Claim]:
     return [Claim(f"{cid}-{head}", statement.format(head=head), "Table 1", f"{rule.format(head=head)}; {NOISE}",
-                  check(head)) for head in HEADS]
+                  check(head), rests_on=_trained(runs(head))) for head in HEADS]
 
 
 CLAIMS = [
     *_per_head("C1", "V-measure: SINCERE and SoftCSE cluster the labels better than CircularCSE, {head} head (every "
                "backbone, e.g. multilingual-e5-large GPT 0.760 / 0.755 vs 0.717, nGPT 0.744 / 0.753 vs 0.720)",
-               "the lower V-measure of SINCERE-{head} and SoftCSE-{head} minus CircularCSE-{head}'s > 0", _v_order),
+               "the lower V-measure of SINCERE-{head} and SoftCSE-{head} minus CircularCSE-{head}'s > 0", _v_order,
+               _of),
     *_per_head("C2", "CD-r: CircularCSE orders the labels around the circle better than SINCERE, {head} head (every "
                "backbone, e.g. multilingual-e5-large GPT 0.757 vs 0.317, nGPT 0.764 vs 0.221)",
-               "CircularCSE-{head}'s CD-r minus SINCERE-{head}'s > 0", _cd_order),
+               "CircularCSE-{head}'s CD-r minus SINCERE-{head}'s > 0", _cd_order,
+               lambda head: [f"SINCERE-{head}", f"CircularCSE-{head}"]),
     Claim("C3", "The highest CD-r of the six runs is a CircularCSE run (multilingual-e5-large 0.764 and "
           "Qwen3-Embedding-4B 0.753, CircularCSE-nGPT; Llama-3.2-3B: SoftCSE-nGPT 0.728 ties CircularCSE-GPT)",
           "Table 1", "the best CircularCSE CD-r minus the best of the other four runs > 0 (a tie does not hold); "
-          + NOISE, _best_cd),
+          + NOISE, _best_cd, rests_on=_trained(TRAINED_RUNS)),
     Claim("C4", "Trade-off: V-measure and CD-r are negatively correlated across the six runs (Pearson over Table "
           f"1's six runs: {_paper_pearsons()})", "Table 1",
           "Pearson(V-measure, CD-r) over the six trained runs < 0 (undefined, e.g. a constant V column: "
-          "inconclusive); " + NOISE, _tradeoff),
+          "inconclusive); " + NOISE, _tradeoff, rests_on=_trained(TRAINED_RUNS)),
     *_per_head("C5", "Every trained {head} head clusters better than the pretrained embedding (Pretrained V 0.342 / "
                "0.495 / 0.094)", "the lowest V-measure of the three {head} runs minus Pretrained's > 0 (Pretrained "
-               "pooled as the heads are: config pretrained_pooling)", _pretrained_lowest),
+               "pooled as the heads are: config pretrained_pooling)", _pretrained_lowest, _of),
 ]
 
 

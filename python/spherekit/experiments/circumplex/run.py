@@ -2,10 +2,11 @@
 
 A run builds the encoder (backbone + GPT/nGPT head pooled and masked per backbone as the paper's Table 3 and appendix
 B say, or for Pretrained the backbone's states pooled the same way without a head), trains it with the run's loss
-through the one training path (experiments.training.train; nGPT weights renormalised after every step) and embeds
-the test texts to measure V-measure, CD-r, the label x label cosine matrix, PCA explained variance, the
-PCA-dimension sweep and 2-D PCA / MDS projections (measure.py), and keeps per test text what the claims' bootstrap
-needs (noise.py). The Pretrained run also measures the backbone's own sentence embedding ("backbone pooling/...").
+through the one training path (spherekit.training.trainer.train, its record under the run's "training"; nGPT weights
+renormalised after every step) and embeds the test texts to measure V-measure, CD-r, the label x label cosine matrix,
+PCA explained variance, the PCA-dimension sweep and 2-D PCA / MDS projections (measure.py), and keeps per test text
+what the claims' bootstrap needs (the run's "per_item", noise.py). The Pretrained run also measures the backbone's own
+sentence embedding ("backbone pooling/...").
 Frozen runs train on cached backbone token states (cache.py): the backbone runs once per text for the whole grid
 (the caches are shared by the runs of one process through data.caches, and on disk under <preset>/data/token_states),
 not on every step of every run.
@@ -26,7 +27,8 @@ def run_unit(ctx) -> dict:
     from ...models import load_backbone
     from .measure import evaluate_second, evaluate_unit
     from .models import build_model, pooling_of, resolve_causal, resolve_pooling
-    from .noise import OWN, PER_TEXT
+    from ..api.uncertainty import PER_ITEM
+    from .noise import OWN
     from .spec import PRETRAINED
 
     cfg, data, run = ctx.cfg, ctx.data, ctx.condition.params
@@ -45,12 +47,12 @@ def run_unit(ctx) -> dict:
     def settings(first) -> dict:  # the head's pooling and mask on this backbone
         return {"pooling": resolve_pooling(cfg.pooling, first), "causal": resolve_causal(cfg.head_mask, first)}
 
-    extra, own_text = {}, {}
+    extra, own_items = {}, {}
     if run.run == PRETRAINED:
         model = backbone()
         if cfg.pretrained_pooling == "head":  # the paper's e = Norm(Pooling(h)) with the heads' pooling
             with ctx.timed("eval"):
-                extra, own_text = evaluate_second(model, test_items, data.angles, cfg, OWN, progress=ctx.progress)
+                extra, own_items = evaluate_second(model, test_items, data.angles, cfg, OWN, progress=ctx.progress)
             model = build_model(model, head="none", pooling=settings(model)["pooling"], frozen=True, dropout=0.0,
                                 seed=0)
     else:
@@ -60,10 +62,10 @@ def run_unit(ctx) -> dict:
 
         model = ctx.train_or_load(build_and_train)
     with ctx.timed("eval"):
-        metrics, details, per_text = evaluate_unit(model, test_items, data.angles, cfg, progress=ctx.progress,
+        metrics, details, items = evaluate_unit(model, test_items, data.angles, cfg, progress=ctx.progress,
                                                    projections=ctx.seed in (None, min(cfg.seeds)))
     return {"metrics": {**metrics, **extra}, "details": {**details, "pooling": pooling_of(model)},
-            "labels": list(order), PER_TEXT: {**per_text, **own_text}}
+            "labels": list(order), PER_ITEM: {**items, **own_items}}
 
 
 def _token_states(ctx, backbone):

@@ -276,6 +276,7 @@ class CircumplexExperiment(Experiment):
     presets = PRESETS
     conditions = CONDITIONS
     main_metric = CD_R
+    noise_preset = "cpu-small"  # its three seeds measure the training noise a 1-seed card (cpu) borrows
     summary_metrics = ((V, "V-measure"), (CD_R, "CD-r"), (RING_MAE, "ring MAE"),
                        (OFFDIAG, "mean off-diagonal cosine"), (PC12, "PC1+PC2 variance"))
     metric_names = {
