@@ -23,6 +23,9 @@ def test_draw_means_are_weighted_seed_means():
     assert np.allclose(d.mean("a", x), [3.0, 1.0])
     with pytest.raises(ValueError, match="series must be"):
         d.mean("a", x[:1])
+    assert np.allclose(d.seed_average("a", [[0.5, 0.7], [0.5, 0.7]]), [0.6, 0.5])
+    with pytest.raises(ValueError, match="per_seed must be"):
+        d.seed_average("a", [0.5, 0.7])
 
 
 def test_two_level_point_value_and_items_only_case_match_the_paired_bootstrap():

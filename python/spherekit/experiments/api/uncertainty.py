@@ -128,6 +128,15 @@ class Draw:
             raise ValueError(f"{unit}: series must be (seeds={v.shape[1]}, items), got shape {x.shape}")
         return v @ x / v.shape[1]
 
+    def seed_average(self, unit: str, per_seed) -> np.ndarray:
+        """(R,): a statistic computed once per run of the unit (per_seed (R, m_u): run s's value on resample r, e.g.
+        its ROC-AUC under the resample's item weights) averaged over the resampled seeds, sum_s v_us y_rs / m_u."""
+        y = np.asarray(per_seed, dtype=np.float64)
+        v = self.seeds[unit]
+        if y.shape != v.shape:
+            raise ValueError(f"{unit}: per_seed must be (resamples, seeds) = {v.shape}, got shape {y.shape}")
+        return (v * y).sum(1) / v.shape[1]
+
     def mean(self, unit: str, series) -> np.ndarray:
         """(R,): the weighted mean over items of the unit's seed-mean series, sum_i w_i xbar_ui / n."""
         return (self.seed_mean(unit, series) * self.items).sum(1) / self.items.sum(1)
