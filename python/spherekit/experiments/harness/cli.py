@@ -119,7 +119,7 @@ def _preset_times(name: str) -> dict[str, str]:
     from .index import CARDS
 
     out = {}
-    for path in sorted((Path(__file__).resolve().parents[3] / CARDS / name).glob("*/results.json")):
+    for path in sorted((Path(__file__).resolve().parents[4] / CARDS / name).glob("*/results.json")):
         results = json.loads(path.read_text(encoding="utf-8"))
         out.setdefault(results["preset"], f"{duration(results['wall_seconds'].get('total'))} on "
                                           f"{results['machine']} (committed card {path.parent.name})")

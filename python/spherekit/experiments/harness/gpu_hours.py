@@ -28,7 +28,7 @@ class Prediction:
 
 
 def _repo_root() -> Path:
-    return Path(__file__).resolve().parents[3]
+    return Path(__file__).resolve().parents[4]  # <root>/python/spherekit/experiments/harness/gpu_hours.py
 
 
 def predictions(paper: str, root: Path | None = None) -> list[Prediction]:
