@@ -8,6 +8,7 @@ A paper is a package experiments/<name>/ with the same files as every other (doc
     run.py      prepare(cfg, root, progress) -> data;  run_unit(ctx) -> {"metrics": {...}, ...}   (context.py)
     figures.py  report(results) -> Markdown (the paper's own tables), plots(results, folder) -> [PNG paths]
     bench.py    optional: `spherekit bench reproduce <name>` (add_arguments(parser), run_from_args(args))
+    gpu.py      optional: gpu_plan(cfg) -> [api.gpu_plan.WorkItem], the `paper` preset's GPU work (gpu_papers.py)
 
 How papers are found: spherekit.experiments.harness.discovery.
 """
