@@ -248,7 +248,7 @@ def test_comparisons_carry_two_level_intervals():
     assert got["P3b (B1)"]["uncertainty"].startswith("two-level bootstrap over seeds (B1 3, B3 3) and 600 test pairs")
     assert "seed_std" not in got["H1b (B0 fails)"]  # one frozen run: no training noise
     assert got["P1a"]["uncertainty"] == ("no bootstrap replicates kept by these runs: bootstrap over seeds (B1 3) "
-                                         "alone; 1 run of B0, 95% interval")
+                                         "alone, 95% interval")  # B0 is frozen: no training noise to measure
     lo, hi = got["P3b (B1)"]["interval"]
     assert lo < got["P3b (B1)"]["value"] < hi and got["P3b (B1)"]["verdict"] == "holds"
     assert got["P3b-type (B1)"]["verdict"] == "holds" and got["P1a"]["verdict"] == "holds"

@@ -106,9 +106,14 @@ def auc_compare(scope, terms: list[tuple[float, str]], metric: str, op: str, mar
         per_seed = {c: np.stack([at(d.items) for at, _ in rs], axis=1) for c, rs in runs.items()}  # (R, m_c)
         return sum(a * (d.seeds[c] * per_seed[c]).mean(1) for a, c in terms) + constant
 
-    noise = two_level(statistic, n.pop(), {c: len(rs) for c, rs in runs.items()})
-    return Measured.compare(value, op, margin, text, label=label,
-                            **{**noise.measured(), "uncertainty": noise.uncertainty.replace("items", "test pairs")})
+    noise = two_level(statistic, n.pop(), {c: len(rs) for c, rs in runs.items()}, items="test pairs",
+                      frozen=_frozen(scope, runs))
+    return Measured.compare(value, op, margin, text, label=label, **noise.measured())
+
+
+def _frozen(scope, conditions) -> list[str]:
+    """The conditions that train nothing (their runs unseeded: no training noise to measure or to call unmeasured)."""
+    return [c for c in conditions if all(r.get("seed") is None for r in scope.runs(c))]
 
 
 _RESAMPLED = {"anisotropy": "random pairs", "effective rank": "test texts"}
@@ -129,10 +134,11 @@ def geometry_compare(scope, combine: Callable[[dict], float], conditions: list[s
         reps = None
     many = sorted({len(x) for x in runs.values() if len(x) > 1})
     seeds = ", ".join(f"{c} {len(x)}" for c, x in runs.items() if len(x) > 1)
-    single = ", ".join(c for c, x in runs.items() if len(x) == 1)
+    frozen = _frozen(scope, conditions)
+    single = ", ".join(c for c, x in runs.items() if len(x) == 1 and c not in frozen)
     if reps is None and not many:
-        return Measured.compare(value, op, margin, text, label=label, uncertainty=f"no bootstrap replicates kept by "
-                                f"these runs; training noise unmeasured: 1 run of {single}")
+        return Measured.compare(value, op, margin, text, label=label, uncertainty="no bootstrap replicates kept by "
+                                "these runs" + (f"; training noise unmeasured: 1 run of {single}" if single else ""))
     draws = n_resamples if many else 1
     rng = np.random.default_rng(seed)
     by_count = {m: rng.multinomial(m, np.full(m, 1.0 / m), size=draws).astype(np.float64) for m in many}
@@ -149,8 +155,8 @@ def geometry_compare(scope, combine: Callable[[dict], float], conditions: list[s
             how = (f"two-level bootstrap over seeds ({seeds}) and the {k:,} kept replicates of the {items} (every "
                    "seed draw with every replicate)" + (f"; 1 run of {single}" if single else ""))
         else:
-            how = (f"paired bootstrap over the {items} ({k:,} replicates, the same resamples for every condition); "
-                   f"training noise unmeasured: 1 run of {single}")
+            how = (f"paired bootstrap over the {items} ({k:,} replicates, the same resamples for every condition)"
+                   + (f"; training noise unmeasured: 1 run of {single}" if single else ""))
         lo, hi = lo - mid + value, hi - mid + value  # recentred on the point value (module docstring)
         how += f", {CONFIDENCE:.0%} interval recentred on the value"
     else:
