@@ -62,6 +62,6 @@ def test_reproduce_under_torchrun(backbone_dir, tmp_path):
     results = json.loads((card / "results.json").read_text())
     assert set(results["units"]) == {"st/B0", "st/B1"}
     b1 = results["units"]["st/B1"]
-    assert b1["runs"][0]["training"]["steps"] == 3 and "in-domain/R@10 (term to definition)" in b1["metrics"]
+    assert b1["runs"][0]["training"]["encoder"]["steps"] == 3 and "in-domain/R@10 (term to definition)" in b1["metrics"]
     assert results["data"]["rows"] == 3 * 4 * 2  # steps x per-device batch x 2 processes
     assert (card / "st" / "B1" / "seed-0" / "done").is_file() and (card / "report.md").is_file()

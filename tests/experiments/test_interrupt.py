@@ -52,7 +52,8 @@ def test_sigint_during_training_stops_cleanly_and_resumes(backbone_dir, tmp_path
     assert main(_args(backbone_dir, out, steps)) == 0  # the same command resumes from the checkpoint
     assert "resuming an interrupted run" in capsys.readouterr().err
     result = json.loads((run / "metrics.json").read_text())
-    assert result["training"]["resumed_from"] == checkpoints[-1] and result["training"]["steps"] == steps
+    encoder = result["training"]["encoder"]
+    assert encoder["resumed_from"] == checkpoints[-1] and encoder["steps"] == steps
     assert result["seconds"]["interrupted"] == interrupted and not (run / "interrupted.json").exists()
     assert result["machines"] == sorted(["Elsewhere (8 cores)", card.machine()])  # both attempts' machines
 
@@ -75,7 +76,7 @@ def test_rerun_with_the_same_command_resumes_from_the_checkpoint(backbone_dir, t
     assert main(args) == 0
     assert "resuming an interrupted run" in capsys.readouterr().err
     result = json.loads((run / "metrics.json").read_text())
-    assert result["training"]["resumed_from"] == 3 and result["training"]["steps"] == 6
+    assert result["training"]["encoder"]["resumed_from"] == 3 and result["training"]["encoder"]["steps"] == 6
     assert result["seconds"]["interrupted"] > 0
 
 

@@ -121,6 +121,9 @@ def test_a_one_seed_card_borrows_the_training_noise_of_the_three_seed_preset():
     assert borrowed_noise(own, 0.02, "x") is own  # it measured its own training noise
     within = Measured.compare(0.01, "within", 0.02, "t", interval=(0.0, 0.015))
     assert borrowed_noise(within, 0.01, "x").holds is None and borrowed_noise(within, 0.001, "x") is within
+    outside = Measured.compare(-0.13, "within", 0.02, "t", interval=(-0.15, -0.11))  # far outside its margin
+    assert borrowed_noise(outside, 0.016, "x") is outside
+    assert borrowed_noise(Measured.compare(0.03, "within", 0.02, "t"), 0.01, "x").holds is None  # just outside
     claims = [Claim("C1", "s", "src", "r", lambda s: m)]
     scope = Scope("b", {})
     assert evaluate(claims, [scope])[0]["verdict"] == "holds"

@@ -57,7 +57,7 @@ def test_layout_and_metrics(card):
             assert len(reps) == GEOMETRY_RESAMPLES and min(reps) <= m["in-domain/anisotropy (layer 0)"] <= max(reps)
         assert ("train" in result["seconds"]) == cond.trained
         if cond.trained:
-            curve = result["training"]["curve"]
+            curve = result["training"]["encoder"]["curve"]
             assert curve["step"] == [1, 2, 3] and {"syn", "t2d", "d2d"} <= set(curve)
     m3 = json.loads((unit_dir(card, "M3") / "checkpoint" / "modules.json").read_text())
     readout_cfg = json.loads((unit_dir(card, "M3") / "checkpoint" / m3[1]["path"] / "config.json").read_text())
@@ -286,7 +286,7 @@ def test_source_holdout_units(backbone_dir, tmp_path):
     assert "source-holdout/R@10 (term to definition)" in sh["metrics"]
     assert not any(k.startswith("in-domain/") for k in sh["metrics"])
     assert not any(k.startswith("source-holdout/") for k in results["units"]["st/B0"]["metrics"])
-    curve = sh["runs"][0]["training"]["curve"]
+    curve = sh["runs"][0]["training"]["encoder"]["curve"]
     assert {"t2d"} <= set(curve) and "syn" not in curve
     assert results["config"]["source_holdout_conditions"] == ["B1"] and results["config"]["conditions"] == ["B0"]
     assert "Source-holdout split" in (card / "report.md").read_text()
@@ -325,6 +325,6 @@ def test_cached_views_train_like_the_plain_ones(backbone_dir, tmp_path):
     for name, extra in (("plain", {}), ("cached", {"cached_mini_batch": 3})):
         results = reproduce("concept", "tiny", conditions=["B1"], backbone=str(backbone_dir), out=tmp_path / name,
                             progress=False, overrides=extra, log=lambda msg: None)
-        curves[name] = results["units"]["st/B1"]["runs"][0]["training"]["curve"]
+        curves[name] = results["units"]["st/B1"]["runs"][0]["training"]["encoder"]["curve"]
     assert curves["plain"]["step"] == curves["cached"]["step"] == [1, 2, 3]
     assert curves["cached"]["loss"] == pytest.approx(curves["plain"]["loss"], rel=1e-4, abs=1e-4)

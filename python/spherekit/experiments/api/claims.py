@@ -222,7 +222,7 @@ def borrowed_noise(measured: Measured, seed_std: float | None, source: str) -> M
     if seed_std is None or measured.seed_std is not None or measured.value is None or measured.op is None:
         return measured
     value, margin, band = measured.value, measured.margin, 2 * seed_std
-    distance = margin - abs(value) if measured.op == "within" else abs(value - margin)
+    distance = abs(margin - abs(value)) if measured.op == "within" else abs(value - margin)
     if math.isnan(value) or distance > band:
         return measured
     return Measured(f"{measured.text}; within twice the training noise of its margin (seed std {seed_std:.3g} on "
