@@ -65,9 +65,10 @@ def test_probe_accuracy():
     assert probe_accuracy(torch.randn(100, 5, generator=gen), y, folds=10) < 75
 
 
-def test_ranks_break_ties_in_the_relevant_items_favour_unlike_the_shared_metrics():
-    """Why evaluate.py keeps its own MRR / Acc@k: without ties they equal spherekit.evaluation.metrics' MRR, but a
-    relevant item tied with another (the word bank's shared rows) ranks first here, second in a sorted list."""
+def test_ranks_break_ties_in_the_relevant_items_favour_unlike_a_plain_sorted_list():
+    """evaluate.py's MRR is spherekit.evaluation.metrics' over favourable_ranking: without ties it is the MRR of a
+    plain sorted list, but a relevant item tied with another (the word bank's shared rows) ranks first here, second
+    in a plain sorted list."""
     from spherekit.evaluation.metrics import mrr
 
     gen = torch.Generator().manual_seed(4)
@@ -107,10 +108,9 @@ def test_per_item_values_recompute_each_metric(monkeypatch):
     cfg = SimpleNamespace(encode_batch_size=4, max_seq_length=32, prompt="{sentence} {mask}", probe_folds=5)
     monkeypatch.setattr(ev, "encode_pooled", encode)
     metrics, values, meta = evaluate_pooling_items(None, held, "mean", cfg)
-    for key in values:
-        n = [np.arange(sum(k for _, k in meta[key]["strata"][:i]), sum(k for _, k in meta[key]["strata"][:i + 1]))[None]
-             for i in range(len(meta[key]["strata"]))]
-        assert noise.statistic(np.asarray(values[key]), meta[key], n)[0] == pytest.approx(metrics[key], abs=1e-9), key
+    for key in values:  # all ones: each item once
+        ones = np.ones((1, len(values[key])))
+        assert noise.statistic(values[key], meta[key], ones)[0] == pytest.approx(metrics[key], abs=1e-9), key
     assert meta["wordnet-sim/avg/Spearman"]["strata"] == [["noun", 5], ["verb", 4]]
     assert meta["probe/avg/Acc"]["strata"] == [["supersense", 10], ["pos", 10]]
     rd, hits, rd_meta = reverse_dictionary_items(torch.tensor([[1.0, 0.0], [1.0, 1.0]]), [2, 0],

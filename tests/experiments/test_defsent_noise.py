@@ -1,13 +1,15 @@
-"""The DefSent+ claims' noise: the stratified paired bootstrap recomputes each metric as the metric is computed
-(Spearman per stratum, means), averages seeds, and can give each verdict; the "learned" rule on the loss curve."""
+"""The DefSent+ claims' noise: each metric as a function of the two-level bootstrap's item weights (Spearman per
+stratum of the weighted resample, means), seeds resampled with the items, each verdict reachable; the ceiling a
+training's loss must reach, applied by the core's gate."""
 
 import math
 
 import numpy as np
 import pytest
-from scipy.stats import spearmanr
+from scipy.stats import rankdata, spearmanr
 
-from spherekit.experiments.api.claims import NO_ITEMS, Scope, verdict
+from spherekit.experiments.api.claims import NO_ITEMS, Claim, Scope, evaluate, verdict
+from spherekit.experiments.api.uncertainty import Draw
 from spherekit.experiments.defsent import noise
 
 KEY = "wordnet-sim/avg/Spearman (best)"
@@ -16,25 +18,40 @@ MEAN_KEY = "probe/avg/Acc (best)"
 
 def _spearman_unit(runs_values, gold, strata, metric):
     meta = noise.item_meta("spearman", strata, gold)
-    runs = [{"seed": i, "metrics": {KEY: metric}, "per_item": {KEY: list(v)}, "items": {KEY: meta}}
+    runs = [{"seed": i, "metrics": {KEY: metric}, "per_item": {KEY: list(v)}, noise.STRATA: {KEY: meta}}
             for i, v in enumerate(runs_values)]
     return {"metrics": {KEY: metric}, "runs": runs}
 
 
-def test_statistic_is_the_metric_on_the_full_sample():
+def test_statistic_is_the_metric_on_the_full_sample_and_on_a_repeated_resample():
     rng = np.random.default_rng(0)
     gold = rng.integers(0, 5, 60).astype(float)
-    values = gold + rng.normal(0, 2, 60)
+    values = np.round(gold + rng.normal(0, 2, 60), 1)  # ties in both
     meta = noise.item_meta("spearman", [["noun", 40], ["verb", 20]], gold)
-    full = [np.arange(40)[None], 40 + np.arange(20)[None]]
     expect = 50 * (spearmanr(values[:40], gold[:40]).statistic + spearmanr(values[40:], gold[40:]).statistic)
-    assert noise.statistic(values, meta, full)[0] == pytest.approx(expect, abs=1e-9)
+    assert noise.statistic(values, meta, np.ones((1, 60)))[0] == pytest.approx(expect, abs=1e-9)
+    weights = rng.multinomial(60, np.full(60, 1 / 60), size=4).astype(float)
+    for w, got in zip(weights, noise.statistic(values, meta, weights)):
+        idx = np.repeat(np.arange(60), w.astype(int))  # the resample written out: item i w_i times
+        a, b = idx[idx < 40], idx[idx >= 40]
+        assert got == pytest.approx(50 * (spearmanr(values[a], gold[a]).statistic
+                                          + spearmanr(values[b], gold[b]).statistic), abs=1e-9)
+    assert noise.weighted_ranks(values, np.ones((1, 60)))[0] == pytest.approx(rankdata(values))
     mean = noise.item_meta("mean", [["supersense", 2], ["pos", 4]])
-    assert noise.statistic(np.array([0, 100, 100, 100, 0, 0.0]), mean,
-                           [np.arange(2)[None], 2 + np.arange(4)[None]])[0] == pytest.approx((50 + 50) / 2)
+    x = np.array([0, 100, 100, 100, 0, 0.0])
+    assert noise.statistic(x, mean, np.ones((1, 6)))[0] == pytest.approx((50 + 50) / 2)
+    assert noise.statistic(x, mean, [[0, 2, 1, 1, 1, 1]])[0] == pytest.approx((100 + 50) / 2)
+    assert noise.statistic(x, mean, [[0, 0, 1, 1, 2, 2]])[0] == pytest.approx(100 / 3)  # a stratum left out
 
 
-def test_paired_bootstrap_gives_each_verdict():
+def test_a_units_value_averages_its_resampled_seeds():
+    meta = noise.item_meta("mean", [["queries", 3]])
+    series = np.array([[0.0, 30, 60], [90, 90, 90]])  # seed 0 mean 30, seed 1 mean 90
+    draw = Draw(np.ones((3, 3)), {"u": np.array([[1.0, 1.0], [2.0, 0.0], [0.0, 2.0]])})
+    assert noise.unit_value(draw, "u", series, meta) == pytest.approx([60, 30, 90])
+
+
+def test_two_level_comparison_gives_each_verdict():
     rng = np.random.default_rng(1)
     gold = list(rng.integers(0, 5, 300).astype(float))
     strata = [["noun", 150], ["verb", 150]]
@@ -45,14 +62,16 @@ def test_paired_bootstrap_gives_each_verdict():
              "c": _spearman_unit(same, gold, strata, 80.0)}
     s = Scope("m", units)
     up = noise.compare(s, "a", "b", KEY, ">", 0.0, text="b vs a")
-    assert verdict(up) == "holds" and up.interval[0] > 0
-    assert "paired bootstrap over 300 items (strata noun/verb; 1 vs 3 seed(s) averaged)" in up.uncertainty
+    assert verdict(up) == "holds" and up.interval[0] > 0 and up.seed_std is not None
+    assert "two-level bootstrap over seeds (b 3) and 300 items (noun/verb) resampled together; 1 run of a" \
+        in up.uncertainty
     assert verdict(noise.compare(s, "b", "a", KEY, ">", 0.0, text="a vs b")) == "does not hold"
     tie = noise.compare(s, "b", "c", KEY, ">", 0.0, text="c vs b")
     assert verdict(tie) == "inconclusive" and tie.interval[0] < 0 < tie.interval[1]
-    within = noise.compare(s, "b", "c", KEY, "within", 1.0, text="c vs b")
-    assert verdict(within) == "holds"
-    units["c"]["runs"][0]["items"][KEY] = noise.item_meta("spearman", [["noun", 300]], gold)
+    assert verdict(noise.compare(s, "b", "c", KEY, "within", 1.0, text="c vs b")) == "holds"
+    shifted = noise.compare(s, "b", "c", KEY, "within", 1.0, text="", shift=5.0)  # (c - b) - 5: about -5
+    assert verdict(shifted) == "does not hold" and shifted.interval[1] < -4
+    units["c"]["runs"][0][noise.STRATA][KEY] = noise.item_meta("spearman", [["noun", 300]], gold)
     with pytest.raises(ValueError, match="different evaluation items"):
         noise.compare(s, "b", "c", KEY, ">", 0.0, text="")
 
@@ -64,28 +83,22 @@ def test_runs_without_items_compare_their_means_alone_and_decide_nothing():
     assert m.interval is None and m.uncertainty == NO_ITEMS and m.holds and verdict(m) == "inconclusive"
 
 
-def test_learned_rule_and_gate():
+def test_the_ceiling_is_half_the_uniform_softmax_loss_and_the_core_gate_applies_it():
     e = 220_034
-    stuck = noise.objective_record([12.3, 12.0, 11.0, 10.5, 10.4, 10.3, 10.3, 10.2], e)
-    assert stuck["ln_E"] == pytest.approx(math.log(e)) and stuck["final_loss"] == pytest.approx(10.25)
-    assert not stuck["learned"]
-    learned = noise.objective_record([12.3, 9.0, 7.0, 6.0], e, pooler="mlm-dense")
-    assert learned["learned"] and learned["pooler"] == "mlm-dense"  # 6.0 <= 0.5 x 12.30
-    flat = noise.objective_record([2.0, 2.1, 2.05, 2.1], 10_884)  # low from the start, training did not move it
-    assert flat["final_loss"] <= 0.5 * flat["ln_E"] and not flat["learned"]
-    with pytest.raises(ValueError, match="need a loss curve"):
-        noise.objective_record([], e)
-    old = {"seed": 0, "training": {"curve": {"loss": [9.3, 8.0, 7.0, 6.9]}}, "bank": {"entries": 10_884}}
-    assert noise.run_objective(old)["final_loss"] == 6.9 and not noise.run_objective(old)["learned"]
-    assert noise.run_objective({"seed": None}) is None  # base: nothing trained
+    assert noise.ceiling(e) == pytest.approx(0.5 * math.log(e))  # 6.15
+    with pytest.raises(ValueError, match=">= 2 classes"):
+        noise.ceiling(1)
+    fell = {"curve": {"loss": [12.3, 11.0, 10.4, 10.3]}, "ceiling": noise.ceiling(e)}  # fell, but stayed above it
     units = {"base": {"metrics": {MEAN_KEY: 50.0}, "runs": [{"seed": None, "metrics": {MEAN_KEY: 50.0}}]},
-             "1st-c": {"metrics": {MEAN_KEY: 55.0}, "runs": [{**old, "metrics": {MEAN_KEY: 55.0}}]}}
-    s = Scope("m", units)
-    m = noise.gated(noise.compare(s, "base", "1st-c", MEAN_KEY, ">", 0.0, text="55 vs 50"), s, "1st-c")
-    assert verdict(m) == "inconclusive" and "objective did not learn: 1st-c (loss 9.30 -> 6.90 vs ln E 9.30" in m.text
-    units["1st-c"]["runs"][0]["training"] = {"curve": {"loss": [9.3, 4.0, 3.0, 2.9]}}  # the rule reads the curve
-    learned = noise.gated(noise.compare(s, "base", "1st-c", MEAN_KEY, ">", 0.0, text=""), s, "1st-c")
-    assert learned.holds and "did not learn" not in learned.text  # not gated: only the missing items undecide it
+             "1st-a": {"metrics": {MEAN_KEY: 55.0}, "runs": [{"seed": 0, "metrics": {MEAN_KEY: 55.0},
+                                                               "training": {"encoder": fell}}]}}
+    claim = Claim("X", "x", "s", "r", lambda s: noise.compare(s, "base", "1st-a", MEAN_KEY, ">", 0.0, text="55 vs 50"),
+                  rests_on=("base", "1st-a"))
+    got = evaluate([claim], [Scope("m", units)])[0]
+    assert got["point"] is None and "did not learn: 1st-a seed 0 encoder (12.300 -> 10.300" in got["measured"]
+    assert "above 6.151" in got["measured"]
+    fell["curve"]["loss"] = [12.3, 8.0, 6.2, 6.0]
+    assert evaluate([claim], [Scope("m", units)])[0]["point"] == "holds"
 
 
 def test_item_meta_validation():

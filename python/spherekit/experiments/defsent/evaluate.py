@@ -19,11 +19,13 @@ paper's data is there, SentEval's STS, each under the three evaluation poolings 
 
 Keys are "<metric> (<pooling>)" plus "<metric> (best)" for the pooling with the highest dev proxy. For the keys the
 claims compare (the "(best)" proxies, STS and the reverse dictionary) a run also keeps one value per evaluation item
-and the items' strata and gold (spherekit.experiments.defsent.noise: the claims' paired bootstrap).
+and the items' strata and gold (spherekit.experiments.defsent.noise: the claims' two-level bootstrap).
 
-MRR and Acc@k are computed here, not with spherekit.evaluation.metrics: a relevant item ranks below the candidates
-that score strictly higher (ties count in its favour), so entries that share a row of the bank (the word bank's
-accent variants) tie instead of being ordered arbitrarily (tests/experiments/test_defsent_geometry_eval.py).
+MRR and Acc@k are spherekit.evaluation.metrics' MRR over a ranking that puts a relevant candidate before the others
+it ties with (favourable_ranking): a relevant item ranks below the candidates that score strictly higher only, so
+entries that share a row of the bank (the word bank's accent variants) tie instead of being ordered arbitrarily. With
+r the first relevant rank, MRR = mean 1 / r and Acc@k = mean [r <= k] = mean [1 / r >= 1 / k] (the library's
+recall_at_k is the share of the relevant candidates in the top k, not a hit when a query has several).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ...evaluation import metrics
 from ..api.uncertainty import per_item
 from .bank import encode_pooled, encode_poolings
 from .spec import CROSS_MRR, DEV_SIM, POOLINGS, PROBE, SIM, STS, pooled, reverse_dictionary_key
@@ -72,16 +75,27 @@ def retrieval(queries: torch.Tensor, corpus: torch.Tensor, relevant) -> dict:
     return retrieval_items(queries, corpus, relevant)[0]
 
 
+def favourable_ranking(scores: torch.Tensor, relevant) -> torch.Tensor:
+    """(Q, N) candidate ids of each row of `scores` best first, a relevant candidate (relevant[q]: ids) before the
+    candidates it ties with: two stable sorts, relevant first, then by score."""
+    mask = torch.zeros(scores.shape, dtype=torch.bool)
+    for q, ids in enumerate(relevant):
+        mask[q, list(ids)] = True
+    first = torch.argsort((~mask).to(torch.int8), dim=1, stable=True)
+    return first.gather(1, torch.argsort(-scores.gather(1, first), dim=1, stable=True))
+
+
+def reciprocal_ranks(scores: torch.Tensor, relevant, depth: int | None = None) -> np.ndarray:
+    """Each query's 1 / (first relevant rank) under favourable_ranking (metrics.mrr; 0 below `depth`)."""
+    ranked = favourable_ranking(scores, relevant)[:, :depth]
+    return metrics.mrr(ranked, [set(int(i) for i in ids) for ids in relevant], reduction="none").numpy()
+
+
 def retrieval_items(queries: torch.Tensor, corpus: torch.Tensor, relevant) -> tuple[dict, np.ndarray]:
     """(retrieval's metrics, each query's reciprocal rank x 100)."""
-    scores = F.normalize(queries, dim=1) @ F.normalize(corpus, dim=1).T
-    ranks = []
-    for q, rel in enumerate(relevant):
-        best = scores[q, rel].max()
-        ranks.append(int((scores[q] > best).sum()) + 1)
-    r = np.asarray(ranks, dtype=float)
-    return ({CROSS_MRR: 100 * float((1 / r).mean()), "cross-dictionary/Acc@1": 100 * float((r <= 1).mean()),
-             "cross-dictionary/Acc@10": 100 * float((r <= 10).mean())}, 100 / r)
+    rr = reciprocal_ranks(F.normalize(queries, dim=1) @ F.normalize(corpus, dim=1).T, relevant)
+    return ({CROSS_MRR: 100 * float(rr.mean()), "cross-dictionary/Acc@1": 100 * float((rr >= 1).mean()),
+             "cross-dictionary/Acc@10": 100 * float((rr >= 1 / 10).mean())}, 100 * rr)
 
 
 def probe_accuracy(emb: torch.Tensor, labels, folds: int, seed: int = 1111) -> float:
@@ -114,15 +128,13 @@ def reverse_dictionary_items(vectors: torch.Tensor, targets, bank: torch.Tensor,
     """(reverse_dictionary's metrics, {key: each definition's hit x 100}, items metadata)."""
     from .noise import item_meta
 
-    ranks = []
-    targets = torch.as_tensor(targets)
-    for start in range(0, len(targets), 64):
-        s = vectors[start:start + 64] @ bank.T
-        t = targets[start:start + 64]
-        ranks.append((s > s.gather(1, t[:, None])).sum(1) + 1)
-    r = torch.cat(ranks).float()
-    hits = {reverse_dictionary_key(k): 100.0 * (r <= k).double().numpy() for k in ks}
-    meta = item_meta("mean", [["definitions", len(r)]])
+    rr, targets = [], [int(t) for t in targets]
+    for start in range(0, len(targets), 16):
+        rr.append(reciprocal_ranks(vectors[start:start + 16] @ bank.T, [[t] for t in targets[start:start + 16]],
+                                   max(ks)))
+    rr = np.concatenate(rr)
+    hits = {reverse_dictionary_key(k): 100.0 * (rr >= 1 / k) for k in ks}
+    meta = item_meta("mean", [["definitions", len(rr)]])
     return ({k: float(v.mean()) for k, v in hits.items()}, {k: per_item(v) for k, v in hits.items()},
             {k: meta for k in hits})
 

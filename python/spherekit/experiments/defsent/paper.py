@@ -12,6 +12,7 @@ over seeds), whose absolute values are not comparable with the paper's: only dir
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -105,27 +106,47 @@ def _first_run(s, condition) -> dict:
 
 
 def _beats(s, a: str, b: str, key: str = SIM_BEST, label=None, text=None) -> Measured:
-    """metric(b) - metric(a) > 0 (noise.compare: paired bootstrap), inconclusive when a trained unit did not
-    learn (noise.gated)."""
+    """metric(b) - metric(a) > 0 with noise.compare's two-level interval."""
     va, vb = s.metric(a, key), s.metric(b, key)
     text = text or f"{b} {_n(vb)} vs {a} {_n(va)} ({fmt.signed(vb - va, 2)})"
-    return noise.gated(noise.compare(s, a, b, key, ">", 0.0, text=text, label=label), s,
-                       *(c for c in (a, b) if c != "base"))
+    return noise.compare(s, a, b, key, ">", 0.0, text=text, label=label)
+
+
+def _each_beats(compared):
+    """The check of a claim that compares each pair of compared(scope) ({label: (a, b)}): b beats a (_beats)."""
+    return lambda s: [_beats(s, a, b, label=label) for label, (a, b) in compared(s).items()]
+
+
+def _resting(compared):
+    """The rests_on of a claim checked once per label: the conditions compared(scope)[label] (the core's gate judges
+    their trainings; base trained nothing, so it has nothing to judge)."""
+    def rests(scope, label):
+        try:
+            return compared(scope).get(label, ())
+        except NotRun:
+            return ()
+
+    return rests
 
 
 def _confounded(m: Measured, why: str) -> Measured:
     """`m` made inconclusive by a confound of the comparison (said in its text)."""
-    return Measured(f"{m.text}; confounded: {why}", None, m.value, m.op, m.margin, m.interval, m.uncertainty, m.label)
+    return replace(m, text=f"{m.text}; confounded: {why}", holds=None)
 
 
-def _dictionary_sizes(s):
+def _size_pairs(s) -> dict:
+    """{label: (smaller, bigger dictionary's 1st step)} of consecutive dictionaries that ran."""
     ran = [d for d in "cba" if s.has(f"1st-{d}")]
     if len(ran) < 2:
         raise NotRun("at least two of 1st-c, 1st-b, 1st-a")
+    return {f"{big} vs {small}": (f"1st-{small}", f"1st-{big}") for small, big in zip(ran, ran[1:])}
+
+
+def _dictionary_sizes(s):
     fixed = (s.config or {}).get("train_definitions") or 0
     out = []
-    for small, big in zip(ran, ran[1:]):
-        m = _beats(s, f"1st-{small}", f"1st-{big}", label=f"{big} vs {small}")
+    for label, (a, b) in _size_pairs(s).items():
+        m = _beats(s, a, b, label=label)
         if fixed:
             m = _confounded(m, f"every dictionary trains the same {fmt.count(fixed)} pairs (train_definitions), a "
                                "smaller share of a bigger dictionary; the paper trains a full epoch of each")
@@ -133,12 +154,12 @@ def _dictionary_sizes(s):
     return out
 
 
-def _sentence_trained_start(s):
+def _start_pairs(s) -> dict:
     firsts = [f"1st-{d}{v}" for d in "abc" for v in ("", "-printed") if s.has(f"1st-{d}{v}")]
     if not firsts:
         raise NotRun("1st-a, 1st-b or 1st-c")
     s.metric("base", SIM_BEST)
-    return [_beats(s, "base", c, label=c) for c in firsts]
+    return {c: ("base", c) for c in firsts}
 
 
 def grid_winner(s, d: str):
@@ -178,25 +199,29 @@ def _step_name(condition: str) -> str:
     return STEPS[STEP_OF[condition].step - 1]
 
 
+def _pst_pairs(s) -> dict:
+    """{label: (earlier, later step)} of consecutive steps of every PST chain that ran."""
+    out = {f"{label}: {_step_name(b)} vs {_step_name(a)}": (a, b)
+           for d in "abc" for label, _, ran in _chains(s, d) for a, b in zip(ran, ran[1:])}
+    if not out:
+        raise NotRun("two PST steps of one dictionary")
+    return out
+
+
 def _pst_steps(s):
     out = []
     lrs = tuple((s.config or {}).get("lrs") or ())
-    for d in "abc":
-        winner = grid_winner(s, d)
-        for label, chain, ran in _chains(s, d):
-            for a, b in zip(ran, ran[1:]):
-                m = _beats(s, a, b, label=f"{label}: {_step_name(b)} vs {_step_name(a)}")
-                lr_a, lr_b = (_first_run(s, c).get("lr") for c in (a, b))
-                if lr_a != lr_b and lrs != PAPER_LRS:
-                    m = _confounded(m, f"the learning rate changes from {lr_a:g} to {lr_b:g} between the steps (not "
-                                       "the paper's Table 5 schedule): train both with one rate")
-                elif winner and chain != winner[0]:
-                    m = _confounded(m, f"the chain trains ({', '.join(chain)}), but the 1st step's grid winner on the "
-                                       f"dev proxy is ({', '.join(winner[0])}) ({winner[1]}); the paper keeps the grid "
-                                       "winner")
-                out.append(m)
-    if not out:
-        raise NotRun("two PST steps of one dictionary")
+    for label, (a, b) in _pst_pairs(s).items():
+        m = _beats(s, a, b, label=label)
+        winner, chain = grid_winner(s, STEP_OF[a].dictionary), tuple(_first_run(s, a).get("combination") or ())
+        lr_a, lr_b = (_first_run(s, c).get("lr") for c in (a, b))
+        if lr_a != lr_b and lrs != PAPER_LRS:
+            m = _confounded(m, f"the learning rate changes from {lr_a:g} to {lr_b:g} between the steps (not the "
+                               "paper's Table 5 schedule): train both with one rate")
+        elif winner and chain != winner[0]:
+            m = _confounded(m, f"the chain trains ({', '.join(chain)}), but the 1st step's grid winner on the dev "
+                               f"proxy is ({', '.join(winner[0])}) ({winner[1]}); the paper keeps the grid winner")
+        out.append(m)
     return out
 
 
@@ -244,21 +269,28 @@ def _bounded_falls(banks: list[dict], falls: list[float], text: str, label: str)
         "and cannot make the claim hold; the seeds' spread is not measured (one bank per step, built by the best run)"))
 
 
-def _isotropic_banks(s):
-    out = []
-    for d in "abc":
-        for label, _, ran in _chains(s, d):
-            steps = [(_step_name(c), _first_run(s, c).get("bank")) for c in ran]
-            steps = [(k, g) for k, g in steps if g]
-            if len(steps) < 2:
-                continue
-            cos, top1 = ([g[key] for _, g in steps] for key in ISOTROPY)
-            m = _bank_falls([g for _, g in steps], ", ".join(f"{k} bank {c:.3f} / {t:.3f}"
-                                                            for (k, _), c, t in zip(steps, cos, top1)), label)
-            builders = ran[:-1]  # step k's bank is built by step k-1's best run
-            out.append(noise.gated(m, s, *builders))
+def _bank_chains(s) -> dict:
+    """{label: the chain's steps that ran} of the PST chains with at least two banks."""
+    out = {label: ran for d in "abc" for label, _, ran in _chains(s, d)
+           if sum(bool(_first_run(s, c).get("bank")) for c in ran) >= 2}
     if not out:
         raise NotRun("two PST steps of one dictionary")
+    return out
+
+
+def _bank_builders(s) -> dict:
+    """{label: the steps that built the chain's banks}: step k's bank is built by step k-1's best run."""
+    return {label: tuple(ran[:-1]) for label, ran in _bank_chains(s).items()}
+
+
+def _isotropic_banks(s):
+    out = []
+    for label, ran in _bank_chains(s).items():
+        steps = [(_step_name(c), _first_run(s, c).get("bank")) for c in ran]
+        steps = [(k, g) for k, g in steps if g]
+        cos, top1 = ([g[key] for _, g in steps] for key in ISOTROPY)
+        out.append(_bank_falls([g for _, g in steps], ", ".join(f"{k} bank {c:.3f} / {t:.3f}"
+                                                               for (k, _), c, t in zip(steps, cos, top1)), label))
     return out
 
 
@@ -277,23 +309,27 @@ def _ica_tails(s):
     return out
 
 
-def _ica_beats_plain(s):
-    pairs = [(f"{k}-{d}", f"{k}-{d}-ica") for d in "abc" for k in ("2nd", "3rd")
-             if s.has(f"{k}-{d}") and s.has(f"{k}-{d}-ica")]
+def _ica_pairs(s) -> dict:
+    pairs = {f"{k}-{d}-ica": (f"{k}-{d}", f"{k}-{d}-ica") for d in "abc" for k in ("2nd", "3rd")
+             if s.has(f"{k}-{d}") and s.has(f"{k}-{d}-ica")}
     if not pairs:
         raise NotRun("a 2nd or 3rd step with its ICA variant")
-    return [_beats(s, plain, ica, label=ica) for plain, ica in pairs]
+    return pairs
 
 
-def _entry_bank_beats_word_bank(s):
+def _word_bank_pairs(s) -> dict:
     pooling = _first_run(s, "1st-c")["combination"][0] if s.has("1st-c") else None
     s.metric("1st-c", SIM_BEST)
     words = [n for n in WORD_CONDITIONS if s.has(n) and STEP_OF[n].combination[0] == pooling]
     if not words:
         raise NotRun(f"1st-c-{pooling}-{WORD_BANK} (DefSent's bank with 1st-c's training pooling)")
+    return {n: (n, "1st-c") for n in words}
+
+
+def _entry_bank_beats_word_bank(s):
     out = []
-    for n in words:
-        m = _beats(s, n, "1st-c", label=n)
+    for n, (a, b) in _word_bank_pairs(s).items():
+        m = _beats(s, a, b, label=n)
         if not _first_run(s, n).get("defsent_head"):
             m = _confounded(m, "the DefSent baseline ran through the pooler over the dictionary's word rows, not "
                                "DefSent's MLM head over the vocabulary (defsent_head 'pooler')")
@@ -301,14 +337,15 @@ def _entry_bank_beats_word_bank(s):
     return out
 
 
-def _amp_beats_ac(s):
+def _bank_kind_pairs(s) -> dict:
     grid = {tuple(_first_run(s, n)["combination"]): n for n in s.units  # 1st steps on a
             if STEP_OF[n].step == 1 and STEP_OF[n].dictionary == "a" and not STEP_OF[n].word_bank
             and not STEP_OF[n].printed}
-    pairs = [p for p in ("cls", "mean") if (p, "amp") in grid and (p, "ac") in grid]
+    pairs = {p: (grid[(p, "ac")], grid[(p, "amp")]) for p in ("cls", "mean")
+             if (p, "amp") in grid and (p, "ac") in grid}
     if not pairs:
         raise NotRun("an AMP and an AC bank with the same training pooling on dictionary a")
-    return [_beats(s, grid[(p, "ac")], grid[(p, "amp")], label=p) for p in pairs]
+    return pairs
 
 
 def _prompt_gap(run: dict) -> float | None:
@@ -339,23 +376,29 @@ def _prompt_pooling(s):
     holds = True if best > len(s.units) / 2 else False if worse >= len(s.units) / 2 else None
     return Measured.decided(holds, f"prompt minus the best other pooling (dev proxy): {'; '.join(parts)}; prompt "
                                    f"best in {best}, behind in {worse} of {len(s.units)} units", exact=True,
-                            uncertainty="per unit, a t-interval (95%) over its seeds; units with one seed undecided")
+                            uncertainty="per unit, a t-interval (95%) over its seeds; units with one seed undecided; "
+                                        "the items' noise is not resampled (a run keeps per-item values of its best "
+                                        "pooling only, not of every pooling)")
+
+
+def _transfer_pairs(s) -> dict:
+    s.metric("base", PROBE_BEST)
+    trained = {n: ("base", n) for n in s.units if n != "base"}
+    if not trained:
+        raise NotRun("a trained condition")
+    return trained
 
 
 def _transfer(s):
     base = s.metric("base", PROBE_BEST)
     lo, hi = TABLE4_DELTA_RANGE
     centre, half = (lo + hi) / 2, (hi - lo) / 2 + 1
-    trained = [n for n in s.units if n != "base"]
-    if not trained:
-        raise NotRun("a trained condition")
     out = []
-    for n in trained:
-        delta = s.metric(n, PROBE_BEST) - base
-        m = noise.compare(s, "base", n, PROBE_BEST, "within", half, shift=centre, label=n,
-                          text=f"{fmt.signed(delta, 2)} points over base; minus the range's centre: "
-                               f"{fmt.signed(delta - centre, 2)} (what the rule and its interval read)")
-        out.append(noise.gated(m, s, n))
+    for n, (a, b) in _transfer_pairs(s).items():
+        delta = s.metric(b, PROBE_BEST) - base
+        out.append(noise.compare(s, a, b, PROBE_BEST, "within", half, shift=centre, label=n,
+                                 text=f"{fmt.signed(delta, 2)} points over base; minus the range's centre: "
+                                      f"{fmt.signed(delta - centre, 2)} (what the rule and its interval read)"))
     return out
 
 
@@ -363,33 +406,33 @@ _BERT = TABLE8["BERT-base"]
 _T2 = {c: _n(row["BERT-base"][0]) for c, row in TABLE2.items()}
 _DEFSENT_GAINS = [TABLE2["1st-c"][e][0] - DEFSENT[e][0] for e in DEFSENT]
 
-_LEARNED = (f"; inconclusive when a trained unit's objective did not learn (final loss above "
-            f"{noise.LEARNED_FRACTION:g} x ln E)")
-_BOOT = "; 95% paired bootstrap over the test items, seeds averaged"
+_LEARNED = (f"; inconclusive when a training it rests on did not learn (the core's rule, with the ceiling "
+            f"{noise.CEILING_FRACTION:g} x ln E, half the uniform softmax's loss)")
+_BOOT = "; 95% two-level bootstrap over the seeds and the test items (resampled together, paired)"
 
 CLAIMS = [
     Claim("T2-size", f"a bigger dictionary trains a better encoder (BERT-base STS avg: c {_T2['1st-c']} < b "
           f"{_T2['1st-b']} < a {_T2['1st-a']} at the 1st step)", "Table 2",
           "for each consecutive pair of 1st-c, 1st-b, 1st-a that ran: the bigger dictionary's WordNet-sim Spearman "
           "minus the smaller's > 0" + _BOOT + _LEARNED + "; inconclusive when every dictionary trains the same "
-          "number of pairs", _dictionary_sizes),
+          "number of pairs", _dictionary_sizes, rests_on=_resting(_size_pairs)),
     Claim("T3", f"DefSent+ improves a sentence-trained encoder (10 of 10 SimCSE / SNCSE / SynCSE-partial starts gain "
           f"{fmt.signed(TABLE3_GAINS[0], 2)} to {fmt.signed(TABLE3_GAINS[1], 2)} STS avg)", "Table 3",
           "each 1st step (1st-<d>, and 1st-<d>-printed: the backbone's own pooler): its WordNet-sim Spearman minus "
-          "base's > 0" + _BOOT + _LEARNED, _sentence_trained_start),
+          "base's > 0" + _BOOT + _LEARNED, _each_beats(_start_pairs), rests_on=_resting(_start_pairs)),
     Claim("T2-PST", f"each PST step improves on the previous one (BERT-base, dictionary a: {_T2['1st-a']} / "
           f"{_T2['2nd-a']} / {_T2['3rd-a']})", "Table 2",
           "per dictionary and consecutive steps: the later step's WordNet-sim Spearman minus the earlier's > 0"
           + _BOOT + _LEARNED + "; inconclusive when the learning rate changes between the steps outside the paper's "
           "Table 5 schedule, or when the chain does not start from the 1st step's grid winner (dev proxy); each chain "
-          "that ran (the config's cell, a grid cell's) is judged apart", _pst_steps),
+          "that ran (the config's cell, a grid cell's) is judged apart", _pst_steps, rests_on=_resting(_pst_pairs)),
     Claim("F1-2", "each PST step trains against a more isotropic bank", "Figures 1-2",
           "per dictionary and PST chain, the bank's mean pairwise cosine and the top singular direction's share of its "
           "energy both fall from step to step: the smallest fall > 0, with a paired bootstrap over the bank's entries "
           "and random pairs (one bank per step, built by the best run: the training seeds' spread, a bank build each, "
           "is not measured; banks that kept no bootstrap replicates get a one-sided Hoeffding bound over their "
           "mean cosine's random pairs, which can fail the claim but never make it hold); inconclusive when a step "
-          "that built a bank did not learn", _isotropic_banks),
+          "that built a bank did not learn", _isotropic_banks, rests_on=_resting(_bank_builders)),
     Claim("F3", "the ICA-transformed bank has heavier, more asymmetric tails than the quasi-isotropic one",
           "appendix A, Figure 3", "the ICA bank's mean |skewness| and mean excess kurtosis both above those of the "
           "plain bank of the same step (one bank each: no interval; FastICA maximises non-Gaussianity, so this "
@@ -401,17 +444,17 @@ CLAIMS = [
           f"{_n(TEXT_2ND_ICA['BERT-large'])}; RoBERTa the other way round; MiniLM is a BERT-architecture encoder)",
           "Table 2, sec. 4.1",
           "per step with an ICA variant: the ICA step's WordNet-sim Spearman minus the plain step's > 0" + _BOOT
-          + _LEARNED, _ica_beats_plain),
+          + _LEARNED, _each_beats(_ica_pairs), rests_on=_resting(_ica_pairs)),
     Claim("T2-DefSent", f"on the same data (c), DefSent+'s entry-embedding bank beats DefSent's word-embedding bank "
           f"({fmt.signed(min(_DEFSENT_GAINS), 2)} to {fmt.signed(max(_DEFSENT_GAINS), 2)} STS avg)", "Table 2",
           "1st-c's WordNet-sim Spearman minus that of DefSent (its MLM head over the vocabulary, same training "
           "pooling) > 0" + _BOOT + _LEARNED + "; inconclusive when the baseline did not run DefSent's MLM head",
-          _entry_bank_beats_word_bank),
+          _entry_bank_beats_word_bank, rests_on=_resting(_word_bank_pairs)),
     Claim("T8", "AMP banks beat AC banks for BERT with either training pooling (dictionary a; BERT-base: cls "
           f"{fmt.signed(_BERT[('cls', 'amp')] - _BERT[('cls', 'ac')], 2)} / mean "
           f"{fmt.signed(_BERT[('mean', 'amp')] - _BERT[('mean', 'ac')], 2)})", "Table 8",
           "for each training pooling run with both banks on dictionary a: the AMP bank's WordNet-sim Spearman minus "
-          "the AC bank's > 0" + _BOOT + _LEARNED, _amp_beats_ac),
+          "the AC bank's > 0" + _BOOT + _LEARNED, _each_beats(_bank_kind_pairs), rests_on=_resting(_bank_kind_pairs)),
     Claim("T7", f"Prompt is the best similarity pooling for most encoders ({TABLE7_PROMPT_STS[0]} of "
           f"{TABLE7_PROMPT_STS[1]} released encoders, chosen on the STS test sets)", "Table 7",
           "Prompt beats the best other pooling on the dev proxy (t-interval over the unit's seeds above 0) in more "
@@ -422,7 +465,8 @@ CLAIMS = [
           f"a trained unit's probe accuracy minus base's inside the paper's range widened by 1 point "
           f"({fmt.signed(TABLE4_DELTA_RANGE[0] - 1, 2)} to {fmt.signed(TABLE4_DELTA_RANGE[1] + 1, 2)}: 'within' "
           f"{fmt.num((TABLE4_DELTA_RANGE[1] - TABLE4_DELTA_RANGE[0]) / 2 + 1, 3)} of its centre "
-          f"{fmt.signed(sum(TABLE4_DELTA_RANGE) / 2, 3)})" + _BOOT + _LEARNED, _transfer),
+          f"{fmt.signed(sum(TABLE4_DELTA_RANGE) / 2, 3)})" + _BOOT + _LEARNED, _transfer,
+          rests_on=_resting(_transfer_pairs)),
 ]
 
 

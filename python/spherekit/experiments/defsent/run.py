@@ -20,8 +20,9 @@ import torch
 
 from ..api.config import fingerprint_of
 from ..api.files import CHECKPOINT
+from ..api.learning import ENCODER
 from ..api.uncertainty import PER_ITEM
-from .noise import ITEMS, objective_record
+from .noise import STRATA, ceiling
 from .spec import EXPERIMENT, best_run
 
 ICA_FIELDS = ("ica_whiten", "ica_prescale", "ica_max_iter", "ica_tol", "ica_random_state", "ica_scale", "ica_fit_rows")
@@ -94,7 +95,7 @@ def _run_base(ctx) -> dict:
     with ctx.timed("eval"):
         metrics, best, values, items = evaluate_encoder(load_backbone(ctx.backbone), ctx.data.held, ctx.cfg,
                                                         ctx.data.sts)
-    return {"metrics": metrics, "best_pooling": best, PER_ITEM: values, ITEMS: items}
+    return {"metrics": metrics, "best_pooling": best, PER_ITEM: values, STRATA: items}
 
 
 def _run_step(ctx, step) -> dict:
@@ -152,6 +153,8 @@ def _run_step(ctx, step) -> dict:
         return model, result
 
     model = ctx.train_or_load(build_and_train)
+    if ENCODER in ctx.training:  # eq. 1 learned only when its loss reached half the uniform softmax's (noise.ceiling)
+        ctx.training[ENCODER]["ceiling"] = ceiling(bank.shape[0])
     with ctx.timed("eval"):
         metrics, best_pooling, values, items = evaluate_encoder(model, ctx.data.held, cfg, ctx.data.sts)
         rd, rd_values, rd_items = _reverse_dictionary(model, rd_texts, rd_targets, bank, head)
@@ -163,10 +166,7 @@ def _run_step(ctx, step) -> dict:
            "pooler": "mlm-transform" if defsent else pooler,
            "bank": {**shared["geometry"], "ica": ica, "source": step.previous or "backbone"},
            "rd_untrained": shared["rd_untrained"], "dictionary": shared["dictionary"], "start": shared["start"],
-           PER_ITEM: values, ITEMS: items}
-    curve = _loss_curve(ctx)
-    if curve:
-        out["objective"] = objective_record(curve, bank.shape[0], out["pooler"])
+           PER_ITEM: values, STRATA: items}
     if mlm:
         out["mlm_head"] = mlm["record"]
     if defsent:
@@ -201,11 +201,6 @@ def _start(model, texts, bank) -> dict:
 
     h = sentence_vectors(model, texts)
     return {"h_norm": float(h.norm(dim=1).mean()), "logit_std": float((h @ bank.T).std())}
-
-
-def _loss_curve(ctx) -> list[float]:
-    """The loss curve of this run's training record (ctx.train_or_load sets it)."""
-    return list((ctx.training or {}).get("curve", {}).get("loss") or [])
 
 
 def _mlm_head(ctx, encoder, d) -> dict:
