@@ -31,6 +31,12 @@ The gate: a claim that reads trained conditions declares them (`rests_on`: condi
 scope and the record's label giving them); when a training of one of their runs did not learn (learning.gate), the
 claim is "inconclusive" and says which training and by how much its loss moved.
 
+Ours and uninformative: a record whose check read a condition the paper does not have (Condition.ours: an ablation
+or probe of this reproduction) is marked "ours" and listed apart; a record whose measurement could not speak to the
+claim (Measured.uninformative: the readout it compares never moved from its start, say) is "inconclusive" and listed
+apart as uninformative. Neither counts in a card's headline (counts), and neither is a sanity check (a rule that
+cannot fail).
+
 Training noise at one seed: an interval from units with one run each covers the items only (uncertainty.two_level
 says so). When the card of the paper's 3-seed preset (Experiment.noise_preset) measured the same claim, its seed_std
 (the std over seeds of the claim's value) is the training noise of this value: a value within twice that of its
@@ -41,7 +47,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from . import fmt
 from .learning import gate
@@ -67,7 +73,8 @@ class Measured:
     none). exact: the measurement decides without an interval: it has no sampling noise, or its rule already
     weighed the noise (a count of per-unit decisions, each with its own interval). label: which
     condition this record is about, when a claim is checked once per condition. seed_std: the training noise of value
-    (the std over seeds of the value at one seed, uncertainty.Noise.seed_std), when the runs had several seeds."""
+    (the std over seeds of the value at one seed, uncertainty.Noise.seed_std), when the runs had several seeds.
+    uninformative: why the measurement cannot speak to the claim (it is then inconclusive and listed apart)."""
 
     text: str
     holds: bool | None
@@ -79,6 +86,7 @@ class Measured:
     label: str | None = None
     exact: bool = False
     seed_std: float | None = None
+    uninformative: str | None = None
 
     @classmethod
     def compare(cls, value, op: str, margin: float, text: str, *, interval=None, uncertainty=None, label=None,
@@ -109,7 +117,7 @@ def _passes(value: float, op: str, margin: float) -> bool:
 def verdict(m: Measured, *, sanity: bool = False) -> str:
     """holds / does not hold / inconclusive of a measurement (see the module docstring); a sanity check is decided
     on its point value."""
-    if m.holds is None:
+    if m.holds is None or m.uninformative:
         return INCONCLUSIVE
     if m.interval is None or m.op is None:
         return (HOLDS if m.holds else FAILS) if m.exact or sanity else INCONCLUSIVE
@@ -154,11 +162,13 @@ class Scope:
 
     def __init__(self, name: str, units: dict[str, dict], config: dict | None = None):
         self.name, self.units, self.config = name, units, config or {}
+        self.read: set[str] = set()  # the conditions a check asked for (evaluate marks records that read ours)
 
     def has(self, *conditions: str) -> bool:
         return all(c in self.units for c in conditions)
 
     def unit(self, condition: str) -> dict:
+        self.read.add(condition)
         if condition not in self.units:
             raise NotRun(condition)
         return self.units[condition]
@@ -173,6 +183,7 @@ class Scope:
 
     def get(self, condition: str, key: str, default=None):
         """The metric, or `default` when the unit or the metric is missing."""
+        self.read.add(condition)
         return self.units.get(condition, {}).get("metrics", {}).get(key, default)
 
     def runs(self, condition: str) -> list[dict]:
@@ -225,9 +236,8 @@ def borrowed_noise(measured: Measured, seed_std: float | None, source: str) -> M
     distance = abs(margin - abs(value)) if measured.op == "within" else abs(value - margin)
     if math.isnan(value) or distance > band:
         return measured
-    return Measured(f"{measured.text}; within twice the training noise of its margin (seed std {seed_std:.3g} on "
-                    f"{source})", None, value, measured.op, margin, measured.interval, measured.uncertainty,
-                    measured.label, measured.exact, None)
+    return replace(measured, text=f"{measured.text}; within twice the training noise of its margin (seed std "
+                   f"{seed_std:.3g} on {source})", holds=None)
 
 
 def seed_noise_of(records: Sequence[dict]) -> dict[tuple[str, str], float]:
@@ -236,12 +246,14 @@ def seed_noise_of(records: Sequence[dict]) -> dict[tuple[str, str], float]:
 
 
 def evaluate(claims: Sequence[Claim], scopes: Sequence[Scope], *, seed_noise: dict | None = None,
-             noise_source: str = "") -> list[dict]:
+             noise_source: str = "", ours: Sequence[str] = ()) -> list[dict]:
     """Every claim checked on every scope: JSON-able records (the "claims" of results.json). A record's "point" is
     what the point value alone says of the rule (holds / does not hold / None: undecidable); its "verdict" also
     weighs the noise. seed_noise: {(record id, scope): seed_std} of the same claims on the 3-seed preset
     (`noise_source`), for records measured on one seed (borrowed_noise); a scope absent there borrows from the
-    record id's only scope, when it has one."""
+    record id's only scope, when it has one. ours: the conditions that are this reproduction's own (ablations,
+    probes); a record whose check read one is marked "ours" with their names."""
+    ours = set(ours)
     seed_noise = seed_noise or {}
     by_id: dict[str, list[float]] = {}
     for (rid, _), std in seed_noise.items():
@@ -251,6 +263,7 @@ def evaluate(claims: Sequence[Claim], scopes: Sequence[Scope], *, seed_noise: di
         for claim in claims:
             base = {"id": claim.id, "scope": scope.name, "statement": claim.statement, "source": claim.source,
                     "rule": claim.rule, "sanity": claim.sanity}
+            scope.read = set()
             try:
                 measured = claim.check(scope)
             except NotRun as exc:
@@ -266,25 +279,39 @@ def evaluate(claims: Sequence[Claim], scopes: Sequence[Scope], *, seed_noise: di
                 decided = verdict(m, sanity=claim.sanity)
                 unmeasured = decided == INCONCLUSIVE and m.holds is not None and m.interval is None  # noise unknown
                 fields = {k: v for k, v in asdict(m).items() if k not in ("text", "holds", "label")}
-                if fields["seed_std"] is None:
-                    del fields["seed_std"]
+                for optional in ("seed_std", "uninformative"):
+                    if fields[optional] is None:
+                        del fields[optional]
                 record = {**base, **fields,
                           "measured": m.text + (_UNMEASURED.format("passes" if m.holds else "fails") if unmeasured
                                                 else ""),
                           "point": None if m.holds is None else HOLDS if m.holds else FAILS, "verdict": decided}
                 if m.label:
                     record["id"] = rid
+                if scope.read & ours:
+                    record["ours"] = sorted(scope.read & ours)
                 if record["interval"] is not None:
                     record["interval"] = list(record["interval"])
                 out.append(record)
     return out
 
 
-def counts(records: Sequence[dict]) -> dict[str, int]:
-    """{verdict: how many claims} (sanity checks left out)."""
+def kind(record: dict) -> str:
+    """Which table a record belongs to: "paper" (a claim on the paper's conditions), "ours" (it read an ablation or
+    probe of this reproduction), "uninformative" or "sanity"."""
+    if record.get("sanity"):
+        return "sanity"
+    if record.get("uninformative"):
+        return "uninformative"
+    return "ours" if record.get("ours") else "paper"
+
+
+def counts(records: Sequence[dict], of: str = "paper") -> dict[str, int]:
+    """{verdict: how many claims} of one kind (default: the paper's own; ours, uninformative and sanity checks are
+    counted apart)."""
     out = {v: 0 for v in VERDICTS}
     for r in records:
-        if not r.get("sanity"):
+        if kind(r) == of:
             out[r["verdict"]] += 1
     return out
 
@@ -302,12 +329,21 @@ def _rule_cell(r: dict) -> str:
     return rule
 
 
+TABLES = (("paper", None),
+          ("ours", "On this reproduction's own ablations and probes (not the paper's conditions; not counted in the "
+                   "headline):"),
+          ("uninformative", "Uninformative (the measurement could not speak to the claim, e.g. the readout never "
+                            "moved; not counted):"),
+          ("sanity", "Sanity checks (rules that cannot fail on this data; not claims):"))
+
+
 def render(records: Sequence[dict], *, scope: str | None = None) -> str:
-    """The claims (and, apart, the sanity checks) of `scope` (None: every scope) as Markdown tables."""
+    """The claims of `scope` (None: every scope) as Markdown tables: the paper's, then apart ours, the
+    uninformative ones and the sanity checks (kind)."""
     chosen = [r for r in records if scope is None or r["scope"] == scope]
     parts = []
-    for sanity, title in ((False, None), (True, "Sanity checks (rules that cannot fail on this data; not claims):")):
-        rows = [r for r in chosen if bool(r.get("sanity")) == sanity]
+    for which, title in TABLES:
+        rows = [r for r in chosen if kind(r) == which]
         if not rows:
             continue
         lines = ([title, ""] if title else []) + ["| id | claim | source | measured here | rule | verdict |",
@@ -319,15 +355,17 @@ def render(records: Sequence[dict], *, scope: str | None = None) -> str:
 
 
 def summary_lines(records: Sequence[dict], *, scope: str | None = None, width: int = 100) -> list[str]:
-    """One plain line per claim that ran: "[verdict] id: statement"."""
+    """One plain line per claim that ran: "[verdict] id: statement" (the verdict tagged "ours: " on an ablation's or
+    probe's record; "uninformative" / "sanity" in place of the verdict)."""
     out = []
     for r in records:
         if (scope is None or r["scope"] == scope) and r["verdict"] != NOT_RUN:
-            tag = "sanity" if r.get("sanity") else r["verdict"]
+            tag = {"paper": r["verdict"], "ours": f"ours: {r['verdict']}"}.get(kind(r), kind(r))
             line = f"[{tag:>13}] {r['id']}: {r['statement']}"
             out.append(line if len(line) <= width else line[: width - 3] + "...")
     return out
 
 
-__all__ = ["Claim", "FAILS", "HOLDS", "INCONCLUSIVE", "Measured", "NOT_RUN", "NotRun", "Scope", "VERDICTS",
-           "borrowed_noise", "counts", "difference", "evaluate", "render", "seed_noise_of", "summary_lines", "verdict"]
+__all__ = ["Claim", "FAILS", "HOLDS", "INCONCLUSIVE", "Measured", "NOT_RUN", "NotRun", "Scope", "TABLES", "VERDICTS",
+           "borrowed_noise", "counts", "difference", "evaluate", "kind", "render", "seed_noise_of", "summary_lines",
+           "verdict"]

@@ -40,7 +40,9 @@ class Condition:
     fingerprint. distributed: under torchrun every rank trains it (through ctx.train_or_load); otherwise rank 0
     runs it alone. seeded: False when the result cannot depend on the seed (a frozen encoder, evaluated with the
     config's fixed evaluation seed): it runs once, as seed None (folder no-seed/), whatever seeds are selected.
-    params: the paper's own description of the condition (readout, loss, regime, ...)."""
+    params: the paper's own description of the condition (readout, loss, regime, ...). ours: why the condition is this
+    reproduction's own (an ablation or probe the paper does not run; "" for the paper's): the claims that read it are
+    listed apart and never counted in a card's headline."""
 
     name: str
     description: str
@@ -48,6 +50,7 @@ class Condition:
     distributed: bool = False
     seeded: bool = True
     params: Any = None
+    ours: str = ""
 
 
 def conditions_of(*items: Condition) -> dict[str, Condition]:
@@ -74,7 +77,9 @@ class Experiment:
     end-of-run table), metric_names (the paper's own metric names, metrics.MetricName), metric_scale (100 when the
     paper reports proportions x 100), evaluation_version (bump when the paper's evaluation changes what it
     measures), condition_help (the CLI's listing when the conditions are generated from axes), noise_preset (the
-    preset with 3 seeds whose claims' training noise a 1-seed card borrows: claims.evaluate).
+    preset with 3 seeds whose claims' training noise a 1-seed card borrows: claims.evaluate), probe_presets ({preset:
+    why}: presets that probe a choice of ours, e.g. another initialisation, whose cards are listed apart from the
+    paper's and never counted in the headlines).
 
     Override when the paper's selection is not a plain `conditions` field: selected(cfg) (the conditions a config
     runs, in report order), select(names) (the config overrides that run exactly `names`) and selectable() (the
@@ -94,6 +99,11 @@ class Experiment:
     evaluation_version: int = 1
     condition_help: str = ""
     noise_preset: str | None = None
+    probe_presets: dict[str, str] = {}
+
+    def ours(self) -> list[str]:
+        """The conditions that are this reproduction's own (Condition.ours)."""
+        return [name for name, c in self.conditions.items() if c.ours]
 
     # ------------------------------------------------------------ the paper's other modules
     def module(self, part: str):

@@ -19,6 +19,7 @@ from ..api.learning import ENCODER, RULE, trainings
 from ..api.units import unit_runs
 from .spec import (
     ALPHA_MEAN,
+    DEFAULT_ALPHA,
     Run,
     parse_condition,
 )
@@ -118,8 +119,11 @@ def _alpha(results: dict) -> str | None:
     steps = sorted({trainings(r).get(ENCODER, {}).get("steps") for _, unit in ngpt for r in unit_runs(unit)} - {None})
     if not alphas:
         return None
-    return (f"nGPT step alpha initialised at {results['config']['alpha_init']} (nGPT's and the authors' code's "
-            "default; the paper gives none): after " + "/".join(map(str, steps)) + " steps the frozen nGPT heads' "
+    alpha = results["config"]["alpha_init"]
+    default = "nGPT's and the authors' code's default" if alpha == DEFAULT_ALPHA else \
+        f"our probe; nGPT's and the authors' code's default is {DEFAULT_ALPHA}"
+    return (f"nGPT step alpha initialised at {alpha} ({default}; the paper gives none): after "
+            + "/".join(map(str, steps)) + " steps the frozen nGPT heads' "
             f"alphas average {min(alphas):.3f}-{max(alphas):.3f}; a residual turns a token state by at most about "
             "2 alpha, so a head whose alpha and loss hardly move stays near its input (the gate grades such a training "
             f"'barely moved' or 'did not learn', and the claims resting on it inconclusive); the paper's schedule is "

@@ -119,6 +119,9 @@ CONDITIONS = conditions_of(
     *(_condition(Run(r, g, k)) for g in REGIMES for k in LABEL_COUNTS for r in TRAINED_RUNS))
 
 
+DEFAULT_ALPHA = 0.05  # nGPT's (and the authors' code's) initial step alpha
+
+
 @dataclass(frozen=True)
 class CircumplexConfig:
     """Every setting of the reproduction; `source` of each field says whether the paper fixes it."""
@@ -169,7 +172,7 @@ class CircumplexConfig:
                                      "(measured as 'backbone pooling/...' in the Pretrained run either way)")
     dropout: float = choice(0.1, "dropout on the head's input (the authors' code; the paper is silent)")
     d_mlp: int | None = choice(None, "head MLP width (None: 4d, as in the authors' code)")
-    alpha_init: float = choice(0.05, "initial nGPT step alpha (nGPT's default; the paper is silent)")
+    alpha_init: float = choice(DEFAULT_ALPHA, "initial nGPT step alpha (nGPT's default; the paper is silent)")
     # objective (section 3.4, Table 3)
     temperature: float = paper(0.05, "Table 3: tau = 0.05 for SINCERE and SoftCSE")
     margin: float = paper(0.0, "Table 3: CircularCSE margin m = 0")
@@ -277,6 +280,9 @@ class CircumplexExperiment(Experiment):
     conditions = CONDITIONS
     main_metric = CD_R
     noise_preset = "cpu-small"  # its three seeds measure the training noise a 1-seed card (cpu) borrows
+    probe_presets = {"cpu-small-mean-pooling": "mean pooling instead of the paper's last token",
+                     "cpu-small-alpha0.25": f"nGPT alpha 0.25 instead of the default {DEFAULT_ALPHA}",
+                     "cpu-small-15epochs": "15 epochs instead of cpu-small's schedule"}
     summary_metrics = ((V, "V-measure"), (CD_R, "CD-r"), (RING_MAE, "ring MAE"),
                        (OFFDIAG, "mean off-diagonal cosine"), (PC12, "PC1+PC2 variance"))
     metric_names = {

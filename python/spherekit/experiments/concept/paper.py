@@ -204,7 +204,8 @@ def _readouts(readouts):
             m = difference(s, "B1", c, T2D_R10, "<=", NO_BENEFIT, label=c)
             stuck = _stuck(s, c)
             if stuck:
-                m = replace(m, text=f"{m.text}; the readout stayed at its start: {', '.join(stuck)}", holds=None)
+                m = replace(m, text=f"{m.text}; the readout stayed at its start: {', '.join(stuck)}", holds=None,
+                            uninformative="the readout stayed at its start")
             elif gates := _gate_notes(s, c):
                 m = replace(m, text=f"{m.text}; {gates}")
             out.append(m)
@@ -391,7 +392,7 @@ CLAIMS = [
           f"their t2d R@10 at most {NO_BENEFIT} above B1's; they start at the uniform mix (B0-WM's "
           "readout, far below B0's) and Adam moves each of their K logits by about 5 x lr per step, so the "
           "comparison measures that start and the encoder's training, not a learned readout",
-          _readouts(STUCK_READOUTS), sanity=True, rests_on=_with_b1),
+          _readouts(STUCK_READOUTS), rests_on=_with_b1),
     Claim("M3", "deep supervision (M3) improves over M1 but does not reach B1", "section 5.3",
           "M3's t2d R@10 above M1's, and B1's above M3's", _deep_supervision,
           rests_on=lambda s, label: ("M1", "M3") if label == "over M1" else ("M3", "B1")),

@@ -64,7 +64,7 @@ def judge(experiment, results: dict, folder=None) -> dict:
     scopes = experiment.scopes(results)
     seed_noise, source = noise_card(experiment, folder)
     return {**results, "claims": claims.evaluate(experiment.claims, scopes, seed_noise=seed_noise,
-                                                 noise_source=source),
+                                                 noise_source=source, ours=experiment.ours()),
             "comparison": printed.comparison(experiment.printed, scopes)}
 
 

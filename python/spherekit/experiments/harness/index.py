@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from ..api import fmt
-from ..api.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_RUN, counts
+from ..api.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_RUN, counts, kind
 
 CARDS = Path("benches/results/reproduce")
 README, DOCS = Path("README.md"), Path("docs/reproduce.md")
@@ -35,11 +35,29 @@ def load_cards(root=CARDS) -> dict[tuple[str, str], dict]:
     return out
 
 
-def _claim_counts(results: dict) -> str:
-    c = counts(results.get("claims", []))
+def _counted(c: dict) -> str:
     parts = [f"{c[HOLDS]} hold", f"{c[FAILS]} do not"]
-    parts += [f"{c[v]} {v}" for v in (INCONCLUSIVE, NOT_RUN) if c[v]]
-    return ", ".join(parts)
+    return ", ".join(parts + [f"{c[v]} {v}" for v in (INCONCLUSIVE, NOT_RUN) if c[v]])
+
+
+def _claim_counts(results: dict) -> str:
+    """The headline of a card: its claims on the paper's conditions, then, apart, those on our ablations and probes
+    and the uninformative ones (claims.kind; sanity checks are not claims)."""
+    records = results.get("claims", [])
+    text = _counted(counts(records))
+    ours, uninformative = counts(records, "ours"), sum(counts(records, "uninformative").values())
+    if any(ours.values()):
+        text += f" (and on our ablations: {_counted(ours)})"
+    if uninformative:
+        text += f" (and {uninformative} uninformative)"
+    return text
+
+
+def _probe(name: str, folder: str) -> str | None:
+    """Why a card is a probe of ours (Experiment.probe_presets), or None for a card of the paper's setup."""
+    from .. import get
+
+    return get(name).probe_presets.get(folder)
 
 
 def _short(machine: str) -> str:
@@ -104,7 +122,12 @@ def readme_table(cards: dict) -> str:
         own = {folder: r for (e, folder), r in cards.items() if e == name}
         small = own.get("cpu-small")
         time = f"{fmt.duration(card_seconds(small))} ({_machine(small)})" if small else fmt.MISSING
-        claims = "; ".join(f"{_link(name, folder, '')}: {_claim_counts(r)}" for folder, r in own.items())
+        paper = [f for f in own if not _probe(name, f)]
+        claims = "; ".join(f"{_link(name, folder, '')}: {_claim_counts(own[folder])}" for folder in paper)
+        probes = [f for f in own if f not in paper]
+        if probes:
+            claims += "; probes of our choices (not the paper's setup, not counted): " + ", ".join(
+                f"{_link(name, f, '')} ({_probe(name, f)}): {_claim_counts(own[f])}" for f in probes)
         lines.append(f"| `{name}` | \"{get(name).title}\" | {time} | {claims} |")
     return "\n".join(lines)
 
@@ -125,8 +148,10 @@ def card_block(experiment_name: str, folder: str, results: dict) -> str:
     from ..api.printed import grid
 
     experiment = get(experiment_name)
+    probe = experiment.probe_presets.get(folder)
     parts = [f"Card {_link(experiment_name, folder, '../')}: {len(results['units'])} units on {_machine(results)}, "
-             f"{_took(results)}; claims: {_claim_counts(results)}.", ""]
+             f"{_took(results)}; claims: {_claim_counts(results)}"
+             + (f"; a probe of our choices ({probe}), not the paper's setup." if probe else "."), ""]
     for scope in experiment.scopes(results):
         assert isinstance(scope, Scope)
         parts += [f"{scope.name}: ours (the paper's)", "",
@@ -136,9 +161,15 @@ def card_block(experiment_name: str, folder: str, results: dict) -> str:
         if rows:
             parts += ["| claim | measured here | verdict |", "|---|---|---|"]
             parts += [f"| {r['id']}: {_cell(r['statement'])} | {_cell(r['measured'])} | "
-                      f"{'sanity check' if r.get('sanity') else r['verdict']} |" for r in rows]
+                      f"{_verdict_cell(r)} |" for r in rows]
             parts.append("")
     return "\n".join(parts).rstrip() + "\n"
+
+
+def _verdict_cell(record: dict) -> str:
+    which = kind(record)
+    return {"paper": record["verdict"], "ours": f"{record['verdict']} (our ablation)",
+            "uninformative": "uninformative", "sanity": "sanity check"}[which]
 
 
 def _cell(text: str) -> str:
