@@ -86,12 +86,12 @@ def units():
               _figure1({"negation": [-0.1, -0.1], "spatial": [-0.05, -0.05]}),
               _figure1({"negation": [-0.1, -0.1], "spatial": [0.0, -0.05]})]
     return {
-        "base": _unit("base", [0.7, 0.7, 0.7], figure1=[_figure1({})] * 3),
+        "base": _unit("base", [0.55, 0.55, 0.55], figure1=[_figure1({})] * 3),
         "model_a": _unit("model_a", [0.5, 0.6, 0.7], figure1=[_figure1({})] * 3),
         "model_b": _unit("model_b", [0.4, 0.5, 0.6], figure1=b_fig1),
-        "frozen_F1": _unit("frozen_F1", [0.65] * 3, stage1=0.7, figure3=[_fig3(0.97, 0.01)] * 3, train={"steps": 0}),
-        "frozen_F2": _unit("frozen_F2", [0.3] * 3, stage1=0.7, figure3=[_fig3(0.5, 0.0)] * 3, train={"steps": 0}),
-        "frozen_F4": _unit("frozen_F4", [0.6] * 3, stage1=0.7, figure3=[_fig3(0.2, 0.05)] * 3),
+        "frozen_F1": _unit("frozen_F1", [0.65] * 3, stage1=0.55, figure3=[_fig3(0.97, 0.01)] * 3, train={"steps": 0}),
+        "frozen_F2": _unit("frozen_F2", [0.3] * 3, stage1=0.55, figure3=[_fig3(0.5, 0.0)] * 3, train={"steps": 0}),
+        "frozen_F4": _unit("frozen_F4", [0.6] * 3, stage1=0.55, figure3=[_fig3(0.2, 0.05)] * 3),
         "e2e_F1": _unit("e2e_F1", [0.62] * 3, stage1=0.61, figure3=[_fig3(0.9, 0.02)] * 3),
         "e2e_F4": _unit("e2e_F4", [0.65, 0.7, 0.75], stage1=0.6, figure3=[_fig3(0.1, 0.09, 0.2)] * 3),
     }
@@ -207,26 +207,97 @@ def test_verifier_claims_follow_the_measured_orderings(units):
     assert (claims["C5"]["measured"], claims["C5"]["verdict"]) == ("F1 0.650, F4 0.600, F2 0.300", "holds")
     assert claims["C5b"]["verdict"] == "holds"
     assert claims["C6"]["measured"] == ("gain over its own stage 1: F4 +0.100 (0.700 vs 0.600), F1 +0.010 (0.620 vs "
-                                        "0.610); the untuned stage 1 (base) 0.700")
+                                        "0.610); the untuned stage 1 (base) 0.550")
     assert claims["C6"]["verdict"] == "holds" and claims["C6"]["value"] == pytest.approx(0.09)
     assert (claims["C7"]["measured"], claims["C7"]["verdict"]) == ("frozen F1 0.970 vs Model B cosine 0.879", "holds")
     assert claims["C8"]["verdict"] == claims["C9"]["verdict"] == "holds"
     assert "and 60 items resampled together" in claims["C8"]["uncertainty"]
     assert "e2e_F4 3" in claims["C9"]["uncertainty"] and "and 20 items" in claims["C9"]["uncertainty"]  # spatial
-    units["e2e_F1"] = _unit("e2e_F1", [0.8] * 3, stage1=0.61, figure3=[_fig3(0.9, 0.02)] * 3)  # 0.19 > every F4 seed
-    units["frozen_F2"] = _unit("frozen_F2", [0.66] * 3, stage1=0.7, figure3=[_fig3(0.5, 0.0)] * 3,
+    units["e2e_F1"] = _unit("e2e_F1", [0.8] * 3, stage1=0.61, figure3=[_fig3(0.9, 0.05)] * 3)  # 0.19 > every F4 seed
+    units["frozen_F2"] = _unit("frozen_F2", [0.66] * 3, stage1=0.55, figure3=[_fig3(0.5, 0.0)] * 3,
                                train={"steps": 0})  # F2 now the strongest frozen verifier
     for run in units["frozen_F1"]["runs"]:
         run["figure3"] = _fig3(0.8, 0.01)  # below Model B's pooled cosine
     for run in units["frozen_F4"]["runs"]:
-        run["figure3"] = _fig3(0.2, 0.0)
+        run["figure3"] = _fig3(0.2, 0.02)  # ROC-AUC 0.66: trained, but below e2e F1's 0.86
     for run in units["e2e_F4"]["runs"]:
-        run["figure3"] = _fig3(0.1, 0.0, 0.0)
+        run["figure3"] = _fig3(0.1, 0.02, 0.02)
     claims = check(units)
     assert claims["C6"]["verdict"] == "does not hold" and "F1 +0.190 (0.800 vs 0.610)" in claims["C6"]["measured"]
     assert claims["C5"]["verdict"] == claims["C5b"]["verdict"] == "does not hold"
     assert claims["C7"]["verdict"] == "does not hold"
     assert claims["C8"]["verdict"] == claims["C9"]["verdict"] == "does not hold"  # e2e F1 separates best
+    assert not any("undertrained verifiers" in r["measured"] for r in claims.values())
+
+
+CHANCE = [_fig3(0.4, 0.0)] * 3  # positives scored as their near-misses: ROC-AUC 0.5 on every resample
+
+
+def test_an_undertrained_verifier_makes_the_claims_resting_on_it_inconclusive(units):
+    """A trained verifier whose near-miss ROC-AUC interval contains 0.5, or that re-ranks below its own stage 1
+    beyond the interval, cannot decide the claims resting on it (C5, C5b: the frozen ones they compare; C6: the
+    end-to-end ones; C8, C9: every verifier); the other claims keep their verdicts."""
+    assert {cid: r["verdict"] for cid, r in check(units).items() if cid in ("C5", "C5b", "C6", "C8", "C9")} == \
+        dict.fromkeys(("C5", "C5b", "C6", "C8", "C9"), "holds")  # every trained verifier separates and gains
+    chance = dict(units, e2e_F4=_unit("e2e_F4", [0.65, 0.7, 0.75], stage1=0.6, figure3=CHANCE))
+    claims = check(chance)
+    for cid in ("C6", "C8", "C9"):
+        assert claims[cid]["verdict"] == "inconclusive" and claims[cid]["point"] is None, cid
+        assert ("rests on undertrained verifiers, which cannot decide it: e2e_F4 at 5 steps (near-miss ROC-AUC 0.500, "
+                "interval [0.500, 0.500] contains 0.5)") in claims[cid]["measured"], cid
+    assert claims["C6"]["interval"] is not None  # the measurement is kept
+    for cid in ("C1", "C4b", "C5", "C5b"):
+        assert claims[cid]["verdict"] == "holds", cid
+    # frozen F4 re-ranks below its own stage 1 (0.50 vs 0.55 on every query and seed): C5, C5b, C8, C9, not C6
+    worse = dict(units, frozen_F4=_unit("frozen_F4", [0.5] * 3, stage1=0.55, figure3=[_fig3(0.2, 0.05)] * 3))
+    claims = check(worse)
+    for cid in ("C5", "C5b", "C8", "C9"):
+        assert claims[cid]["verdict"] == "inconclusive", cid
+        assert ("frozen_F4 at 5 steps (re-ranked nDCG@10 0.500 below its own stage 1's 0.550 (-0.050, interval "
+                "[-0.050, -0.050]))") in claims[cid]["measured"], cid
+    assert claims["C6"]["verdict"] == "holds"
+
+
+def test_the_undertrained_rule_is_symmetric(units):
+    """An undertrained verifier on the losing side of a comparison leaves the claim open as well, and a claim that
+    does not hold becomes inconclusive as one that holds does; a verifier that does not train (frozen F0-F2, no
+    parameters) is never judged, and a frozen F3 (not in C5b's sentence) leaves C5b decided."""
+    # e2e F1, the comparison of C6 (and one of C8's F0-F2), at chance: C6 held, now inconclusive
+    claims = check(dict(units, e2e_F1=_unit("e2e_F1", [0.62] * 3, stage1=0.61, figure3=CHANCE)))
+    assert claims["C6"]["verdict"] == claims["C8"]["verdict"] == "inconclusive"
+    assert "e2e_F1 at 5 steps" in claims["C6"]["measured"]
+    # the claims fail (e2e F1 re-ranks and separates best); an undertrained e2e F3 makes them inconclusive
+    failing = dict(units, e2e_F1=_unit("e2e_F1", [0.8] * 3, stage1=0.61, figure3=[_fig3(0.9, 0.1, 0.3)] * 3))
+    assert {cid: check(failing)[cid]["verdict"] for cid in ("C6", "C8", "C9")} == \
+        dict.fromkeys(("C6", "C8", "C9"), "does not hold")
+    claims = check(dict(failing, e2e_F3=_unit("e2e_F3", [0.3] * 3, stage1=0.6, figure3=CHANCE)))
+    for cid in ("C6", "C8", "C9"):
+        assert claims[cid]["verdict"] == "inconclusive", cid
+        assert ("e2e_F3 at 5 steps (near-miss ROC-AUC 0.500, interval [0.500, 0.500] contains 0.5; re-ranked nDCG@10 "
+                "0.300 below its own stage 1's 0.600 (-0.300, interval [-0.300, -0.300]))") in claims[cid]["measured"]
+    # frozen F2 scores at chance and re-ranks below its stage 1 (0.30 vs 0.55) but trains nothing: C5b holds
+    assert "frozen_F2" not in check(units)["C5b"]["measured"] and check(units)["C5b"]["verdict"] == "holds"
+    claims = check(dict(units, frozen_F3=_unit("frozen_F3", [0.2] * 3, stage1=0.55, figure3=CHANCE)))
+    assert claims["C5"]["verdict"] == "inconclusive" and "frozen_F3 at 5 steps" in claims["C5"]["measured"]
+    assert claims["C5b"]["verdict"] == "holds"
+
+
+def test_c5b_is_f2_below_f0_f1_and_f4_on_both_panels(units):
+    """C5b as the paper words it: 'F0 and F4 are often close, while soft alignment F2 is consistently weaker': F2
+    below each of frozen F0, F1 and F4 that ran, on nDCG@10 and on Acc@1 (Figure 2's panels); F3 is not compared."""
+    c5b = check(dict(units, frozen_F3=_unit("frozen_F3", [0.1] * 3, stage1=0.55, figure3=[_fig3(0.2, 0.05)] * 3)))
+    assert c5b["C5b"]["verdict"] == "holds"  # F3 (0.10) below F2 (0.30) does not matter
+    assert c5b["C5b"]["measured"] == "nDCG@10: F1 0.650, F4 0.600 vs F2 0.300; Acc@1: F1 0.325, F4 0.300 vs F2 0.150"
+    assert c5b["C5b"]["value"] == pytest.approx(0.15)  # F4's Acc@1 0.30 - F2's 0.15
+    f0 = [_run("frozen_F0", seed, 0.64, 0.55, train={"steps": 0}, figure3=_fig3(0.5, 0.0)) for seed in SEEDS]
+    for run in f0:  # F0 above F2 on nDCG@10 (0.64 vs 0.30), not on Acc@1 (0.14 vs 0.15)
+        run["metrics"]["Acc@1"] = 0.14
+        run["per_item"]["Acc@1"] = [0.14] * QUERIES
+    claims = check(dict(units, frozen_F0=aggregate("bb", "frozen_F0", f0)))
+    assert claims["C5b"]["verdict"] == "does not hold" and claims["C5b"]["value"] == pytest.approx(-0.01)
+    assert "Acc@1: F0 0.140, F1 0.325, F4 0.300 vs F2 0.150" in claims["C5b"]["measured"]
+    del units["frozen_F2"]
+    assert check(units)["C5b"]["measured"] == "needs frozen F2 and one or more of frozen F0, F1, F4"
 
 
 def test_the_largest_reranked_score_is_no_gain_below_its_own_stage1(units):

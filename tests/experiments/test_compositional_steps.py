@@ -6,7 +6,10 @@ every encoder's training record keeps the trainer's probe and its loss curve."""
 
 import json
 
+import pytest
+
 from spherekit.cli import main
+from spherekit.experiments.api.config import with_overrides
 from spherekit.experiments.compositional import models, released
 from spherekit.experiments.compositional.spec import EXPERIMENT, PAPER_BACKBONES
 
@@ -56,6 +59,20 @@ def test_fixed_steps_override_the_table(backbone):
     cfg = EXPERIMENT.make_config("tiny")
     assert cfg.steps == 2 and models.encoder_steps(backbone, cfg) == 2
     assert models.verifier_steps(cfg, "frozen", "F4", backbone) == 2
+
+
+def test_released_steps_train_the_released_counts_at_the_presets_batch(backbone):
+    """released_steps: those verifier conditions train for the released code's count (its table at its own batches,
+    128 / 32), whatever verifier_steps and the preset's batches (cpu: 60 steps at 64 / 16); the others as before."""
+    cfg = EXPERIMENT.make_config("cpu")
+    assert cfg.released_steps == () and models.verifier_steps(cfg, "frozen", "F4", backbone) == 60
+    cfg = with_overrides(cfg, {"released_steps": ["frozen_F3", "frozen_F4", "e2e_F3", "e2e_F4"]})
+    got = {(r, v): models.verifier_steps(cfg, r, v, backbone) for r in ("frozen", "e2e") for v in ("F1", "F3", "F4")}
+    assert got == {("frozen", "F1"): 0, ("frozen", "F3"): 375, ("frozen", "F4"): 1500,  # the tiny backbone: < 50M
+                   ("e2e", "F1"): 60, ("e2e", "F3"): 412, ("e2e", "F4"): 1125}
+    assert cfg.verifier_batch("F4") == 16  # trained at the preset's batch
+    with pytest.raises(ValueError, match="not verifier conditions"):
+        with_overrides(cfg, {"released_steps": ["model_a"]})
 
 
 def test_model_a_and_b_train_the_same_table_steps(backbone_dir, tmp_path):

@@ -24,6 +24,7 @@ from .data import FAMILIES
 from .paper import LOWERED_BY
 from .readings import fig1_means, fig3_means, lowered_share, records, spread
 from .spec import CONDITIONS, EXPERIMENT, METRICS, verifier_of
+from .undertrained import RULE as UNDERTRAINED_RULE
 
 COLUMNS = tuple((m, m) for m in METRICS)
 STAGE1_COLUMNS = (("nDCG@10", "nDCG@10"), ("stage-1/nDCG@10", "stage 1 alone: nDCG@10"), ("Acc@1", "Acc@1"),
@@ -102,7 +103,7 @@ def report(results: dict) -> str:
              "two-level bootstrap interval (the seeds and the evaluation items resampled together: queries for "
              "retrieval, held-out pairs for Figures 1 and 3): a claim holds when the whole interval passes its rule, "
              "and is inconclusive when the interval straddles it or when a training it rests on did not learn "
-             f"({RULE}).", ""]
+             f"({RULE}), or, for a claim reading verifier runs, when {UNDERTRAINED_RULE}.", ""]
     if results.get("data"):
         parts += ["Data: " + ", ".join(f"{k} {v}" for k, v in results["data"].items()), ""]
     for scope in EXPERIMENT.scopes(results):

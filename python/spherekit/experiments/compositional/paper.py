@@ -18,6 +18,10 @@ replacement (multiplicities w_i, the same items for every unit: paired) and ever
 A claim holds when the whole interval passes its rule, does not hold when none of it does, and is inconclusive
 otherwise, or when a training of a condition it rests on (Claim.rests_on) did not learn (the core's gate,
 spherekit.experiments.api.learning: the trainer's probe, the logged curve or a verifier's start and final loss).
+The claims reading verifier runs (C5, C5b, C6, C8, C9: _verifier_claim) are also inconclusive when a trained
+verifier among those they rest on is undertrained (undertrained.py: its near-miss ROC-AUC interval contains 0.5, or
+it re-ranks below its own stage 1 beyond the interval), whichever side of the comparison it is on: a verifier
+trained far short of the released step counts cannot decide a claim about what the verifier can do.
 C3 and C7 cannot fail on one-token edits: a near-miss shares all but a word or two with its anchor, so pooled
 cosines and MaxSim score it near identity by construction. They are sanity checks.
 
@@ -28,7 +32,9 @@ cosines and MaxSim score it near identity by construction. They are sanity check
   B - A below 0, and more than half of the pairs (pooled over seeds) lowered by more than LOWERED_BY, i.e. the
   upper median of the changes below -LOWERED_BY; the statistic is the largest of these four numbers (each + its
   offset). C4b: binding's drop (A - B) is the smallest of the three families.
-- C5 / C5b Figure 2: frozen F1's nDCG@10 above every other frozen verifier's (F2's below every other's).
+- C5 Figure 2: frozen F1's nDCG@10 above every other frozen verifier's. C5b: "F0 and F4 are often close, while soft
+  alignment F2 is consistently weaker": frozen F2's nDCG@10 and Acc@1 (the figure's two panels: "consistently")
+  below those of each of frozen F0, F1 and F4 (F3 is not in the sentence).
 - C6 Figure 2: end-to-end F4's gain over its own stage 1 (the jointly trained encoder's pooled-cosine ranking) is
   positive and larger than every other end-to-end verifier's gain over its own stage 1.
 - C7 (sanity) Figure 3: frozen MaxSim (F1) scores near-misses at least as high as Model B's pooled cosine.
@@ -44,16 +50,19 @@ import numpy as np
 
 from ..api import fmt
 from ..api.claims import NO_ITEMS, Claim, Measured, NotRun, difference
-from ..api.uncertainty import count_weighted_auc, two_level
+from ..api.uncertainty import two_level
 from .data import FAMILIES
 from .departures import departures
-from .readings import fig1_means, fig1_pairs, fig3_means, fig3_pairs, lowered_share, spread
+from .readings import auc_noise, fig1_means, fig1_pairs, fig3_means, lowered_share, spread
 from .spec import verifier_of
+from .undertrained import unless_undertrained
 
 PRINTED: list = []
 LOWERED_BY = 0.01    # C4: a pair counts as lowered by Model B when its cosine drops by more than this
 NO_PAIR_SCORES = "none: these runs kept no per-pair verifier scores (measured before they were)"
 ENCODERS = ("model_a", "model_b")
+FIGURE2_METRICS = ("nDCG@10", "Acc@1")  # Figure 2's panels
+F2_BELOW = ("F0", "F1", "F4")  # sec. 3.2: "F0 and F4 are often close, while soft alignment F2 is consistently weaker"
 
 
 # ---------------------------------------------------------------- the noise rules
@@ -73,10 +82,10 @@ def _point(statistic, means: dict[str, float]) -> float:
     return float(statistic({k: np.array([v]) for k, v in means.items()})[0])
 
 
-def _retrieval(s, series: dict[str, tuple[str, str]], statistic, text: str) -> Measured:
-    """The rule statistic(means) > 0, where means = {name: unit mean of (condition, metric)} for each series and
-    statistic maps {name: (R,) values} to (R,) values, with the two-level bootstrap over the seeds and the queries
-    (module docstring): a name's value on a resample is Draw.mean(condition, its (seeds, queries) series)."""
+def _retrieval(s, series: dict, statistic, text: str) -> Measured:
+    """The rule statistic(means) > 0, where means = {name (any key): unit mean of (condition, metric)} for each
+    series and statistic maps {name: (R,) values} to (R,) values, with the two-level bootstrap over the seeds and the
+    queries (module docstring): a name's value on a resample is Draw.mean(condition, its (seeds, queries) series)."""
     measured = {k: s.metric(c, key) for k, (c, key) in series.items()}
     value = _point(statistic, measured)
     try:
@@ -90,9 +99,18 @@ def _retrieval(s, series: dict[str, tuple[str, str]], statistic, text: str) -> M
     return Measured.compare(value, ">", 0.0, text, **noise.measured())
 
 
-def _verifiers(regime: str | None = None):
-    """rests_on of a claim reading the verifier runs (of one regime): the scope's verifier conditions."""
-    return lambda s, label: [c for c in s.units if verifier_of(c) and (regime is None or c.startswith(regime + "_"))]
+def _verifiers(regime: str | None = None, names=None):
+    """rests_on of a claim reading the verifier runs (of one regime; of the verifiers `names` only): the scope's
+    verifier conditions."""
+    return lambda s, label: [c for c in s.units if verifier_of(c) and (regime is None or c.startswith(regime + "_"))
+                             and (names is None or verifier_of(c) in names)]
+
+
+def _on_verifiers(check, rests):
+    """`check`, its measurement made inconclusive when a trained verifier among the conditions `rests` names is
+    undertrained (undertrained.unless_undertrained): the claims reading verifier runs call it, the core's gate
+    (rests_on) judges the same conditions' trainings."""
+    return lambda s: unless_undertrained(check(s), s, rests(s, None))
 
 
 # ---------------------------------------------------------------- Table 1
@@ -224,6 +242,21 @@ def _extreme(regime: str, name: str, highest: bool):
     return check
 
 
+def _f2_weaker(s):
+    """C5b: frozen F2's nDCG@10 and Acc@1 (Figure 2's two panels) below those of each of frozen F0, F1 and F4 that
+    ran: the smallest of the differences other - F2 > 0."""
+    conds = _regime(s, "frozen")
+    others = [v for v in F2_BELOW if v in conds]
+    if "F2" not in conds or not others:
+        raise NotRun("frozen F2 and one or more of frozen " + ", ".join(F2_BELOW))
+    series = {(v, m): (conds[v], m) for v in ("F2", *others) for m in FIGURE2_METRICS}
+    means = {k: s.metric(c, m) for k, (c, m) in series.items()}
+    text = "; ".join(f"{m}: " + ", ".join(f"{v} {fmt.num(means[v, m])}" for v in others) + f" vs F2 "
+                     f"{fmt.num(means['F2', m])}" for m in FIGURE2_METRICS)
+    return _retrieval(s, series, lambda x: _least(x[o, m] - x["F2", m] for o in others for m in FIGURE2_METRICS),
+                      text)
+
+
 def _e2e_gain(s):
     conds = _regime(s, "e2e")
     if len(conds) < 2 or "F4" not in conds:
@@ -271,19 +304,9 @@ def _auc_rule(s, conds: list[str], family: str, statistic, text: str) -> Measure
     m."""
     means = {c: v[family]["auc"] for c, v in fig3_means({c: s.unit(c) for c in conds}).items() if family in v}
     value = _point(statistic, means)
-    got = fig3_pairs({c: s.unit(c) for c in conds})
-    if got is None:
+    noise = auc_noise({c: s.unit(c) for c in conds}, family, statistic)
+    if noise is None:
         return Measured.compare(value, ">", 0.0, text, uncertainty=NO_PAIR_SCORES)
-    values, fam = got
-    keep = np.arange(fam.size) if family == "overall" else np.flatnonzero(fam == FAMILIES.index(family))
-    per_seed = {c: [count_weighted_auc(p[keep], n[keep]) for n, p in zip(near, pos)]
-                for c, (near, pos) in values.items()}
-
-    def resampled(d):
-        return statistic({c: (d.seeds[c] * np.stack([at(d.items) for at in ats], axis=1)).mean(1)
-                          for c, ats in per_seed.items()})
-
-    noise = two_level(resampled, keep.size, {c: len(ats) for c, ats in per_seed.items()})
     return Measured.compare(value, ">", 0.0, text, **noise.measured())
 
 
@@ -309,6 +332,14 @@ def _spatial(s):
 
 # ---------------------------------------------------------------- the claims
 
+def _verifier_claim(cid: str, statement: str, source: str, rule: str, check, rests) -> Claim:
+    """A claim reading verifier runs: resting on them (the core's gate on their trainings, rests_on) and decided
+    only when none of the trained ones among them is undertrained (_on_verifiers); the rule says so."""
+    return Claim(cid, statement, source, f"{rule}; inconclusive when a trained verifier it reads is undertrained "
+                 "(near-miss ROC-AUC interval containing 0.5, or re-ranking below its own stage 1 beyond the interval)",
+                 _on_verifiers(check, rests), rests_on=rests)
+
+
 BOOT_Q = "two-level bootstrap over the seeds and the queries"
 BOOT_P = "two-level bootstrap over the seeds and the held-out pairs"
 CLAIMS = [
@@ -326,25 +357,27 @@ CLAIMS = [
     Claim("C4b", "the binding gain is the least definitive (smallest drop)", "Figure 1",
           f"binding's mean drop (A - B) minus the smaller of negation's and spatial's < 0 ({BOOT_P})", _binding_least,
           rests_on=ENCODERS),
-    Claim("C5", "MaxSim (F1) is the strongest frozen reranker (nDCG@10)", "Figure 2",
-          f"frozen F1's nDCG@10 minus every other frozen verifier's > 0 (two or more ran; {BOOT_Q})",
-          _extreme("frozen", "F1", highest=True), rests_on=_verifiers("frozen")),
-    Claim("C5b", "soft alignment (F2) is the weakest frozen reranker", "Figure 2",
-          f"every other frozen verifier's nDCG@10 minus frozen F2's > 0 (two or more ran; {BOOT_Q})",
-          _extreme("frozen", "F2", highest=False), rests_on=_verifiers("frozen")),
-    Claim("C6", "end-to-end F4 gives the largest gains", "Figure 2",
-          "end-to-end F4's nDCG@10 gain over its own stage 1 (the jointly trained encoder alone) > 0 and above every "
-          f"other end-to-end verifier's gain over its own stage 1 (two or more ran; {BOOT_Q})",
-          _e2e_gain, rests_on=_verifiers("e2e")),
+    _verifier_claim("C5", "MaxSim (F1) is the strongest frozen reranker (nDCG@10)", "Figure 2",
+                    f"frozen F1's nDCG@10 minus every other frozen verifier's > 0 (two or more ran; {BOOT_Q})",
+                    _extreme("frozen", "F1", highest=True), _verifiers("frozen")),
+    _verifier_claim("C5b", "soft alignment (F2) is consistently weaker than F0, F1 and F4 (frozen; 'F0 and F4 are "
+                    "often close, while soft alignment F2 is consistently weaker')", "Figure 2",
+                    "frozen F0's, F1's and F4's nDCG@10 and Acc@1 (Figure 2's panels) each minus frozen F2's > 0 "
+                    f"(F2 and one or more of them ran; F3 is not in the paper's sentence; {BOOT_Q})",
+                    _f2_weaker, _verifiers("frozen", ("F2", *F2_BELOW))),
+    _verifier_claim("C6", "end-to-end F4 gives the largest gains", "Figure 2",
+                    "end-to-end F4's nDCG@10 gain over its own stage 1 (the jointly trained encoder alone) > 0 and "
+                    f"above every other end-to-end verifier's gain over its own stage 1 (two or more ran; {BOOT_Q})",
+                    _e2e_gain, _verifiers("e2e")),
     Claim("C7", "MaxSim (F1) scores near-misses as near-identical (>= Model B's pooled cosine)", "Figure 3",
           "frozen F1's mean score on the held-out near-misses at least Model B's mean near-miss cosine (mean of the "
           "families' means; one-token edits: cannot fail)", _maxsim_near_identical, sanity=True),
-    Claim("C8", "F3/F4 separate near-misses where F0-F2 do not (ROC-AUC)", "Figure 3",
-          f"the best overall ROC-AUC (positives vs near-misses) of the F3/F4 runs minus the best of the F0-F2 runs "
-          f"> 0 ({BOOT_P}, the AUCs recomputed per resample)", _learned_separate, rests_on=_verifiers()),
-    Claim("C9", "end-to-end F4 is strongest on spatial flips (spatial ROC-AUC)", "Figure 3",
-          f"end-to-end F4's spatial ROC-AUC minus every other verifier run's > 0 ({BOOT_P}: the spatial ones)",
-          _spatial, rests_on=_verifiers()),
+    _verifier_claim("C8", "F3/F4 separate near-misses where F0-F2 do not (ROC-AUC)", "Figure 3",
+                    "the best overall ROC-AUC (positives vs near-misses) of the F3/F4 runs minus the best of the "
+                    f"F0-F2 runs > 0 ({BOOT_P}, the AUCs recomputed per resample)", _learned_separate, _verifiers()),
+    _verifier_claim("C9", "end-to-end F4 is strongest on spatial flips (spatial ROC-AUC)", "Figure 3",
+                    f"end-to-end F4's spatial ROC-AUC minus every other verifier run's > 0 ({BOOT_P}: the spatial "
+                    "ones)", _spatial, _verifiers()),
 ]
 
 __all__ = ["CLAIMS", "PRINTED", "departures"]

@@ -5,7 +5,8 @@ Per pair: a run's Figure 1 record holds every held-out near-miss pair's cosine p
 pairs'), its Figure 3 record every pair's verifier score on the near-miss and on the positive, per family (runs
 measured before these were kept hold the means alone). fig1_pairs / fig3_pairs line them up as arrays (seeds x
 pairs) over the seeds the units share, the families concatenated in FAMILIES order: the series of the claims'
-two-level bootstrap over seeds and pairs (spherekit.experiments.api.uncertainty.two_level).
+two-level bootstrap over seeds and pairs (spherekit.experiments.api.uncertainty.two_level); auc_noise is that
+bootstrap for a statistic of the units' ROC-AUCs (C8, C9 and the undertrained rule, undertrained.py).
 
 Whether a trained run learned is the experiment core's gate (spherekit.experiments.api.learning), on the run's
 training records (models.py).
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..api.uncertainty import Noise, count_weighted_auc, two_level
 from ..api.units import unit_runs
 from .data import FAMILIES
 from .spec import verifier_of
@@ -97,4 +99,25 @@ def fig3_pairs(units: dict[str, dict]) -> tuple[dict[str, tuple[np.ndarray, np.n
     return values, _family_index({f: len(first[f]["scores"]["near_miss"]) for f in fams})
 
 
-__all__ = ["fig1_means", "fig1_pairs", "fig3_means", "fig3_pairs", "lowered_share", "records", "spread"]
+def auc_noise(units: dict[str, dict], family: str, statistic) -> Noise | None:
+    """The two-level bootstrap of statistic({condition: (R,) ROC-AUCs}) -> (R,) over the units' shared seeds and
+    the held-out pairs of `family` ("overall": every pair): a run's ROC-AUC (positives vs near-misses) with pair i
+    taken w_i times (uncertainty.count_weighted_auc), averaged over the resampled seeds, sum_s v_s AUC_s(w) / m;
+    None when a run kept no per-pair scores (fig3_pairs)."""
+    got = fig3_pairs(units)
+    if got is None:
+        return None
+    values, fam = got
+    keep = np.arange(fam.size) if family == "overall" else np.flatnonzero(fam == FAMILIES.index(family))
+    per_seed = {c: [count_weighted_auc(p[keep], n[keep]) for n, p in zip(near, pos)]
+                for c, (near, pos) in values.items()}
+
+    def resampled(d):
+        return statistic({c: (d.seeds[c] * np.stack([at(d.items) for at in ats], axis=1)).mean(1)
+                          for c, ats in per_seed.items()})
+
+    return two_level(resampled, keep.size, {c: len(ats) for c, ats in per_seed.items()})
+
+
+__all__ = ["auc_noise", "fig1_means", "fig1_pairs", "fig3_means", "fig3_pairs", "lowered_share", "records",
+           "spread"]

@@ -33,6 +33,9 @@ VERIFIER_SAMPLES_PER_S = {
     "e2e": {"F0": (440, 165, 90), "F1": (440, 165, 90), "F2": (440, 165, 90), "F3": (55, 35, 25), "F4": (150, 80, 40)},
 }
 VERIFIER_BRACKETS = (50, 120)
+# the parameter counts (millions) of the paper's backbones and the offline substitute, by the cards' backbone names
+PARAMETERS_M = {"all-MiniLM-L6-v2": 22.7, "all-MiniLM-L12-v2": 33.4, "gte-small": 33.4, "gte-modernbert-base": 149.0,
+                "all-mpnet-base-v2": 109.5}
 
 
 def _bracket(table, millions: float):
@@ -58,4 +61,4 @@ def verifier_steps(n_params: int, regime: str, name: str, batch_size: int, budge
     return int(budget_s * VERIFIER_SAMPLES_PER_S[regime][name][column] // batch_size)
 
 
-__all__ = ["encoder_rules", "encoder_steps", "verifier_steps"]
+__all__ = ["PARAMETERS_M", "encoder_rules", "encoder_steps", "verifier_steps"]

@@ -87,6 +87,13 @@ class CompositionalConfig:
     verifier_steps: int = paper(0, "verifier steps; 0: the released code's table, budget x its throughput for the "
                                    "regime, verifier and encoder size / batch (released.py)",
                             means="the released code's step table")
+    released_steps: tuple = choice((), "verifier conditions (<regime>_<F>) that train for the released code's step "
+                                   "count whatever verifier_steps and this config's verifier batches: its table for "
+                                   "the encoder's size at its own batches (128 for F0-F2, 32 for F3-F4; for < 50M "
+                                   "frozen F3 375 / F4 1,500, end to end F0-F2 825 / F3 412 / F4 1,125; released.py), "
+                                   "trained at this config's batch: the runs that decide the claims a card's "
+                                   "undertrained verifiers leave open (undertrained.py; the card's departures name "
+                                   "them)")
     verifier_scale: float = paper(10.0, "code: MNRL over verifier scores with MNRL_TEMPERATURE=0.1")
     map_size: int = paper(128, "code: maps padded / cut to 128 x 128 (the max length)")
     f2_lam: float = paper(0.1, "code: lam = 0.1")
@@ -103,6 +110,10 @@ class CompositionalConfig:
         bad = [c for c in self.conditions if c not in CONDITIONS]
         if bad:
             raise ValueError(f"unknown condition(s) {bad}; valid conditions: {', '.join(CONDITIONS)}")
+        bad = [c for c in self.released_steps if c not in CONDITIONS or not verifier_of(c)]
+        if bad:
+            raise ValueError(f"released_steps: {bad} are not verifier conditions (<regime>_<F>: "
+                             f"{', '.join(c for c in CONDITIONS if verifier_of(c))})")
         if not 0 < self.structural_fraction < 1 or not 0 < self.test_fraction < 1:
             raise ValueError("structural_fraction and test_fraction must lie in (0, 1)")
         if self.map_size % self.f4_patch or self.map_size < self.max_seq_length:
