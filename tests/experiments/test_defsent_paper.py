@@ -141,7 +141,7 @@ def test_ica_step_against_its_plain_step():
 
 
 def test_per_condition_claims_and_missing_units():
-    units = {"base": unit(60.0, probe=50.0), "1st-c": unit(62.0, probe=49.0),
+    units = {"base": unit(60.0, probe=50.0), "1st-c": unit(62.0, probe=50.5),
              "1st-c-mean-word": unit(55.0, ("mean", "word"), probe=45.0, defsent_head=HEAD),
              "2nd-c": unit(61.0, probe=53.5)}
     got = verdicts(units)
@@ -149,9 +149,13 @@ def test_per_condition_claims_and_missing_units():
     assert got["T2-DefSent (1st-c-mean-word)"]["point"] == "holds"
     assert got["T2-PST (dictionary c: 2nd vs 1st)"]["point"] == "does not hold"  # 62 -> 61
     assert got["T4 (1st-c)"]["point"] == "holds" and got["T4 (1st-c)"]["measured"].startswith(
-        "-1.00 points over base; minus the range's centre: ")
-    assert got["T4 (1st-c-mean-word)"]["point"] == "does not hold"  # -5: below -1.48
-    assert got["T4 (2nd-c)"]["point"] == "does not hold"  # +3.5: above +3.01
+        "+0.50 points over base; minus the range's centre: ")
+    assert got["T4 (1st-c-mean-word)"]["point"] == "does not hold"  # -5: below -0.48
+    assert got["T4 (2nd-c)"]["point"] == "does not hold"  # +3.5: above +2.01
+    assert "-0.48 to +2.01, not widened" in got["T4 (1st-c)"]["rule"]
+    units["1st-c"] = unit(62.0, probe=49.0)  # -1.00: inside the range widened by 1 point, outside the paper's
+    assert verdicts(units)["T4 (1st-c)"]["point"] == "does not hold"
+    units["1st-c"] = unit(62.0, probe=50.5)
     assert got["T2-size"]["verdict"] == "not run" and got["T2-size"]["measured"].startswith("needs at least two")
     units["1st-c"]["runs"] = [{**r, "combination": ["cls", "amp"]} for r in units["1st-c"]["runs"]]
     assert verdicts(units)["T2-DefSent"]["verdict"] == "not run"  # no word bank trained with CLS pooling
@@ -301,3 +305,109 @@ def test_departures_name_the_pooler_regime_the_mlm_head_and_the_training_share()
     text = " ".join(P.departures(old))
     assert "ran through the pooler over the dictionary's word rows" in text
     assert "Every dictionary trains the same 8,000 pairs" in text and "dense layer + GELU replaces" not in text
+
+
+def _start_units() -> dict:
+    """Units every start-scoped claim can read: Table 2's dictionaries and PST chain, Table 8's grid, the ICA and
+    DefSent banks, three poolings per run (T7)."""
+    runs = _pooling_runs([4.0, 5.0, 4.5])
+    return {"base": unit(60.0, runs=_pooling_runs([1.0, 2.0, 1.5])), "1st-c": unit(61.0, runs=runs),
+            "1st-c-mean-word": unit(60.5, ("mean", "word"), defsent_head=HEAD, runs=runs),
+            "1st-b": unit(61.5, runs=runs), "1st-a": unit(62.0, bank=bank(0.3, 0.3), runs=runs),
+            "2nd-a": unit(62.5, bank=bank(0.2, 0.2), runs=runs),
+            "2nd-a-ica": unit(63.0, bank=bank(0.2, 0.2), runs=runs),
+            "1st-a-mean-ac": unit(61.0, ("mean", "ac"), runs=runs)}
+
+
+RAW_CLAIMS = ("T2-size", "T2-PST", "F1-2", "T2-ICA", "T2-DefSent", "T8", "T7")
+
+
+def test_claims_are_scoped_to_the_start_they_presume():
+    """A raw-MLM claim runs on a raw MLM checkpoint and is "not run" on a sentence-trained backbone, saying why; Table
+    3's claim the other way round; an undeclared backbone runs every claim; T4 and F3 presume no start."""
+    from spherekit.experiments.defsent.spec import BACKBONE_STARTS, RAW_MLM, SENTENCE_TRAINED, start_of
+
+    assert start_of("bert-base-uncased").kind == RAW_MLM and start_of("roberta-large").kind == RAW_MLM
+    assert start_of("sentence-transformers/all-MiniLM-L6-v2").kind == SENTENCE_TRAINED  # by its slug
+    assert not start_of("all-MiniLM-L6-v2").mlm and start_of("all-mpnet-base-v2").mlm
+    assert start_of("my-local-model") is None and all(s.source for s in BACKBONE_STARTS.values())
+    units = _start_units()
+
+    def on(backbone):
+        records = evaluate(P.CLAIMS, [Scope(backbone, units, {"lrs": [5e-5, 4e-5, 3e-5]})])
+        return {r["id"].split(" (")[0]: r for r in records}  # one record per claim id is enough here
+
+    raw, sentence, undeclared = on("bert-base-uncased"), on("all-MiniLM-L6-v2"), on("m")
+    for claim in RAW_CLAIMS:
+        assert raw[claim]["verdict"] != "not run", claim
+        assert undeclared[claim]["verdict"] != "not run", claim
+        assert sentence[claim]["verdict"] == "not run", claim
+        assert sentence[claim]["measured"].startswith(
+            "needs a raw MLM checkpoint (the backbone is sentence-trained: all-MiniLM-L6-v2")
+        assert "presume" in sentence[claim]["rule"]
+    assert sentence["T7"]["measured"].endswith("Prompt pooling reads a [MASK] state it never learned)")
+    assert sentence["T3"]["verdict"] != "not run" and undeclared["T3"]["verdict"] != "not run"
+    assert raw["T3"]["verdict"] == "not run"
+    assert raw["T3"]["measured"] == "needs a sentence-trained start (the backbone is a raw MLM checkpoint: " \
+        "bert-base-uncased)"
+    for claim in ("T4", "F3"):
+        assert raw[claim]["verdict"] != "not run" and sentence[claim]["verdict"] != "not run", claim
+    # a sentence-trained encoder trained from an MLM checkpoint (mpnet, SimCSE) keeps its [MASK] state: T7 runs
+    mpnet = on("all-mpnet-base-v2")
+    assert mpnet["T7"]["verdict"] != "not run" and mpnet["T8"]["verdict"] == "not run"
+    assert P.start_needed("unsup-simcse-bert-base-uncased", P.MLM_STATE) is None
+
+
+def test_departures_say_which_claims_a_start_does_not_run():
+    results = {"config": {"backbones": ["all-MiniLM-L6-v2"], "seeds": [0, 1, 2], "lrs": [2e-5] * 3},
+               "units": {"all-MiniLM-L6-v2/1st-a": {"backbone": "all-MiniLM-L6-v2", "condition": "1st-a",
+                                                    "shared": {"bank": {"source": "backbone", "mean_cosine": 0.0991},
+                                                               "combination": ["cls", "amp"]},
+                                                    "runs": [{"seed": 0, "metrics": {}}]}}}
+    text = " ".join(P.departures(results))
+    assert "Start: all-MiniLM-L6-v2 is sentence-trained" in text
+    assert "entry banks it builds untrained: a AMP 0.099 (" in text
+    assert "not run on it: T2-size, T2-PST, F1-2, T2-ICA, T2-DefSent, T8, T7 " in text
+    assert "at the config's one learning rate (2e-5 at the 1st step), not tuned" in text
+    assert "the sweep has not run on this card, so T3-LR is not run" in text
+    assert "not widened" in text
+    raw = dict(results, config={**results["config"], "backbones": ["bert-base-uncased"]})
+    assert "not run on it: T3, T3-LR " in " ".join(P.departures(raw))
+    local = dict(results, config={**results["config"], "backbones": ["/tmp/st"]})
+    assert "Start: st is not declared" in " ".join(P.departures(local))
+
+
+def test_table3_reports_the_best_seed_beside_the_mean():
+    units = {"base": unit(60.0), "1st-a": unit(61.0, runs=[run(0, 60.5), run(1, 61.0), run(2, 61.5)])}
+    got = verdicts(units)["T3 (1st-a)"]
+    assert got["value"] == pytest.approx(1.0)  # the core judges the mean of the seeds
+    assert got["measured"].startswith("1st-a 61.00 vs base 60.00 (+1.00; mean of seeds); best of 3 seeds 61.50 "
+                                      "(+1.50; reported, not judged)")
+    assert "not tuned" in got["rule"] and "best of 10" in got["rule"]
+
+
+def test_table3_at_a_swept_rate_is_not_run_until_the_sweep_ran():
+    from spherekit.experiments.defsent.spec import STEP_OF, SWEEP_LRS, sweep_condition
+
+    assert [sweep_condition("a", lr) for lr in SWEEP_LRS] == ["1st-a-lr1e-6", "1st-a-lr3e-6", "1st-a-lr1e-5",
+                                                              "1st-a-lr2e-5"]
+    assert STEP_OF["1st-a-lr3e-6"].lr == 3e-6 and STEP_OF["1st-a-lr3e-6"].previous is None
+    units = {"base": unit(60.0), "1st-a": unit(59.0, ("cls", "amp"), lr=2e-5)}
+    got = verdicts(units)["T3-LR"]
+    assert got["verdict"] == "not run"
+    assert got["measured"] == ("needs the LR sweep of a 1st step (1st-a-lr1e-6, 1st-a-lr3e-6, 1st-a-lr1e-5): the "
+                               "rate is chosen on the dev proxy")
+    units["1st-a-lr1e-6"] = unit(60.2, ("cls", "amp"), lr=1e-6, runs=[run(0, 60.2, dev=70.0)])
+    assert verdicts(units)["T3-LR"]["measured"].endswith("(1st-a-lr3e-6, 1st-a-lr1e-5): the rate is chosen on the "
+                                                         "dev proxy")
+    units["1st-a-lr3e-6"] = unit(61.0, ("cls", "amp"), lr=3e-6, runs=[run(0, 60.5, dev=72.0), run(1, 61.5, dev=72.0)])
+    units["1st-a-lr1e-5"] = unit(62.0, ("cls", "amp"), lr=1e-5, runs=[run(0, 62.0, dev=71.0)])
+    got = verdicts(units)["T3-LR (dictionary a)"]  # the plain 1st-a is the sweep's 2e-5
+    assert got["measured"].startswith("rate 3e-6 chosen on the dev proxy (mean of seeds: 1e-6 70.00 / 3e-6 72.00 / "
+                                      "1e-5 71.00 / 2e-5 59.00): 1st-a-lr3e-6 61.00 vs base 60.00 (+1.00; mean of "
+                                      "seeds); best of 2 seeds 61.50 (+1.50; reported, not judged)")
+    assert got["point"] == "holds" and got["value"] == pytest.approx(1.0)
+    # the sweep's units are neither Table 8's grid nor a PST chain
+    got = verdicts(units)
+    assert "T8" in got and got["T8"]["verdict"] == "not run"
+    assert not any(i.startswith("T2-PST") and i != "T2-PST" for i in got)

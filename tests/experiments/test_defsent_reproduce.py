@@ -46,7 +46,14 @@ def test_presets_conditions_and_validation():
         EXPERIMENT.make_config(name)
     cfg = EXPERIMENT.make_config("cpu-small")
     assert cfg.backbones == ("all-MiniLM-L6-v2",) and cfg.seeds == (0, 1, 2)
-    assert cfg.conditions == ("base", "1st-c", "2nd-c", "1st-c-printed", "1st-c-mean-word")
+    assert cfg.conditions == ("base", "1st-c", "2nd-c", "1st-c-printed", "1st-c-mean-word", "1st-c-lr1e-6",
+                              "1st-c-lr3e-6", "1st-c-lr2e-5")  # the LR sweep beside 1st-c's 1e-5
+    cpu = EXPERIMENT.make_config("cpu")
+    assert cpu.lrs[0] == 2e-5 and {"1st-a-lr1e-6", "1st-a-lr3e-6", "1st-a-lr1e-5"} <= set(cpu.conditions)
+    assert "1st-a-lr2e-5" not in cpu.conditions  # 1st-a is the sweep's 2e-5
+    assert cpu.lr_of(STEP_OF["1st-a-lr3e-6"]) == 3e-6 and cpu.lr_of(STEP_OF["1st-a"]) == 2e-5
+    assert [c for _, c in runner.plan(EXPERIMENT, runner.make_config(EXPERIMENT, "cpu", conditions=["1st-a-lr1e-6"]))] \
+        == ["1st-a-lr1e-6"]  # a 1st step: no previous step to run first
     assert cfg.pooler == "mlm-dense"
     assert EXPERIMENT.make_config("cpu").seeds == (0, 1, 2)
     assert EXPERIMENT.make_config("paper").seeds == tuple(range(10))

@@ -90,7 +90,7 @@ def table8(scope, cfg) -> str:
             "|---|---|---|---|---|---|"]
     for cond in _conditions(scope):
         s = STEP_OF[cond]
-        if s.step != 1 or s.word_bank or s.printed:
+        if s.step != 1 or s.word_bank or s.printed or s.lr is not None:  # a sweep unit: the 1st step's cell
             continue
         pool, bank = _first_run(scope, cond).get("combination") or (cfg["training_pooling"], cfg["bank_kind"])
         paper = [find(PRINTED, f"1st-a-{pool}-{bank}", STS_BEST, e) if s.dictionary == "a" else None
@@ -178,13 +178,16 @@ def ica_table(scope) -> str | None:
     return "\n".join(rows) if len(rows) > 2 else None
 
 
+def _banked(scope) -> list[str]:
+    """The conditions with a bank record, but the LR sweep's (their bank is the plain 1st step's)."""
+    return [c for c in _conditions(scope) if _first_run(scope, c).get("bank") and STEP_OF[c].lr is None]
+
+
 def geometry_table(scope) -> str:
     rows = ["| bank | entries | SVD-2D corr | top-1 energy | mean cosine | outside r=3 (2-D whitened; Gaussian 1.1%) "
             "| outside chi2 99% (full) | mean abs skew | mean excess kurtosis | ICA |", "|---|" + "---|" * 9]
-    for cond in _conditions(scope):
-        g = _first_run(scope, cond).get("bank")
-        if not g:
-            continue
+    for cond in _banked(scope):
+        g = _first_run(scope, cond)["bank"]
         ica = g.get("ica")
         ica_s = fmt.MISSING if not ica else (f"{ica['whiten']}, {ica['n_iter']} it, "
                                              + ("converged" if ica["converged"] else "NOT converged"))
@@ -238,7 +241,7 @@ def _banks(scope, folder):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    banks = [(c, _first_run(scope, c)["bank"]) for c in _conditions(scope) if _first_run(scope, c).get("bank")]
+    banks = [(c, _first_run(scope, c)["bank"]) for c in _banked(scope)]
     if not banks:
         return None
     fig, axes = plt.subplots(2, len(banks), figsize=(3.2 * len(banks), 6.4), squeeze=False)

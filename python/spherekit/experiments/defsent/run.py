@@ -141,7 +141,7 @@ def _run_step(ctx, step) -> dict:
 
     shared = ctx.cached("bank", lambda: {"geometry": bank_geometry(bank), "rd_untrained": None, **untrained(),
                                          "dictionary": d.stats(encoder.tokenizer)}, shared=True)
-    lr = cfg.lrs[step.step - 1]
+    lr = cfg.lr_of(step)
 
     def build_and_train(out_dir):
         model = fresh()

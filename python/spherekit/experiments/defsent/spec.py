@@ -18,9 +18,18 @@ A condition is one step of progressive separate training (PST) on one dictionary
     1st-c-<pool>-word    DefSent's setting, the baseline of Table 2: dictionary c, the sentence vector through
                          DefSent's MLM head, a softmax over the whole vocabulary (mlm_head; bank.word_bank for the
                          older pooler regime)
+    1st-<d>-lr<rate>     1st Training with the config's cell at another learning rate (SWEEP_LRS): Table 3's LR
+                         tuned per start (Table 5: 1e-6 to 3e-5 for the sentence-trained starts), chosen on the dev
+                         proxy (paper.CLAIMS' T3-LR); the bank is the 1st step's, from the original backbone
 
 A run is one seed of a condition; the runner runs a step's previous step first (Condition.requires).
 Every value the paper states is a `paper(...)` field (the doc says where); every other value is a `choice(...)`.
+
+A backbone's start (BACKBONE_STARTS, by its slug) says how it was trained before DefSent+: a raw MLM checkpoint
+(Table 2's, Table 8's and Figures 1-2's premise: BERT / RoBERTa as pre-trained) or a sentence-trained encoder (Table
+3's premise: SimCSE, SNCSE, SynCSE), and whether its weights went through MLM pre-training (the [MASK] state Prompt
+pooling reads). Each claim that presumes a start runs only on a backbone of that start (paper.CLAIM_STARTS); a
+backbone not declared here runs every claim, and the card says so.
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ import math
 from dataclasses import dataclass
 
 from ..api.config import choice, paper, runtime, selection
-from ..api.plugin import Condition, Experiment, conditions_of
+from ..api.plugin import Condition, Experiment, conditions_of, slug
 
 CITATION = """
 @article{liu2024defsentplus,
@@ -62,6 +71,68 @@ PROBE = "probe/avg/Acc"                   # transfer probes (the SentEval analog
 STS = "sts/avg/Spearman"                  # SentEval's STS (with --data-dir), x 100
 
 
+RAW_MLM, SENTENCE_TRAINED = "raw-mlm", "sentence-trained"
+START_KINDS = (RAW_MLM, SENTENCE_TRAINED)
+
+
+@dataclass(frozen=True)
+class Start:
+    """How a backbone was trained before DefSent+. kind: RAW_MLM (a pre-trained MLM checkpoint, nothing after) or
+    SENTENCE_TRAINED (trained on sentence pairs after its pre-training); mlm: its weights went through MLM
+    pre-training (they hold a learned [MASK] state); source: where that is stated."""
+
+    kind: str
+    mlm: bool
+    source: str
+
+    def __post_init__(self):
+        if self.kind not in START_KINDS:
+            raise ValueError(f"a start's kind must be one of {START_KINDS}, got {self.kind!r}")
+
+
+_SIMCSE = "Table 3's starts: unsupervised SimCSE (Gao et al. 2021), contrastive training of the MLM checkpoint"
+_SYNCSE = "Table 3's starts: SynCSE-partial (Zhang et al. 2023), contrastive training of the MLM checkpoint"
+_ST = ("its sentence-transformers model card: {base} fine-tuned with a contrastive objective on 1B sentence pairs")
+# by the backbone's slug (plugin.slug: the last part of a hub name or a path)
+BACKBONE_STARTS = {
+    "bert-base-uncased": Start(RAW_MLM, True, "sec. 4.1 (raw pre-trained models); Devlin et al. 2019: MLM + NSP"),
+    "bert-large-uncased": Start(RAW_MLM, True, "sec. 4.1 (raw pre-trained models); Devlin et al. 2019: MLM + NSP"),
+    "roberta-base": Start(RAW_MLM, True, "sec. 4.1 (raw pre-trained models); Liu et al. 2019: MLM"),
+    "roberta-large": Start(RAW_MLM, True, "sec. 4.1 (raw pre-trained models); Liu et al. 2019: MLM"),
+    "unsup-simcse-bert-base-uncased": Start(SENTENCE_TRAINED, True, _SIMCSE),
+    "unsup-simcse-bert-large-uncased": Start(SENTENCE_TRAINED, True, _SIMCSE),
+    "unsup-simcse-roberta-base": Start(SENTENCE_TRAINED, True, _SIMCSE),
+    "unsup-simcse-roberta-large": Start(SENTENCE_TRAINED, True, _SIMCSE),
+    "SynCSE-partial-RoBERTa-base": Start(SENTENCE_TRAINED, True, _SYNCSE),
+    "SynCSE-partial-RoBERTa-large": Start(SENTENCE_TRAINED, True, _SYNCSE),
+    "all-MiniLM-L6-v2": Start(SENTENCE_TRAINED, False, _ST.format(
+        base="nreimers/MiniLM-L6-H384-uncased (MiniLM, Wang et al. 2020: distilled from a teacher's self-attention, "
+             "no MLM objective, no MLM head)")),
+    "all-mpnet-base-v2": Start(SENTENCE_TRAINED, True, _ST.format(
+        base="microsoft/mpnet-base (MPNet, Song et al. 2020: masked and permuted pre-training)")),
+}
+
+
+def start_of(backbone: str) -> Start | None:
+    """The declared start of a backbone (a hub name, a path or its slug); None when it is not declared."""
+    return BACKBONE_STARTS.get(slug(backbone))
+
+
+# Table 3's LR tuned per start: the 1st step's rates swept (conditions 1st-<d>-lr<rate>), inside Table 5's range for
+# the sentence-trained starts (1e-6 .. 3e-5); the rate with the best dev proxy is the one judged (paper: T3-LR)
+SWEEP_LRS = (1e-6, 3e-6, 1e-5, 2e-5)
+
+
+def lr_label(lr: float) -> str:
+    """1e-06 -> "1e-6", 2e-05 -> "2e-5" (the suffix of a sweep condition)."""
+    mantissa, exponent = f"{lr:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def sweep_condition(dictionary: str, lr: float) -> str:
+    return f"1st-{dictionary}-lr{lr_label(lr)}"
+
+
 def pooled(key: str, pooling: str = "best") -> str:
     return f"{key} ({pooling})"
 
@@ -83,14 +154,15 @@ def best_run(runs: list[dict]) -> dict:
 
 @dataclass(frozen=True)
 class Step:
-    """The params of a condition: its PST step (0 = base), dictionary, ICA bank and (pooling, bank) of Table 8's
-    grid (None: the config's)."""
+    """The params of a condition: its PST step (0 = base), dictionary, ICA bank, (pooling, bank) of Table 8's
+    grid (None: the config's) and learning rate (None: the config's; a 1st step of the LR sweep otherwise)."""
 
     step: int
     dictionary: str | None
     ica: bool = False
     combination: tuple | None = None
     printed: bool = False
+    lr: float | None = None  # a sweep condition's learning rate (None: the config's lrs)
 
     @property
     def word_bank(self) -> bool:
@@ -122,6 +194,8 @@ def _steps() -> dict[str, Step]:
             if k > 1:
                 out[f"{step}-{d}-ica"] = Step(k, d, ica=True)
         out[f"1st-{d}-printed"] = Step(1, d, printed=True)
+        for lr in SWEEP_LRS:
+            out[sweep_condition(d, lr)] = Step(1, d, lr=lr)
         for pool in TRAIN_POOLINGS:
             for bank in BANKS:
                 for k, step in enumerate(STEPS, 1):
@@ -144,6 +218,8 @@ def _describe(s: Step) -> str:
             (")" if s.step == 1 else "'s chain)")
     if s.printed:
         what += ", the backbone's own pooler as printed for BERT"
+    if s.lr is not None:
+        what += f" at learning rate {lr_label(s.lr)} (the LR sweep of Table 3's starts)"
     if s.previous:
         what += f", bank built by the best run of {s.previous}"
     return what + (", ICA-transformed bank" if s.ica else "")
@@ -252,6 +328,10 @@ class DefSentConfig:
     def combination(self, step: Step) -> tuple[str, str]:
         return step.combination or (self.training_pooling, self.bank_kind)
 
+    def lr_of(self, step: Step) -> float:
+        """The learning rate a step trains at: a sweep condition's own, else the config's for its PST step."""
+        return step.lr if step.lr is not None else self.lrs[step.step - 1]
+
     def pooler_of(self, step: Step) -> str:
         """The pooler a step trains: the backbone's own for a `printed` condition, else the config's."""
         return "backbone" if step.printed else self.pooler
@@ -270,8 +350,10 @@ PRESETS: dict[str, dict] = {
     # batches), three seeds, small proxies. MiniLM's pooler was never trained, so the pooler is the MLM head's dense
     # layer + GELU (the paper's rule for RoBERTa, departure 'mlm-dense'; the head is fitted: mlm_head), with the
     # backbone's own pooler beside it (1st-c-printed), DefSent's MLM head on the same data (1st-c-mean-word), and one
-    # PST step (2nd-c: the bank 1st-c's best run builds, so T2-PST and F1-2 run)
-    "cpu-small": dict(backbones=MINILM, conditions=("base", "1st-c", "2nd-c", "1st-c-printed", "1st-c-mean-word"),
+    # PST step (2nd-c: the bank 1st-c's best run builds, so T2-PST and F1-2 run); the 1st step's LR sweep on c
+    # (1e-5 is 1st-c: T3-LR chooses the rate on the dev proxy)
+    "cpu-small": dict(backbones=MINILM, conditions=("base", "1st-c", "2nd-c", "1st-c-printed", "1st-c-mean-word",
+                                                    *(sweep_condition("c", lr) for lr in SWEEP_LRS if lr != 1e-5)),
                       seeds=(0, 1, 2), training_pooling="mean", pooler="mlm-dense", lrs=(1e-5, 1e-5, 1e-5),
                       max_entries=1500, max_definitions_per_entry=2, train_fraction=0.45, n_heldout_terms=100,
                       n_sim_anchors=40, n_sim_pairs=400, n_reverse=200, n_probe=200),
@@ -280,10 +362,12 @@ PRESETS: dict[str, dict] = {
     # Table 2's dictionary sizes, Table 8's grid, three PST steps with the ICA variant (FastICA fitted on 20k
     # entries: O(n d^2) per iteration), three seeds; DefSent's MLM head on dictionary c as the baseline. The chain
     # 2nd-a, 3rd-a trains BERT-base's (CLS, AMP) (Table 8); the grid's winner on MiniLM (dev proxy, measured: (CLS,
-    # AC)) gets its own chain, 2nd-a-cls-ac, 3rd-a-cls-ac: T2-PST judges the winner's chain, as the paper does
+    # AC)) gets its own chain, 2nd-a-cls-ac, 3rd-a-cls-ac: T2-PST judges the winner's chain, as the paper does. The
+    # 1st step's LR sweep on a, Table 3's dictionary (2e-5 is 1st-a: T3-LR chooses the rate on the dev proxy)
     "cpu": dict(backbones=MINILM, conditions=("base", "1st-c", "1st-c-cls-word", "1st-b", "1st-a", "1st-a-printed",
                                               "2nd-a", "3rd-a", "3rd-a-ica", "1st-a-mean-amp", "1st-a-cls-ac",
-                                              "1st-a-mean-ac", "2nd-a-cls-ac", "3rd-a-cls-ac"),
+                                              "1st-a-mean-ac", "2nd-a-cls-ac", "3rd-a-cls-ac",
+                                              *(sweep_condition("a", lr) for lr in SWEEP_LRS if lr != 2e-5)),
                 seeds=(0, 1, 2), pooler="mlm-dense", lrs=(2e-5, 2e-5, 2e-5),
                 max_definitions_per_entry=2, train_fraction=0.05, ica_fit_rows=20000, n_heldout_terms=400,
                 n_sim_anchors=150, n_sim_pairs=1500, n_reverse=500, n_probe=1000),
@@ -317,7 +401,8 @@ class DefSentExperiment(Experiment):
     condition_help = ("base; 1st-<d>, 2nd-<d>, 3rd-<d> (PST steps on dictionary d = a, b, c); 2nd-<d>-ica, "
                       "3rd-<d>-ica (ICA bank); 1st-<d>-<cls|mean>-<amp|ac> (Table 8 grid); 1st-c-<cls|mean>-word "
                       "(DefSent's word-embedding bank); 2nd-<d>-<pool>-<bank>, 3rd-<d>-<pool>-<bank> (the PST chain "
-                      "of a grid cell)")
+                      "of a grid cell); 1st-<d>-lr<rate> (the 1st step at rate " + ", ".join(map(lr_label, SWEEP_LRS))
+                      + ": the LR sweep)")
 
 
 EXPERIMENT = DefSentExperiment()
