@@ -10,11 +10,14 @@ import warnings
 
 
 def moved_module(old: str, new: str, names, elsewhere: dict[str, str] | None = None):
-    """-> the module __getattr__ of `old`: the public `names` come from module `new` (those in `elsewhere`, {name:
-    module}, from their own module), with a DeprecationWarning."""
-    homes = {**{n: new for n in names}, **(elsewhere or {})}
+    """-> the module __getattr__ of `old`: the public `names` come from module `new` (names None: every public name
+    `new` has; those in `elsewhere`, {name: module}, from their own module), with a DeprecationWarning."""
+    homes = {**{n: new for n in names or ()}, **(elsewhere or {})}
 
     def __getattr__(name: str):
+        if names is None and name not in homes and not name.startswith("_") and \
+                hasattr(importlib.import_module(new), name):  # every public name of `new`
+            homes[name] = new
         if name in homes:
             warnings.warn(f"{old}.{name} moved to {homes[name]}.{name}", DeprecationWarning, stacklevel=2)
             return getattr(importlib.import_module(homes[name]), name)

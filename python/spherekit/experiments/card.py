@@ -2,8 +2,6 @@
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.experiments.harness.card', [
-    'header', 'judge', 'now', 'redescribe', 'render', 'results_payload', 'summary', 'write_card'
-], elsewhere={
+__getattr__ = moved_module(__name__, 'spherekit.experiments.harness.card', None, elsewhere={
     n: 'spherekit.experiments.api.files' for n in ('cached_json', 'write_json', 'write_text')
 })

@@ -2,7 +2,4 @@
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.experiments.api.claims', [
-    'Claim', 'FAILS', 'HOLDS', 'INCONCLUSIVE', 'Measured', 'NOT_RUN', 'NotRun', 'Scope', 'VERDICTS', 'counts',
-    'difference', 'evaluate', 'render', 'summary_lines', 'verdict'
-])
+__getattr__ = moved_module(__name__, 'spherekit.experiments.api.claims', None)

@@ -2,6 +2,4 @@
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.experiments.harness.cli', [
-    'add_arguments', 'experiment_help', 'main', 'parse_overrides'
-])
+__getattr__ = moved_module(__name__, 'spherekit.experiments.harness.cli', None)

@@ -2,7 +2,4 @@
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.experiments.api.config', [
-    'SOURCES', 'UNFINGERPRINTED', 'as_dict', 'bounds_of', 'check_value', 'choice', 'describe', 'fingerprint',
-    'fingerprint_of', 'from_preset', 'paper', 'runtime', 'selection', 'with_overrides'
-])
+__getattr__ = moved_module(__name__, 'spherekit.experiments.api.config', None)

@@ -2,8 +2,6 @@
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.experiments.harness.context', [
-    'RankDone', 'UnitContext'
-], elsewhere={
+__getattr__ = moved_module(__name__, 'spherekit.experiments.harness.context', None, elsewhere={
     n: 'spherekit.experiments.api.files' for n in ('CHECKPOINT',)
 })

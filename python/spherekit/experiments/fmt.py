@@ -2,6 +2,4 @@
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.experiments.api.fmt', [
-    'MISSING', 'count', 'duration', 'interval', 'num', 'pct', 'pm', 'signed'
-])
+__getattr__ = moved_module(__name__, 'spherekit.experiments.api.fmt', None)

@@ -3,6 +3,4 @@ DeprecationWarning)."""
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.experiments.harness.gpu_hours', [
-    'Prediction', 'describe', 'hours_text', 'predictions'
-])
+__getattr__ = moved_module(__name__, 'spherekit.experiments.harness.gpu_hours', None)

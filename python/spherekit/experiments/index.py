@@ -2,6 +2,4 @@
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.experiments.harness.index', [
-    'blocks', 'card_block', 'fill', 'load_cards', 'main_job', 'readme_table', 'run'
-])
+__getattr__ = moved_module(__name__, 'spherekit.experiments.harness.index', None)

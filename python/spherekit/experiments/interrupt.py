@@ -2,6 +2,4 @@
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.training.interrupt', [
-    'Interrupted', 'check', 'graceful', 'requested', 'trainer_callback'
-])
+__getattr__ = moved_module(__name__, 'spherekit.training.interrupt', None)

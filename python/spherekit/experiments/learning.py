@@ -2,7 +2,4 @@
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.experiments.api.learning', [
-    'FALL', 'PROBE_ROWS', 'RULE', 'WINDOW', 'curve_of', 'fell', 'judge', 'judge_training', 'learned',
-    'unless_learned'
-])
+__getattr__ = moved_module(__name__, 'spherekit.experiments.api.learning', None)

@@ -2,7 +2,4 @@
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.experiments.api.metrics', [
-    'EVALUATION_VERSION', 'KEY', 'MetricKey', 'MetricName', 'VOCABULARY', 'evaluation_version', 'higher_is_better',
-    'invalid_keys', 'lookup', 'parse', 'vocabulary'
-])
+__getattr__ = moved_module(__name__, 'spherekit.experiments.api.metrics', None)

@@ -2,6 +2,4 @@
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.training.optim', [
-    'num_transformer_layers', 'param_groups', 'parameter_lrs', 'transformer_depth'
-])
+__getattr__ = moved_module(__name__, 'spherekit.training.optim', None)

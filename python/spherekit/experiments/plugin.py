@@ -2,8 +2,6 @@
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.experiments.api.plugin', [
-    'Condition', 'Experiment', 'conditions_of', 'slug'
-], elsewhere={
+__getattr__ = moved_module(__name__, 'spherekit.experiments.api.plugin', None, elsewhere={
     n: 'spherekit.experiments.harness.discovery' for n in ('discover', 'load', 'ENTRY_POINT_GROUP', 'ENVIRONMENT')
 })

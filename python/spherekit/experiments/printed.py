@@ -2,6 +2,4 @@
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.experiments.api.printed', [
-    'Printed', 'comparison', 'find', 'grid', 'notes'
-])
+__getattr__ = moved_module(__name__, 'spherekit.experiments.api.printed', None)

@@ -2,6 +2,4 @@
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.experiments.harness.restore', [
-    'card_config', 'restore'
-])
+__getattr__ = moved_module(__name__, 'spherekit.experiments.harness.restore', None)

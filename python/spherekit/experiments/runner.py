@@ -2,7 +2,4 @@
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.experiments.harness.runner', [
-    'DEFAULT_OUT', 'NO_SEED', 'RunStore', 'make_config', 'plan', 'record_finished', 'reproduce', 'run_dir',
-    'seeds_of', 'shown_config'
-])
+__getattr__ = moved_module(__name__, 'spherekit.experiments.harness.runner', None)

@@ -2,7 +2,4 @@
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.experiments.api.uncertainty', [
-    'CONFIDENCE', 'PER_ITEM', 'RESAMPLES', 'bootstrap', 'hoeffding_interval', 'paired_bootstrap', 'per_item',
-    'percentile_interval', 'seed_interval'
-])
+__getattr__ = moved_module(__name__, 'spherekit.experiments.api.uncertainty', None)

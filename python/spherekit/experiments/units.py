@@ -2,6 +2,4 @@
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.experiments.api.units', [
-    'ESTIMATOR', 'aggregate', 'seed_order', 'unit_runs'
-])
+__getattr__ = moved_module(__name__, 'spherekit.experiments.api.units', None)

@@ -2,6 +2,4 @@
 
 from .._moved import moved_module
 
-__getattr__ = moved_module(__name__, 'spherekit.training.verifier', [
-    'TokenTriplets', 'TrainResult', 'train_verifier'
-])
+__getattr__ = moved_module(__name__, 'spherekit.training.verifier', None)
