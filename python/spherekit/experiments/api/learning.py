@@ -185,14 +185,5 @@ def gate(measured, scope, conditions: Iterable[str]):
                    holds=None)
 
 
-def unless_learned(measured, stalled_runs: list[str]):
-    """`measured`, or the same record made inconclusive (holds None) naming the runs that did not learn (a paper's
-    own list; claims declare rests_on and the core applies gate instead)."""
-    if not stalled_runs:
-        return measured
-    return replace(measured, text=f"{measured.text}; objective did not learn: {', '.join(stalled_runs)}", holds=None)
-
-
 __all__ = ["BARELY_MOVED", "DID_NOT_LEARN", "ENCODER", "FALL", "LEARNED", "PROBE_ROWS", "RULE", "WINDOW", "curve_of",
-           "fell", "gate", "grade_training", "judge", "judge_training", "learned", "stalled", "trainings",
-           "unless_learned"]
+           "fell", "gate", "grade_training", "judge", "judge_training", "learned", "stalled", "trainings"]
