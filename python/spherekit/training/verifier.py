@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from ..losses.verifier_mnrl import VerifierMNRLLoss, stack_columns, verifier_mnrl_loss
 from ..nn import Verifier
 from ..nn.token_encoder import encode_tokens
-from ..losses.verifier_mnrl import VerifierMNRLLoss, stack_columns, verifier_mnrl_loss
 
 __all__ = ["TokenTriplets", "TrainResult", "train_verifier"]
 

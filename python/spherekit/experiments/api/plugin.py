@@ -19,11 +19,12 @@ import importlib
 import importlib.util
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .config import from_preset
+
 
 def slug(text: str) -> str:
     """A folder name for a backbone name or path ("/a/b/my-model/" -> "my-model")."""

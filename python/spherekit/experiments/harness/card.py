@@ -24,10 +24,10 @@ from pathlib import Path
 
 from ...bench.machine import machine_name, now, versions
 from ..api import claims, fmt, printed
-from ..api.files import cached_json, write_json, write_text
-from . import gpu_hours
 from ..api.config import as_dict, describe, with_overrides
+from ..api.files import cached_json, write_json, write_text
 from ..api.metrics import evaluation_version
+from . import gpu_hours
 
 RESULTS, REPORT, PLOTS = "results.json", "report.md", "plots"
 SCHEMA = 2

@@ -167,9 +167,9 @@ def _index(args) -> int:
 
 def main(args) -> int:
     from ..._store import DataMissingError
+    from ...training.interrupt import Interrupted
     from .. import get, names
     from .card import render, summary
-    from ...training.interrupt import Interrupted
     from .runner import reproduce
 
     if args.experiment == "list":

@@ -121,8 +121,8 @@ class UnitContext:
         (<run>/loss.png), the trainer checkpoints removed.
         On ranks other than 0 the run ends here (RankDone)."""
         from ..._atomic import atomic_dir
-        from ..api.files import write_json
         from ...training.trainer import clear_checkpoints, loss_curve, plot_loss
+        from ..api.files import write_json
 
         ckpt = self.dir / CHECKPOINT
         if (ckpt / "modules.json").is_file():

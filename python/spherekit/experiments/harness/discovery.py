@@ -16,7 +16,8 @@ ENTRY_POINT_GROUP, ENVIRONMENT = "spherekit.experiments", "SPHEREKIT_EXPERIMENTS
 
 def _local_papers() -> dict[str, str]:
     """The packages here with a spec module (found on disk: nothing is imported until a paper is used)."""
-    from .. import __path__ as here, __name__ as package
+    from .. import __name__ as package
+    from .. import __path__ as here
 
     out = {}
     for info in pkgutil.iter_modules(here):

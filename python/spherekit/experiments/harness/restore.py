@@ -24,12 +24,12 @@ import dataclasses
 import json
 from pathlib import Path
 
-from . import card
 from ..api.config import UNFINGERPRINTED, as_dict, with_overrides
 from ..api.metrics import evaluation_version
 from ..api.plugin import slug
-from .runner import DEFAULT_OUT, UNIT, RunStore, plan, record_finished, run_dir
 from ..api.units import unit_runs
+from . import card
+from .runner import DEFAULT_OUT, UNIT, RunStore, plan, record_finished, run_dir
 
 
 def card_config(experiment, results: dict):

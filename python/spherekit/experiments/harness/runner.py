@@ -43,15 +43,15 @@ import time
 from pathlib import Path
 
 from ... import _atomic
-from . import card
-from ..api.config import fingerprint, with_overrides
-from .context import CHECKPOINT, RankDone, UnitContext
 from ...training.interrupt import Interrupted, check, graceful
+from ...training.trainer import barrier, check_report_to, is_main_process, reporting, shutdown_distributed
+from ..api.config import fingerprint, with_overrides
 from ..api.learning import trainings
 from ..api.metrics import evaluation_version
 from ..api.plugin import slug
-from ...training.trainer import barrier, check_report_to, is_main_process, reporting, shutdown_distributed
 from ..api.units import aggregate, seed_order
+from . import card
+from .context import CHECKPOINT, RankDone, UnitContext
 
 DONE, METRICS, UNIT, NO_SEED, INTERRUPTED = "done", "metrics.json", "unit.json", "no-seed", "interrupted.json"
 DEFAULT_OUT = "results/reproduce"
