@@ -66,3 +66,11 @@ def test_concept_marks_its_ablations_as_ours():
     ours = set(get("concept").ours())
     assert {"B1-biased", "B1-negonly", "M1-last", "M1-last-paced"} <= ours
     assert not {"B0", "B1", "B2", "B3", "M1", "M3", "B1-unified"} & ours
+
+
+def test_a_record_per_condition_is_ours_only_for_our_conditions():
+    def each(s):
+        return [Measured.compare(s.metric(c, "m"), ">", 0.0, "t", exact=True, label=c) for c in ("B1", "B1-ablation")]
+
+    records = evaluate([Claim("P3", "each variant", "s", "r", each)], [Scope("bb", SCOPE_UNITS)], ours=["B1-ablation"])
+    assert [r.get("ours") for r in records] == [None, ["B1-ablation"]]

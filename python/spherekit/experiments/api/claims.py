@@ -46,6 +46,7 @@ margin is "inconclusive" here (evaluate's seed_noise).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 
@@ -240,6 +241,17 @@ def borrowed_noise(measured: Measured, seed_std: float | None, source: str) -> M
                    f"{seed_std:.3g} on {source})", holds=None)
 
 
+def _ours_read(claim: Claim, scope: Scope, m: Measured, ours: set, many: bool) -> list[str]:
+    """The conditions marked ours that record `m` reads: of a check returning one record, every condition it asked
+    the scope for; of one returning a record per condition, those its label names and those it rests on (its
+    siblings' conditions are theirs)."""
+    if not many:
+        return sorted(scope.read & ours)
+    named = set(re.split(r"[\s,;:()]+", m.label or ""))
+    rests = claim.rests_on(scope, m.label) if callable(claim.rests_on) else claim.rests_on
+    return sorted((named | set(rests or ())) & ours)
+
+
 def seed_noise_of(records: Sequence[dict]) -> dict[tuple[str, str], float]:
     """{(claim record id, scope): seed_std} of a card's claims records (evaluate's seed_noise)."""
     return {(r["id"], r["scope"]): r["seed_std"] for r in records if r.get("seed_std") is not None}
@@ -269,7 +281,9 @@ def evaluate(claims: Sequence[Claim], scopes: Sequence[Scope], *, seed_noise: di
             except NotRun as exc:
                 out.append({**base, "measured": f"needs {exc.args[0]}", "verdict": NOT_RUN})
                 continue
-            for m in ([measured] if isinstance(measured, Measured) else measured):
+            many = not isinstance(measured, Measured)
+            for m in (measured if many else [measured]):
+                theirs = _ours_read(claim, scope, m, ours, many)
                 m = claim.gated(scope, m)
                 rid = f"{claim.id} ({m.label})" if m.label else claim.id
                 borrowed = seed_noise.get((rid, scope.name))
@@ -288,8 +302,8 @@ def evaluate(claims: Sequence[Claim], scopes: Sequence[Scope], *, seed_noise: di
                           "point": None if m.holds is None else HOLDS if m.holds else FAILS, "verdict": decided}
                 if m.label:
                     record["id"] = rid
-                if scope.read & ours:
-                    record["ours"] = sorted(scope.read & ours)
+                if theirs:
+                    record["ours"] = theirs
                 if record["interval"] is not None:
                     record["interval"] = list(record["interval"])
                 out.append(record)
