@@ -175,20 +175,14 @@ def test_aggregate_one_and_several_seeds():
 def test_bootstraps():
     import numpy as np
 
-    from spherekit.experiments.api.uncertainty import bootstrap, paired_bootstrap, per_item
+    from spherekit.experiments.api.uncertainty import bootstrap, per_item
 
     rng = np.random.default_rng(0)
     a = rng.random(400)
-    lo, hi, how = paired_bootstrap(a, a + 0.1 + rng.normal(0, 0.05, 400))
-    assert lo < 0.1 < hi and hi - lo < 0.02 and how == "paired bootstrap over 400 items, 95% interval"
-    lo, hi, _ = paired_bootstrap(a, a)
-    assert lo == hi == 0.0
     lo, hi, how = bootstrap(lambda idx: float(a[idx].mean()), 400)
     assert lo < a.mean() < hi and how.startswith("bootstrap over 400 items")
-    with pytest.raises(ValueError, match="same length"):
-        paired_bootstrap([1, 2], [1, 2, 3])
     with pytest.raises(ValueError, match="at least 2 items"):
-        paired_bootstrap([1.0], [2.0])
+        bootstrap(lambda idx: 0.0, 1)
     assert per_item([0.1234567891, 1]) == [0.123457, 1.0]
 
 

@@ -3,7 +3,7 @@ a trained run whose loss did not fall measurably is inconclusive."""
 
 
 from spherekit.experiments.api.claims import Claim, Measured, Scope, evaluate
-from spherekit.experiments.api.learning import (BARELY_MOVED, DID_NOT_LEARN, LEARNED, curve_of, fell, gate,
+from spherekit.experiments.api.learning import (BARELY_MOVED, DID_NOT_LEARN, LEARNED, curve_of, gate,
                                                 grade_training, judge, judge_training, learned, trainings)
 
 FALLING = [5.0 - 0.1 * i + 0.01 * (i % 2) for i in range(30)]  # -58 %, far beyond its noise
@@ -27,8 +27,10 @@ def test_learned_rule():
 def test_records_and_gating():
     assert curve_of({"training": {"curve": {"loss": [2.0, None, float("nan"), 1.0]}}}) == [2.0, 1.0]
     assert curve_of({"seed": None}) == []
-    assert fell(2.0, 1.8) is True and fell(2.0, 1.95) is False and fell(None, 1.0) is None
-    assert fell(2.0, 1.0, ceiling=0.9) is False
+    assert grade_training({"start": 2.0, "final": 1.8})[0] == LEARNED
+    assert grade_training({"start": 2.0, "final": 1.95})[0] == BARELY_MOVED
+    assert grade_training({"final": 1.0}) == (None, "no loss curve")
+    assert grade_training({"start": 2.0, "final": 1.0, "ceiling": 0.9})[0] == DID_NOT_LEARN
 
 
 def test_a_training_record_is_judged_by_its_probe_when_it_has_one():

@@ -1,7 +1,7 @@
 """The one training path of every experiment: sentence-transformers' SentenceTransformerTrainer with
 
 - AdamW, linear warmup then linear decay to 0 (or a constant rate after warmup),
-- layerwise learning-rate decay and a learning-rate multiplier for heads / readouts (experiments.optim),
+- layerwise learning-rate decay and a learning-rate multiplier for heads / readouts (spherekit.training.optim),
 - several loss views summed per step (MultiViewLoss: one dataset whose columns hold every view; the
   views' losses are returned as a dict, which the trainer sums and logs per view),
 - gradient clipping, seeds, bf16 / fp16 autocast on a GPU,
@@ -11,7 +11,7 @@
   one (model, optimizer, scheduler, RNG states and data position restored by the Trainer),
 - a probe: the training loss of the dataset's first PROBE_ROWS rows, in fixed batches, eval mode, no gradient,
   scored before and after the training (TrainResult.probe), so that whether the objective fell is read without
-  the batch-to-batch noise of the logged curve (experiments.learning.judge_training).
+  the batch-to-batch noise of the logged curve (spherekit.experiments.api.learning.judge_training).
 
     views = {"syn": (ConceptEquivalenceLoss(model), 2), "t2d": (ConceptEquivalenceLoss(model), 3)}
     result = train(model, dataset, MultiViewLoss(model, views), TrainConfig(steps=200, batch_size=16, lr=5e-5), out)
@@ -200,7 +200,7 @@ def _trainer_class():
     from sentence_transformers import SentenceTransformerTrainer
 
     class SpherekitTrainer(SentenceTransformerTrainer):
-        """SentenceTransformerTrainer whose AdamW has layerwise-decayed learning rates (experiments.optim)."""
+        """SentenceTransformerTrainer whose AdamW has layerwise-decayed learning rates (spherekit.training.optim)."""
 
         def __init__(self, *args, layer_decay: float = 1.0, head_multiplier: float = 1.0, **kwargs):
             self.layer_decay, self.head_multiplier = layer_decay, head_multiplier

@@ -50,6 +50,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 
+import numpy as np
+
 from . import fmt
 from .learning import gate
 from .uncertainty import PER_ITEM, two_level
@@ -194,14 +196,17 @@ class Scope:
     def series(self, condition: str, key: str, *, field: str = PER_ITEM):
         """The per-item values of `key` of every run of the unit (each run's "per_item"), as a (seeds, items)
         float64 array in seed order; NotRun when a run lacks them. field: another per-run mapping of series."""
-        import numpy as np
-
         per_run = [(r.get(field) or {}).get(key) for r in self.runs(condition)]
         if not per_run or any(v is None for v in per_run):
             raise NotRun(f"{condition} ({key}, per item)")
         if len({len(v) for v in per_run}) != 1:
             raise ValueError(f"{condition}: the runs hold different numbers of items for {key}")
         return np.asarray(per_run, dtype=np.float64)
+
+    def frozen(self, condition: str) -> bool:
+        """Whether the unit trains nothing: its runs are unseeded (Condition.seeded False), so it has no training
+        noise to measure or to call unmeasured."""
+        return all(r.get("seed") is None for r in self.runs(condition))
 
     def items(self, condition: str, key: str) -> list[float]:
         """The per-item values of `key`, averaged over the unit's seeds item by item (series)."""
@@ -222,7 +227,7 @@ def difference(scope: Scope, a: str, b: str, key: str, op: str, margin: float, *
         return Measured.compare(vb - va, op, margin, text, uncertainty=NO_ITEMS, label=label)
     if xa.shape[1] != xb.shape[1]:
         raise ValueError(f"{key}: {a} and {b} hold different numbers of items ({xa.shape[1]}, {xb.shape[1]})")
-    frozen = [c for c in (a, b) if all(r.get("seed") is None for r in scope.runs(c))]  # unseeded: trains nothing
+    frozen = [c for c in (a, b) if scope.frozen(c)]
     noise = two_level(lambda d: d.mean(b, xb) - d.mean(a, xa), xa.shape[1], {a: len(xa), b: len(xb)}, seed=seed,
                       frozen=frozen)
     return Measured.compare(vb - va, op, margin, text, label=label, **noise.measured())

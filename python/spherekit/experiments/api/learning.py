@@ -22,7 +22,7 @@ where var_first and var_last are the variances of a window's losses around the s
 loss falling, not noise).
 
 A record without a curve but with a start and a final loss (e.g. the loss before the first update) is judged on the
-first and last conditions alone (fell). Fewer than two logged losses and no start: None (nothing to judge).
+first and last conditions alone. Fewer than two logged losses and no start: None (nothing to judge).
 
 Graded (grade_training): "learned"; "barely moved" (the loss fell, but by less than FALL or within the noise: the
 card gives the measured change); "did not learn" (the loss did not fall, or stayed above its ceiling). Both of the
@@ -31,7 +31,7 @@ last two make a claim resting on the training inconclusive.
 A training record with a probe ("probe": [before, after], the training loss of the same fixed rows scored before and
 after the training, in eval mode without gradient: judge_training) is judged by the probe: the logged curve scores a
 new batch at every step, whose difficulty can vary more than a short fine-tuning of a pretrained encoder moves the
-loss, while the probe has no batch-to-batch noise, so the fall alone decides (fell, with the ceiling).
+loss, while the probe has no batch-to-batch noise, so the fall alone decides (with the ceiling).
 """
 
 from __future__ import annotations
@@ -67,22 +67,19 @@ def trainings(run: dict) -> dict[str, dict]:
     return {name: record for name, record in training.items() if isinstance(record, dict)}
 
 
+def _finite(values) -> list[float]:
+    """The finite numbers of `values` (None and NaN / Inf left out; None or empty: [])."""
+    return [float(x) for x in values or () if x is not None and math.isfinite(float(x))]
+
+
 def curve_of(run: dict, name: str = ENCODER) -> list[float]:
     """The finite logged training losses of a run's training `name` ("curve" -> "loss")."""
-    curve = ((trainings(run).get(name) or {}).get("curve") or {}).get("loss") or []
-    return [float(x) for x in curve if x is not None and math.isfinite(float(x))]
-
-
-def fell(start: float | None, final: float | None, *, ceiling: float | None = None) -> bool | None:
-    """final <= (1 - FALL) start (and final <= ceiling when given); None when a value is missing."""
-    if start is None or final is None:
-        return None
-    return final <= (1 - FALL) * start and (ceiling is None or final <= ceiling)
+    return _finite(((trainings(run).get(name) or {}).get("curve") or {}).get("loss"))
 
 
 def judge(curve, *, ceiling: float | None = None) -> tuple[bool | None, str]:
     """(learned, "start -> final (change)" with the reason when it did not) of a loss curve (module docstring)."""
-    losses = [float(x) for x in curve or () if x is not None and math.isfinite(float(x))]
+    losses = _finite(curve)
     if len(losses) < 2:
         return None, "no loss curve"
     grade, why = _graded_curve(losses, ceiling=ceiling)
@@ -110,12 +107,11 @@ def grade_training(record: dict | None, *, ceiling: float | None = None) -> tupl
     docstring)."""
     record = record or {}
     ceiling = record.get("ceiling") if ceiling is None else ceiling
-    probe = [float(x) for x in record.get("probe") or () if x is not None and math.isfinite(float(x))]
+    probe = _finite(record.get("probe"))
     if len(probe) == 2:
         before, after = probe
         return _graded(before, after, ceiling=ceiling, label="probe ")
-    curve = [float(x) for x in (record.get("curve") or {}).get("loss") or ()
-             if x is not None and math.isfinite(float(x))]
+    curve = _finite((record.get("curve") or {}).get("loss"))
     if len(curve) >= 2:
         return _graded_curve(curve, ceiling=ceiling)
     start, final = record.get("start"), record.get("final", curve[-1] if curve else None)
@@ -186,4 +182,4 @@ def gate(measured, scope, conditions: Iterable[str]):
 
 
 __all__ = ["BARELY_MOVED", "DID_NOT_LEARN", "ENCODER", "FALL", "LEARNED", "PROBE_ROWS", "RULE", "WINDOW", "curve_of",
-           "fell", "gate", "grade_training", "judge", "judge_training", "learned", "stalled", "trainings"]
+           "gate", "grade_training", "judge", "judge_training", "learned", "stalled", "trainings"]

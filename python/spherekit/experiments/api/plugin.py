@@ -72,7 +72,7 @@ class Experiment:
     """The spec of a paper's reproduction (subclass it in experiments/<name>/spec.py).
 
     Class attributes to set: name (the command-line name; for a paper in this package, its folder's name), title,
-    citation (BibTeX), config_class (a dataclass of experiments.config fields, with `backbones`, `conditions` or
+    citation (BibTeX), config_class (a dataclass of experiments.api.config fields, with `backbones`, `conditions` or
     the paper's own selection fields, and `seeds`), presets {name: overrides} (tiny, cpu-small, cpu, paper),
     conditions (conditions_of(...)), main_metric (a metric key), summary_metrics ((key, label[, digits]) of the
     end-of-run table), metric_names (the paper's own metric names, metrics.MetricName), metric_scale (100 when the

@@ -20,8 +20,8 @@ unit, from a preset with 3 seeds) is what a 1-seed card borrows to decide whethe
 more than twice the training noise (claims.evaluate). The statistics a paper needs: mean (a mean over items of a
 unit's seed-mean series), count_weighted_auc (a ROC-AUC when each item is taken w_i times), and anything a paper
 computes from the draw's weights (circumplex's contingency-table V-measure, defsent's stratified Spearman).
-`hoeffding_interval` bounds a mean of bounded items whose values were not kept; `paired_bootstrap` and `bootstrap`
-are the items-only bootstrap of one series (kept for runs that hold one series per unit).
+`hoeffding_interval` bounds a mean of bounded items whose values were not kept; `bootstrap` is the items-only
+bootstrap of any statistic of resampled item indices (for a unit whose items cannot be weighted).
 """
 
 from __future__ import annotations
@@ -61,21 +61,6 @@ def percentile_interval(replicates, confidence: float = CONFIDENCE) -> tuple[flo
     tail = (1 - confidence) / 2
     lo, hi = np.quantile(np.asarray(replicates, dtype=np.float64), [tail, 1 - tail])
     return float(lo), float(hi)
-
-
-def paired_bootstrap(a, b, *, n_resamples: int = RESAMPLES, confidence: float = CONFIDENCE,
-                     seed: int = 0) -> tuple[float, float, str]:
-    """Percentile interval of mean(b - a) over items resampled with replacement: (low, high, description).
-    a and b are per-item values of two systems on the same items (same order)."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if a.ndim != 1 or a.shape != b.shape:
-        raise ValueError(f"a and b must be 1-D and of the same length, got shapes {a.shape} and {b.shape}")
-    _check(n_resamples, confidence, a.size)
-    diff = b - a
-    rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, diff.size, size=(n_resamples, diff.size))].mean(axis=1)
-    lo, hi = percentile_interval(means, confidence)
-    return lo, hi, f"paired bootstrap over {diff.size:,} items, {confidence:.0%} interval"
 
 
 def seed_interval(values, *, confidence: float = CONFIDENCE) -> tuple[float, float, str] | None:
@@ -255,4 +240,4 @@ def per_item(values, digits: int = 6) -> list[float]:
 
 
 __all__ = ["CHUNK_BYTES", "CONFIDENCE", "Draw", "Noise", "PER_ITEM", "RESAMPLES", "bootstrap", "count_weighted_auc",
-           "hoeffding_interval", "paired_bootstrap", "per_item", "percentile_interval", "seed_interval", "two_level"]
+           "hoeffding_interval", "per_item", "percentile_interval", "seed_interval", "two_level"]

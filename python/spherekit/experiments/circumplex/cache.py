@@ -14,7 +14,7 @@ The batch is padded on the tokenizer's padding side, so it has the layout the Tr
 (T_max = longest text of the batch, as with the collator's "longest" padding); the head masks padding keys
 and pools with the mask, so the zeros never reach an output. `input_ids` repeats the index only because
 SentenceTransformerTrainer.collect_features finds a column's features by that suffix. The states come out in
-the backbone's dtype (as the Transformer module's would); training with experiments.training.train then sees
+the backbone's dtype (as the Transformer module's would); training with spherekit.training.trainer.train then sees
 the same batches, and (float32 storage) the same numbers, as the uncached frozen model.
 
 Building runs the texts longest first, `batch_size` per forward. A text's states do not depend on its batch
@@ -308,7 +308,7 @@ class CachedTokenStates(InputModule):
         self.cache = cache if isinstance(cache, TokenStateCache) else TokenStateCache.load(cache)
         spec = self.cache.spec
         self.max_seq_length = spec["max_seq_length"]
-        # experiments.optim reads num_hidden_layers through `.model.config` (the cached backbone's depth)
+        # spherekit.training.optim reads num_hidden_layers through `.model.config` (the cached backbone's depth)
         self.model = SimpleNamespace(config=SimpleNamespace(
             num_hidden_layers=spec["num_hidden_layers"], num_attention_heads=spec["num_attention_heads"],
             hidden_size=spec["hidden_size"]))

@@ -5,7 +5,7 @@ Encoder: the backbone's Transformer with the condition's readout: sentence-trans
 "gated"; M3 adds training-only per-layer heads). max_seq_length is set for every condition, B0 included. A learned
 mix starts at the uniform mix (LayerMixPooling's zero logits) or, for readout_init "last" (M1-last), with logits
 w_last = log(p (K - 1) / (1 - p)), the others 0, so that softmax(w) puts p = LAST_LAYER_INIT on the last layer. A
-paced readout (M1-last-paced) sets the mix's lr_multiplier (experiments.optim) to head_multiplier x max(1,
+paced readout (M1-last-paced) sets the mix's lr_multiplier (spherekit.training.optim) to head_multiplier x max(1,
 PAPER_STEPS / steps): the sum of its per-step rates, and so how far Adam can move its logits, is the paper's.
 
 Objective, one ConceptEquivalenceLoss per view, summed per step (spherekit.training.trainer.MultiViewLoss):

@@ -113,7 +113,7 @@ def auc_compare(scope, terms: list[tuple[float, str]], metric: str, op: str, mar
 
 def _frozen(scope, conditions) -> list[str]:
     """The conditions that train nothing (their runs unseeded: no training noise to measure or to call unmeasured)."""
-    return [c for c in conditions if all(r.get("seed") is None for r in scope.runs(c))]
+    return [c for c in conditions if scope.frozen(c)]
 
 
 _RESAMPLED = {"anisotropy": "random pairs", "effective rank": "test texts"}
