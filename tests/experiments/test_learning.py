@@ -101,3 +101,16 @@ def test_a_steep_first_quarter_is_the_trend_not_noise():
     # a window with a real spread around its line stays "barely moved"
     noisy = [0.716, 0.301, 0.624] + [0.40 + 0.15 * (-1) ** k for k in range(9)]
     assert grade_training({"curve": {"loss": noisy}})[0] == BARELY_MOVED
+
+
+def test_the_gate_asks_the_paper_whether_a_trained_condition_can_speak():
+    scope = _scope({"seed": 0, "training": {"encoder": {"probe": [2.0, 1.0]}}})  # learned
+    m = Measured.compare(0.3, ">", 0.0, "B1 beats B0", exact=True)
+    at_chance = lambda s, c: "B1 at chance (AUC 0.50)" if c == "B1" else None  # noqa: E731
+    gated = gate(m, scope, ["B1", "B0"], at_chance)
+    assert gated.holds is None and gated.text == ("B1 beats B0; rests on undertrained runs, which cannot decide it: "
+                                                  "B1 at chance (AUC 0.50)")
+    assert gate(m, scope, ["B0"], at_chance) is m
+    claims = [Claim("X", "s", "src", "r", lambda s: m, rests_on=("B1",))]
+    assert evaluate(claims, [scope], undertrained=at_chance)[0]["verdict"] == "inconclusive"
+    assert evaluate(claims, [scope])[0]["verdict"] == "holds"

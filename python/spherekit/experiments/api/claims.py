@@ -152,10 +152,11 @@ class Claim:
     sanity: bool = False
     rests_on: Sequence[str] | Callable[["Scope", str | None], Sequence[str]] = ()
 
-    def gated(self, scope: "Scope", measured: Measured) -> Measured:
-        """`measured` through the gate of the conditions this claim rests on (learning.gate)."""
+    def gated(self, scope: "Scope", measured: Measured, undertrained=None) -> Measured:
+        """`measured` through the gate of the conditions this claim rests on (learning.gate; undertrained: the
+        paper's test of a trained condition, Experiment.undertrained)."""
         rests = self.rests_on(scope, measured.label) if callable(self.rests_on) else self.rests_on
-        return gate(measured, scope, rests) if rests else measured
+        return gate(measured, scope, rests, undertrained) if rests else measured
 
 
 class Scope:
@@ -263,13 +264,14 @@ def seed_noise_of(records: Sequence[dict]) -> dict[tuple[str, str], float]:
 
 
 def evaluate(claims: Sequence[Claim], scopes: Sequence[Scope], *, seed_noise: dict | None = None,
-             noise_source: str = "", ours: Sequence[str] = ()) -> list[dict]:
+             noise_source: str = "", ours: Sequence[str] = (), undertrained=None) -> list[dict]:
     """Every claim checked on every scope: JSON-able records (the "claims" of results.json). A record's "point" is
     what the point value alone says of the rule (holds / does not hold / None: undecidable); its "verdict" also
     weighs the noise. seed_noise: {(record id, scope): seed_std} of the same claims on the 3-seed preset
     (`noise_source`), for records measured on one seed (borrowed_noise); a scope absent there borrows from the
     record id's only scope, when it has one. ours: the conditions that are this reproduction's own (ablations,
-    probes); a record whose check read one is marked "ours" with their names."""
+    probes); a record whose check read one is marked "ours" with their names. undertrained: (scope, condition) ->
+    why or None, the paper's test of a trained condition the claims rest on (Experiment.undertrained)."""
     ours = set(ours)
     seed_noise = seed_noise or {}
     by_id: dict[str, list[float]] = {}
@@ -289,7 +291,7 @@ def evaluate(claims: Sequence[Claim], scopes: Sequence[Scope], *, seed_noise: di
             many = not isinstance(measured, Measured)
             for m in (measured if many else [measured]):
                 theirs = _ours_read(claim, scope, m, ours, many)
-                m = claim.gated(scope, m)
+                m = claim.gated(scope, m, undertrained)
                 rid = f"{claim.id} ({m.label})" if m.label else claim.id
                 borrowed = seed_noise.get((rid, scope.name))
                 if borrowed is None and len(by_id.get(rid, ())) == 1:

@@ -170,9 +170,16 @@ def stalled(scope, conditions: Iterable[str]) -> dict[str, list[str]]:
     return out
 
 
-def gate(measured, scope, conditions: Iterable[str]):
-    """`measured` (claims.Measured), or the same record made inconclusive (holds None) when a training of the runs
-    of `conditions` did not learn, naming each with its measured change: the one phrasing of every card."""
+def gate(measured, scope, conditions: Iterable[str], undertrained=None):
+    """`measured` (claims.Measured), or the same record made inconclusive (holds None) when a condition among
+    `conditions` is undertrained (undertrained(scope, condition) -> why, or None: the paper's own test of whether a
+    trained condition can speak at all, Experiment.undertrained) or a training of its runs did not learn, naming
+    each with its numbers: the one phrasing of every card."""
+    conditions = list(dict.fromkeys(conditions))
+    notes = [why for c in conditions if undertrained and scope.has(c) and (why := undertrained(scope, c))]
+    if notes:
+        measured = replace(measured, holds=None, text=f"{measured.text}; rests on undertrained runs, which cannot "
+                                                      f"decide it: {', '.join(notes)}")
     found = stalled(scope, conditions)
     if not found:
         return measured

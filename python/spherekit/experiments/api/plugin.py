@@ -102,6 +102,12 @@ class Experiment:
     noise_preset: str | None = None
     probe_presets: dict[str, str] = {}
 
+    def undertrained(self, scope, condition: str) -> str | None:
+        """Why a trained condition of `scope` cannot decide a claim resting on it (its training ran but it did not
+        reach what the claim needs, e.g. a verifier at chance), with its numbers; None when it can. Override it where
+        the paper has such a test; the core's gate applies it to every claim's rests_on (learning.gate)."""
+        return None
+
     def ours(self) -> list[str]:
         """The conditions that are this reproduction's own (Condition.ours)."""
         return [name for name, c in self.conditions.items() if c.ours]

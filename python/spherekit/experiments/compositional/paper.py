@@ -55,7 +55,6 @@ from .data import FAMILIES
 from .departures import departures
 from .readings import auc_noise, fig1_means, fig1_pairs, fig3_means, lowered_share, spread
 from .spec import verifier_of
-from .undertrained import unless_undertrained
 
 PRINTED: list = []
 LOWERED_BY = 0.01    # C4: a pair counts as lowered by Model B when its cosine drops by more than this
@@ -104,13 +103,6 @@ def _verifiers(regime: str | None = None, names=None):
     verifier conditions."""
     return lambda s, label: [c for c in s.units if verifier_of(c) and (regime is None or c.startswith(regime + "_"))
                              and (names is None or verifier_of(c) in names)]
-
-
-def _on_verifiers(check, rests):
-    """`check`, its measurement made inconclusive when a trained verifier among the conditions `rests` names is
-    undertrained (undertrained.unless_undertrained): the claims reading verifier runs call it, the core's gate
-    (rests_on) judges the same conditions' trainings."""
-    return lambda s: unless_undertrained(check(s), s, rests(s, None))
 
 
 # ---------------------------------------------------------------- Table 1
@@ -333,11 +325,11 @@ def _spatial(s):
 # ---------------------------------------------------------------- the claims
 
 def _verifier_claim(cid: str, statement: str, source: str, rule: str, check, rests) -> Claim:
-    """A claim reading verifier runs: resting on them (the core's gate on their trainings, rests_on) and decided
-    only when none of the trained ones among them is undertrained (_on_verifiers); the rule says so."""
+    """A claim reading verifier runs: resting on them (the core's gate on their trainings and on whether a trained
+    one is undertrained, spec.undertrained), the rule says so."""
     return Claim(cid, statement, source, f"{rule}; inconclusive when a trained verifier it reads is undertrained "
                  "(near-miss ROC-AUC interval containing 0.5, or re-ranking below its own stage 1 beyond the interval)",
-                 _on_verifiers(check, rests), rests_on=rests)
+                 check, rests_on=rests)
 
 
 BOOT_Q = "two-level bootstrap over the seeds and the queries"

@@ -170,6 +170,12 @@ class CompositionalExperiment(Experiment):
     summary_metrics = tuple((m, m) for m in METRICS)
     noise_preset = "cpu"  # 3 seeds, every verifier: the training noise a 1-seed card of its claims borrows
 
+    def undertrained(self, scope, condition: str) -> str | None:
+        """A trained verifier at chance or re-ranking below its own stage 1 (undertrained.why)."""
+        from .undertrained import why
+
+        return why(scope, condition)
+
     def selected(self, cfg) -> list[str]:
         """The conditions of cfg.conditions, less the verifier conditions whose verifier is not in cfg.verifiers."""
         return [c for c in CONDITIONS if c in cfg.conditions and verifier_of(c) in (None, *cfg.verifiers)]

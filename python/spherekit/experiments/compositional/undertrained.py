@@ -16,16 +16,16 @@ undertrained when either
   worse.
 
 A claim resting on an undertrained verifier (the verifier conditions its rests_on names) is inconclusive
-(unless_undertrained), whichever side of the claim's comparison the verifier is on and whichever way the claim's
-own interval points: its verdict would be decided by the training length, not by the verifier. Its measured text
-says "undertrained" with each verifier's numbers. A criterion whose series a run did not keep (per-pair scores,
+(the core's gate asks why(), through Experiment.undertrained), whichever side of the claim's comparison the
+verifier is on and whichever way the claim's own interval points: its verdict would be decided by the training
+length, not by the verifier. Its measured text says "undertrained" with each verifier's numbers. A criterion whose series a run did not keep (per-pair scores,
 per-query values, the stage-1 scores) is not applied; a claim reading those runs has no interval of its own and is
 inconclusive anyway.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..api import fmt
 from ..api.claims import NotRun
@@ -120,15 +120,10 @@ def undertrained(scope, conditions) -> list[Check]:
     return [c for c in found if c is not None and c.undertrained]
 
 
-def unless_undertrained(measured, scope, conditions):
-    """`measured` (claims.Measured), or the same record made inconclusive (holds None) when a verifier among
-    `conditions` is undertrained, naming each with its numbers."""
-    found = undertrained(scope, conditions)
-    if not found:
-        return measured
-    return replace(measured, holds=None,
-                   text=f"{measured.text}; rests on {UNDERTRAINED} verifiers, which cannot decide it: "
-                        f"{', '.join(c.text() for c in found)}")
+def why(scope, condition: str) -> str | None:
+    """Experiment.undertrained of this paper: the numbers of an undertrained verifier condition, else None."""
+    found = check(scope, condition)
+    return found.text() if found is not None and found.undertrained else None
 
 
-__all__ = ["CHANCE", "Check", "RULE", "UNDERTRAINED", "check", "trained", "undertrained", "unless_undertrained"]
+__all__ = ["CHANCE", "Check", "RULE", "UNDERTRAINED", "check", "trained", "undertrained", "why"]

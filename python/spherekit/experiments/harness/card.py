@@ -64,7 +64,8 @@ def judge(experiment, results: dict, folder=None) -> dict:
     scopes = experiment.scopes(results)
     seed_noise, source = noise_card(experiment, folder)
     return {**results, "claims": claims.evaluate(experiment.claims, scopes, seed_noise=seed_noise,
-                                                 noise_source=source, ours=experiment.ours()),
+                                                 noise_source=source, ours=experiment.ours(),
+                                                 undertrained=experiment.undertrained),
             "comparison": printed.comparison(experiment.printed, scopes)}
 
 
