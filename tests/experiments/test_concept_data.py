@@ -6,13 +6,14 @@ import dataclasses
 import pytest
 
 from spherekit.data.records import TermDefinition, definition_key, term_key
-from spherekit.experiments.concept.data import build, cross_source_pairs, data_fingerprint, load_or_build
+from spherekit.experiments.concept.data import (COUNT, MASKED, PADDING, build, cross_source_pairs, data_fingerprint,
+                                                load_or_build, negative_keys)
 from spherekit.experiments.concept.spec import EXPERIMENT
 
 preset_config = EXPERIMENT.make_config
 
 CFG = dataclasses.replace(preset_config("tiny"), eval_splits=("in-domain", "head-holdout"), steps=4,
-                          source_holdout_conditions=("B1",))
+                          source_holdout_conditions=("B1",), conditions=("B0", "B1", "B1-nearest"))
 
 
 @pytest.fixture(scope="module")
@@ -21,30 +22,56 @@ def data():
 
 
 def test_rows_per_view_and_negatives(data):
+    """Appendix G: a row holds its definition's generated negatives, none repeated, the empty slots padded and
+    counted in the "label" column; each swap construction a selected condition needs has its own columns."""
     n = CFG.steps * CFG.batch_size
-    assert data.columns(True) == ["syn_anchor", "syn_positive", "t2d_anchor", "t2d_positive", "t2d_negative_1",
-                                  "t2d_negative_2", "d2d_anchor", "d2d_positive"]
+    assert data.columns("random") == ["syn_anchor", "syn_positive", "t2d_anchor", "t2d_positive", "t2d_negative_1",
+                                      "t2d_negative_2", COUNT, "d2d_anchor", "d2d_positive"]
     assert all(len(v) == n for v in data.rows.values())
-    for j in (1, 2):
-        assert all(definition_key(neg) != definition_key(pos)
-                   for neg, pos in zip(data.rows[f"t2d_negative_{j}"], data.rows["t2d_positive"]))
-    assert data.dataset(False).column_names == data.columns(False)
-    assert data.dataset(True, source_holdout=True).column_names == ["t2d_anchor", "t2d_positive", "t2d_negative_1",
-                                                                    "t2d_negative_2"]
+    for swaps in ("random", "nearest"):
+        *negatives, count = negative_keys(2, swaps)
+        counts = data.rows[count]
+        assert all(0 <= c <= 2 for c in counts) and any(c == 2 for c in counts)
+        for i, pos in enumerate(data.rows["t2d_positive"]):
+            real = [data.rows[key][i] for key in negatives[:counts[i]]]
+            assert all(text != PADDING and definition_key(text) != definition_key(pos) for text in real)
+            assert len(set(real)) == len(real)  # never a repeated negative
+            assert all(data.rows[key][i] == PADDING for key in negatives[counts[i]:])
+        dataset = data.dataset(swaps)
+        assert dataset.column_names == data.columns(swaps)
+        assert dataset[COUNT] == counts and dataset["t2d_negative_1"] == data.rows[negatives[0]]
+    assert data.rows[negative_keys(2, "random")[0]] != data.rows[negative_keys(2, "nearest")[0]]
+    assert data.dataset(None).column_names == data.columns(None)
+    assert data.dataset("random", source_holdout=True).column_names == ["t2d_anchor", "t2d_positive",
+                                                                       "t2d_negative_1", "t2d_negative_2", COUNT]
     slots = data.stats["hard_negatives"]["row_slots"]
     assert sum(slots.values()) == 2 * n
+    assert slots.get(MASKED, 0) == sum(2 - c for c in data.rows[negative_keys(2, "random")[-1]])
+    assert "nearest" in data.stats["hard_negatives"]["other_swaps"]
+
+
+def test_a_swap_construction_not_built_is_refused():
+    cfg = dataclasses.replace(CFG, source_holdout_conditions=(), eval_splits=("in-domain",), conditions=("B1",))
+    with pytest.raises(ValueError, match="no 'nearest' training negatives"):
+        build(cfg, progress=False).dataset("nearest")
 
 
 def test_rules_are_built_as_configured_and_counted(data):
-    """The default config: nearest swaps (their random fallbacks counted) and noun-phrase negation, in training and
-    in the stress tests; each rule's test negatives are counted per split."""
+    """The default config: appendix G's random swaps and noun-phrase negation, in training and in the stress tests,
+    plus the harder stress split of nearest swaps (their random fallbacks counted); each rule's test negatives are
+    counted per split."""
     gen = data.stats["hard_negatives"]["generation"]
-    assert all("random_fallback" in gen[r] for r in ("pos_swap", "prefix_swap", "type_swap"))
-    assert "random_fallback" not in gen["negation"]
+    assert not any("random_fallback" in gen[r] for r in ("pos_swap", "prefix_swap", "type_swap"))
+    nearest = data.stats["hard_negatives"]["other_swaps"]["nearest"]["generation"]
+    assert all("random_fallback" in nearest[r] for r in ("pos_swap", "prefix_swap", "type_swap"))
     for kind, ev in data.stats["eval"].items():
         assert sum(ev["rules"].values()) == ev["stress_negatives"] == len(data.eval_sets[kind].negatives), kind
+        harder, stats = data.eval_sets[kind].nearest
+        assert {n.rule for n in harder} <= {"pos_swap", "prefix_swap", "type_swap"} and harder
+        assert ev["nearest_rules"] == {r: s["applied"] for r, s in stats.items()}
     negated = [n for n in data.eval_sets["in-domain"].negatives if n.rule == "negation"]
     assert any(n.negative.lower().startswith("not ") for n in negated)  # bare noun phrases negated
+
 
 def test_training_rows_never_show_a_test_term_or_definition(data):
     for kind in ("in-domain", "head-holdout"):
@@ -70,7 +97,7 @@ def test_cross_source_pairs_order_and_cap():
 
 
 def test_cache_and_fingerprint(tmp_path, monkeypatch):
-    cfg = dataclasses.replace(CFG, source_holdout_conditions=(), eval_splits=("in-domain",))
+    cfg = dataclasses.replace(CFG, source_holdout_conditions=(), eval_splits=("in-domain",), conditions=("B0", "B1"))
     first = load_or_build(cfg, tmp_path, progress=False)
     monkeypatch.setattr("spherekit.experiments.concept.data.build", lambda *a, **k: pytest.fail("rebuilt"))
     again = load_or_build(cfg, tmp_path, progress=False)
@@ -78,10 +105,11 @@ def test_cache_and_fingerprint(tmp_path, monkeypatch):
     terms = [[r.term for r in data.eval_sets["in-domain"].records] for data in (again, first)]
     assert terms[0] == terms[1]
     assert len(again.eval_sets["in-domain"].negatives) == len(first.eval_sets["in-domain"].negatives)
+    assert again.eval_sets["in-domain"].nearest == first.eval_sets["in-domain"].nearest
     fp = data_fingerprint(cfg)
     assert data_fingerprint(dataclasses.replace(cfg, lr=1.0, conditions=("B0",))) == fp  # not data settings
     for change in ({"data_seed": 1}, {"steps": 5}, {"negatives_per_pair": 3}, {"source_holdout_conditions": ("B0",)},
-                   {"swap_negatives": "random"}, {"negation_scope": "finite verb"}):
+                   {"swap_negatives": "nearest"}, {"negation_scope": "finite verb"}, {"conditions": ("B1-nearest",)}):
         assert data_fingerprint(dataclasses.replace(cfg, **change)) != fp, change
     assert data_fingerprint(cfg, world=2) != fp
 

@@ -56,9 +56,12 @@ def test_loss_of_each_condition(backbone, name):
         assert inner.bce_bias == (CFG.bce_bias if cond.bce_bias is None else cond.bce_bias) == (
             -10.0 if name == "B1-biased" else 0.0)
         assert inner.bce_positive == (name != "B1-negonly")
+        assert inner.bce_scale == {"B1-bce5": 5.0, "B1-bce1": 1.0}.get(name, CFG.bce_scale)
     elif cond.hard_negatives == "softmax":
         assert inner.hard_negative_mode == "softmax"
-    out = loss(columns(model, loss.n_columns), None)
+    assert loss.labels_to == ("t2d" if cond.hard_negatives else None)
+    counts = torch.tensor([0, 1, 2, 2]) if cond.hard_negatives else None  # rows with fewer real negatives: masked
+    out = loss(columns(model, loss.n_columns), counts)
     assert set(out) == {"syn", "t2d", "d2d"} and all(torch.isfinite(v) for v in out.values())
     sum(out.values()).backward()
     assert model[0].auto_model.embeddings.word_embeddings.weight.grad is not None
@@ -144,11 +147,34 @@ def test_deep_supervision_adds_one_infonce_per_layer(backbone):
         DeepSupervisionLoss(model, view)(feats, None)
 
 
+def test_the_rows_counts_reach_the_t2d_view_alone(backbone):
+    """The counts of real negatives (the dataset's "label" column) mask the t2d view's padded slots: the loss of a
+    batch whose second column is padding is the loss without that column; no other view takes labels."""
+    model = build_model(backbone, CONDITIONS["B1"], CFG)
+    model.eval()  # no dropout: the two passes see the same embeddings
+    loss = build_loss(model, CONDITIONS["B1"], CFG, K)
+    feats = columns(model, loss.n_columns)
+    got = loss(feats, torch.ones(4, dtype=torch.long))
+    one = dataclasses.replace(CFG, negatives_per_pair=1)
+    want = build_loss(model, CONDITIONS["B1"], one, 1)(feats[:5] + feats[6:], None)  # without negative 2
+    for view in ("syn", "t2d", "d2d"):
+        torch.testing.assert_close(got[view], want[view])
+    b3 = build_loss(model, CONDITIONS["B3"], CFG, K)
+    with pytest.raises(ValueError, match="no view takes it"):
+        b3(columns(model, b3.n_columns), torch.ones(4, dtype=torch.long))
+
+
 def test_cached_views_and_their_limits(backbone):
     cfg = dataclasses.replace(CFG, cached_mini_batch=2)
     model = build_model(backbone, CONDITIONS["B1"], cfg)
     loss = build_loss(model, CONDITIONS["B1"], cfg, K)
     assert all(isinstance(v, CachedConceptEquivalenceLoss) for v in loss.view_losses.values())
+    model.eval()
+    counts = torch.tensor([0, 1, 2, 1])
+    cached = loss(columns(model, loss.n_columns), counts)
+    plain = build_loss(model, CONDITIONS["B1"], CFG, K)(columns(model, loss.n_columns), counts)
+    for view in ("syn", "t2d", "d2d"):
+        torch.testing.assert_close(cached[view], plain[view], atol=1e-5, rtol=1e-5)
     with pytest.raises(ValueError, match="M3"):
         build_loss(build_model(backbone, CONDITIONS["M3"], cfg), CONDITIONS["M3"], cfg, K)
 

@@ -55,7 +55,7 @@ def test_every_claim_of_the_paper_shape_is_recorded():
             "B0-WM (t2d R@10)", "B0-WM (anisotropy)", "H2-uniform (M1)", "H2/P2 (M2)", "H2-uniform (M3)",
             "M3 (over M1)", "M3 (below B1)", "F (B1)", "F-pair (B1)", "F-negation (B1)"} <= set(got)
     assert got["P3a (B1)"]["op"] == "within" and got["P3a (B1)"]["margin"] == P.SMALL_RANKING_CHANGE
-    assert got["H1/P1"]["uncertainty"].startswith("none: these runs kept no per-item values")
+    assert got["H1/P1 (B1)"]["uncertainty"].startswith("none: these runs kept no per-item values")
 
 
 def test_paper_shaped_numbers_make_every_run_claim_hold():
@@ -146,11 +146,11 @@ def test_opposite_numbers_break_the_claims():
     units["B1"]["metrics"][P.T2D_R10] = 0.50            # no gain over B0
     units["M2"]["metrics"][P.T2D_R10] = 0.70            # a readout beats B1
     got = verdicts(units)
-    assert got["H1/P1"]["point"] == "does not hold"
+    assert got["H1/P1 (B1)"]["point"] == "does not hold"
     assert got["P1a"]["point"] == "does not hold"
     assert got["H2/P2 (M2)"]["point"] == "does not hold"
     assert got["P1b"]["point"] == "holds"  # untouched numbers keep their verdict
-    assert got["H1/P1"]["value"] < 0 and got["H1/P1"]["op"] == ">" and got["H1/P1"]["margin"] == 0.0
+    assert got["H1/P1 (B1)"]["value"] < 0 and got["H1/P1 (B1)"]["op"] == ">" and got["H1/P1 (B1)"]["margin"] == 0.0
 
 
 def test_missing_conditions_are_not_run():
@@ -244,9 +244,9 @@ def test_pair_auc_agrees_with_a_direct_computation():
 
 def test_comparisons_carry_two_level_intervals():
     got = verdicts(noisy_units())
-    for claim in ("H1/P1", "P3a (B1)", "P3b (B1)", "P3c (B1)", "H1b (B1 fixes)", "P1a", "P1b", "H3 (B1)"):
+    for claim in ("H1/P1 (B1)", "P3a (B1)", "P3b (B1)", "P3c (B1)", "H1b (B1 fixes)", "P1a", "P1b", "H3 (B1)"):
         assert got[claim]["interval"] is not None and got[claim]["seed_std"] is not None, claim
-    assert got["H1/P1"]["uncertainty"].startswith("two-level bootstrap over seeds (B1 3) and 600 items")
+    assert got["H1/P1 (B1)"]["uncertainty"].startswith("two-level bootstrap over seeds (B1 3) and 600 items")
     assert got["P3b (B1)"]["uncertainty"].startswith("two-level bootstrap over seeds (B1 3, B3 3) and 600 test pairs")
     assert "seed_std" not in got["H1b (B0 fails)"]  # one frozen run: no training noise
     assert got["P1a"]["uncertainty"] == ("no bootstrap replicates kept by these runs: bootstrap over seeds (B1 3) "
@@ -272,7 +272,7 @@ def test_a_difference_inside_the_noise_is_inconclusive():
 
 def test_an_objective_that_did_not_learn_makes_its_claims_inconclusive():
     got = verdicts(noisy_units(b1_curve=curve(5.0, 4.8)))  # 4% below its start
-    records = ("H1/P1", "P1a", "P1b", "P3a (B1)", "P3b (B1)", "P3c (B1)", "H3 (B1)", "H1b (B1 fixes)")
+    records = ("H1/P1 (B1)", "P1a", "P1b", "P3a (B1)", "P3b (B1)", "P3c (B1)", "H3 (B1)", "H1b (B1 fixes)")
     for claim in records:  # the measurement stays on the record, the verdict is inconclusive
         assert got[claim]["verdict"] == "inconclusive", claim
         assert "rests on trainings that did not learn (barely moved: B1 seed 0 encoder" in got[claim]["measured"]
@@ -354,6 +354,39 @@ def test_each_bce_form_of_b1_gets_its_own_verdicts_and_the_report_a_matrix():
     table = _ablation_table({"claims": list(got.values())}, "m")
     assert table.splitlines()[0] == "| claim | B1 | B1-negonly |"
     assert "| P3b | holds (" in table and "does not hold" in table
+    assert "- P3b: B1 holds; changed by the BCE form (logit bias -10; no positive term) (B1-negonly: does not hold)" \
+        in table
+
+
+def test_the_forms_of_b1_say_what_decides_h1_b2_and_m3():
+    """B1-nearest trains on worse negatives (its ranking falls below B0's), B1-bce1 on a weak BCE term: H1, the B2
+    readout claim and M3's "below B1" are checked against every form, the records that read an ablation are ours
+    (not the paper's), and the table names the ablation that changes each verdict."""
+    from spherekit.experiments.api.claims import counts
+    from spherekit.experiments.concept.figures import _ablation_table
+
+    units = noisy_units()  # B0 0.40 < B1 0.45
+    for name, rate, separation in (("B2", 0.44, 0.3), ("M1", 0.41, 0.3), ("M3", 0.42, 0.3), ("B1-nearest", 0.35, 0.3),
+                                   ("B1-bce1", 0.46, 0.0)):
+        units[name] = trained([measured(rate, separation, training=curve()) for _ in range(3)])
+    got = verdicts(units)
+    def verdict(rid):
+        return got[rid]["verdict"]
+
+    assert verdict("H1/P1 (B1)") == "holds" and verdict("H1/P1 (B1-nearest)") == "does not hold"
+    assert verdict("H2/P2 (B2)") == "holds" and verdict("H2/P2 (B2 vs B1-nearest)") == "does not hold"
+    assert verdict("M3 (below B1)") == "holds" and verdict("M3 (below B1-nearest)") == "does not hold"
+    assert verdict("M3 (below B1-bce1)") == "holds" and verdict("P3b (B1-bce1)") == "does not hold"
+    assert got["H2/P2 (B2 vs B1-nearest)"]["ours"] == ["B1-nearest"] and "ours" not in got["H2/P2 (B2)"]
+    assert counts([r for r in got.values() if r["id"].startswith("H1/P1")]) == counts([got["H1/P1 (B1)"]])
+    table = _ablation_table({"claims": list(got.values())}, "m")
+    assert table.splitlines()[0] == "| claim | B1 | B1-nearest | B1-bce1 |"
+    for row in ("| H1/P1 |", "| H2/P2 (B2) |", "| M3 (below B1) |"):
+        assert row in table
+    assert ("- H1/P1: B1 holds; changed by the negatives (appendix G's random swaps vs the nearest ones) (B1-nearest: "
+            "does not hold); unchanged by the BCE strength (logit scale 20 vs 5 and 1)") in table
+    assert "- P3b: B1 holds; changed by the BCE strength (logit scale 20 vs 5 and 1) (B1-bce1: does not hold)" \
+        in table
 
 
 @pytest.mark.parametrize("data, missing", [

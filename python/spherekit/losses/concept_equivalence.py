@@ -12,6 +12,7 @@ from torch import Tensor, nn
 from sentence_transformers.base.losses.merged_forward import embed_columns
 
 from ..ops import info_nce
+from ..ops.checks import full_checks
 from ..ops.info_nce import HARD_NEGATIVE_MODES
 from ._common import check_columns, check_positive, gather_rows, normalize
 
@@ -60,7 +61,20 @@ class ConceptEquivalenceLoss(nn.Module):
         and the loss is ``weight * mean_i loss_i``. With ``bce_positive=False`` the BCE term is over the hard
         negatives alone, ``bce_weight / k * sum_m softplus(z_im)``: the paper does not say whether its BCE scores
         the positive pair, and with bias 0 the positive's term softplus(-20 cos) is near 0 for any cos > 0.2, so
-        including it mostly dilutes the negatives' term by k / (k + 1). The hard negatives belong to their own anchor
+        including it mostly dilutes the negatives' term by k / (k + 1).
+
+        Rows with fewer hard negatives than columns ("Principles of Concept Representation", appendix G: each rule
+        is applied once per definition and all generated negatives are used, so a definition has as many as rules
+        apply to it): pass ``labels`` = n_i, the number of real hard negatives of row i (an int64 (B,) tensor: a
+        dataset's "label" column), its first n_i hard-negative columns; the other columns are padding (any text)
+        and are masked out of every term. The BCE term then averages over the row's n_i + 1 pairs (over its n_i
+        negatives without the positive; 0 for a row without negatives), and in the "softmax" mode the row's
+        denominator holds its n_i real negatives only:
+
+            loss_i = log( sum_j exp(s_ij) + sum_{m <= n_i} exp(s_im) ) - s_ii,   s = cos * scale
+
+        computed from the fused kernel's per-row in-batch log-sum-exp plus the B x k masked hard-negative logits.
+        Without labels every column is a real negative (n_i = k). The hard negatives belong to their own anchor
         only (a (B, k, d) tensor): with ``hard_negative_mode="bce"`` ("Principles of Concept Representation"'s B1,
         the default) they enter only the BCE term, with ``"softmax"`` ("Principles of Concept Representation"'s
         B1-unified, Appendix F) they join the anchor's InfoNCE denominator instead, ``"both"`` does both. Without
@@ -87,6 +101,10 @@ class ConceptEquivalenceLoss(nn.Module):
                 mean over its own anchors, as in sentence-transformers' MultipleNegativesRankingLoss.
             backend: spherekit backend for info_nce: "auto" | "triton" | "cpu" | "reference".
 
+        forward's ``labels``: None (every hard-negative column is real) or the (B,) int64 count n_i of real hard
+        negatives per row (above); 0 <= n_i <= k is checked only under ``spherekit.checks("full")`` (a count above
+        k counts as k, below 0 as 0).
+
         References:
             - Mohr, Dujany, Souquet, Freitas: Principles of Concept Representation in Sentence Encoders,
               https://arxiv.org/abs/2606.06994 (section 4.3, appendices F and G)
@@ -94,7 +112,8 @@ class ConceptEquivalenceLoss(nn.Module):
 
         Requirements:
             1. (anchor, positive) pairs or (anchor, positive, hard_negative_1, ..., hard_negative_k)
-               tuples; every row of a dataset has the same k.
+               tuples; every row of a dataset has the same k columns, and a "label" column with each row's
+               number of real negatives when some rows have fewer (the rest padding).
 
         Inputs:
             +-----------------------------------------------------------+--------+
@@ -103,6 +122,8 @@ class ConceptEquivalenceLoss(nn.Module):
             | (anchor, positive) pairs                                  | none   |
             +-----------------------------------------------------------+--------+
             | (anchor, positive, hard_negative_1, ..., hard_negative_k) | none   |
+            +-----------------------------------------------------------+--------+
+            | (anchor, positive, hard_negative_1, ..., hard_negative_k) | n_i    |
             +-----------------------------------------------------------+--------+
 
         Example:
@@ -160,19 +181,17 @@ class ConceptEquivalenceLoss(nn.Module):
         check_columns(type(self).__name__, embeddings, 2)
         anchors, positives, *negatives = [normalize(e) for e in embeddings]
         hard = torch.stack(negatives, dim=1) if negatives else None  # (B, k, d)
+        counts = self._negative_counts(labels, hard, anchors.shape[0])
         batch = anchors.shape[0]
         offset = 0
         if self.gather_across_devices:
             positives, offset = gather_rows(positives)
         targets = torch.arange(offset, offset + batch, device=anchors.device)
+        if counts is not None:
+            return self.weight * self._masked(anchors, positives, targets, hard, counts)
         query_labels = candidate_labels = None
         if positives.shape[0] == 1 and not (hard is not None and self.hard_negative_mode != "bce"):
-            # One positive and no hard negative in the softmax: the InfoNCE term is exactly 0 (as in
-            # sentence-transformers), but info_nce refuses such a denominator. Add a copy of the
-            # positive that shares the anchor's label, so it is masked out, and keep the BCE term.
-            positives = torch.cat([positives, positives.detach()])
-            query_labels = torch.zeros(1, dtype=torch.long, device=anchors.device)
-            candidate_labels = torch.tensor([1, 0], device=anchors.device)
+            positives, query_labels, candidate_labels = _one_positive(positives)
         fused_bce = self.bce_positive or hard is None or self.hard_negative_mode == "softmax"
         loss = info_nce(
             anchors, positives, targets, hard,
@@ -184,6 +203,52 @@ class ConceptEquivalenceLoss(nn.Module):
             z = self.bce_scale * torch.einsum("bd,bkd->bk", anchors, hard) + self.bce_bias
             loss = loss + self.bce_weight * nn.functional.softplus(z.float()).mean()
         return self.weight * loss
+
+    def _negative_counts(self, labels, hard: Tensor | None, batch: int) -> Tensor | None:
+        """labels as the (B,) int64 counts of real hard negatives (None: all k real); metadata checks only, the
+        range under spherekit.checks("full")."""
+        if labels is None:
+            return None
+        name = type(self).__name__
+        if hard is None:
+            raise ValueError(f"{name}: labels (the number of real hard negatives per row) given without "
+                             "hard-negative columns")
+        if not isinstance(labels, Tensor) or labels.shape != (batch,):
+            shape = tuple(labels.shape) if isinstance(labels, Tensor) else type(labels).__name__
+            raise ValueError(f"{name}: labels must be a ({batch},) tensor of hard-negative counts, got {shape}")
+        if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+            raise TypeError(f"{name}: labels must be integer counts of real hard negatives, got dtype {labels.dtype}")
+        if full_checks() and batch and not (0 <= int(labels.min()) and int(labels.max()) <= hard.shape[1]):
+            raise ValueError(f"{name}: labels (hard-negative counts) must lie in [0, {hard.shape[1]}], got "
+                             f"[{int(labels.min())}, {int(labels.max())}]")
+        return labels.to(device=hard.device, dtype=torch.long)
+
+    def _masked(self, anchors: Tensor, positives: Tensor, targets: Tensor, hard: Tensor, counts: Tensor) -> Tensor:
+        """The loss of rows whose first counts[i] hard negatives are real (class docstring): the fused in-batch
+        InfoNCE per row, with the masked hard-negative terms (B x k logits) added in torch."""
+        k = hard.shape[1]
+        real = torch.arange(k, device=hard.device)[None, :] < counts[:, None]      # (B, k)
+        n = real.sum(1).float()
+        cos_hard = torch.einsum("bd,bkd->bk", anchors, hard).float()
+        cos_pos = (anchors * positives[targets]).sum(-1).float()
+        query_labels = candidate_labels = None
+        if positives.shape[0] == 1:
+            positives, query_labels, candidate_labels = _one_positive(positives)
+        in_batch = info_nce(anchors, positives, targets, temperature=self.temperature, reduction="none",
+                            query_labels=query_labels, candidate_labels=candidate_labels,
+                            backend=self.backend).float()                        # lse_i - s_ii
+        per_row = in_batch
+        if self.hard_negative_mode in ("softmax", "both"):
+            s_pos, s_hard = cos_pos * self.scale, (cos_hard * self.scale).masked_fill(~real, float("-inf"))
+            per_row = torch.logaddexp(in_batch + s_pos, torch.logsumexp(s_hard, 1)) - s_pos
+        if self.hard_negative_mode in ("bce", "both") and self.bce_weight:
+            negatives = (nn.functional.softplus(self.bce_scale * cos_hard + self.bce_bias) * real).sum(1)
+            if self.bce_positive:
+                bce = (nn.functional.softplus(-(self.bce_scale * cos_pos + self.bce_bias)) + negatives) / (n + 1)
+            else:
+                bce = negatives / n.clamp(min=1)
+            per_row = per_row + self.bce_weight * bce
+        return per_row.mean().to(anchors.dtype)
 
     def get_config_dict(self) -> dict[str, Any]:
         return {
@@ -201,3 +266,11 @@ class ConceptEquivalenceLoss(nn.Module):
     @property
     def citation(self) -> str:
         return CITATION
+
+
+def _one_positive(positives: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """One positive and no hard negative in the softmax: the InfoNCE term is exactly 0 (as in sentence-transformers),
+    but info_nce refuses such a denominator. A copy of the positive that shares the anchor's label (so it is masked
+    out) -> (positives, query_labels, candidate_labels)."""
+    return (torch.cat([positives, positives.detach()]), torch.zeros(1, dtype=torch.long, device=positives.device),
+            torch.tensor([1, 0], device=positives.device))

@@ -45,7 +45,7 @@ class DeepSupervisionLoss(nn.Module):
             raise ValueError("DeepSupervisionLoss needs per-layer embeddings (features['layer_embeddings']): use a "
                              "readout with deep_supervision=True (spherekit.nn.LayerMixPooling) in training mode")
         anchors, positives = layers
-        deep = sum(self.loss.compute_loss_from_embeddings([anchors[k], positives[k]], labels)
+        deep = sum(self.loss.compute_loss_from_embeddings([anchors[k], positives[k]], None)  # pairs: no labels
                    for k in range(anchors.shape[0]))
         return main + self.deep_weight * deep
 

@@ -159,21 +159,26 @@ class MultiViewLoss(nn.Module):
         L = sum_v L_v(columns of view v)          (weights live inside each view's loss)
 
     `views` maps a view name to (loss, number of columns); the dataset's columns are the views' columns in
-    this order. forward returns {view name: loss}; SentenceTransformerTrainer sums the dict and logs every
+    this order. A dataset "label" column (the collator's labels) goes to the view named `labels_to` alone (the
+    others get None); without `labels_to` a batch with labels is an error. forward returns {view name: loss};
+    SentenceTransformerTrainer sums the dict and logs every
     view's running mean next to the total. A view loss may be a gradient-cached (GradCache) loss: its
     backward hook is reached through the sum.
     """
 
-    def __init__(self, model, views: dict[str, tuple[nn.Module, int]]):
+    def __init__(self, model, views: dict[str, tuple[nn.Module, int]], labels_to: str | None = None):
         super().__init__()
         if not views:
             raise ValueError("views is empty")
+        if labels_to is not None and labels_to not in views:
+            raise ValueError(f"labels_to must name a view ({', '.join(views)}), got {labels_to!r}")
         for name, spec in views.items():
             if not (isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], int) and spec[1] >= 1):
                 raise ValueError(f"views[{name!r}] must be (loss module, number of columns >= 1), got {spec!r}")
         self.model = model
         self.view_losses = nn.ModuleDict({name: loss for name, (loss, _) in views.items()})
         self.view_columns = {name: n for name, (_, n) in views.items()}
+        self.labels_to = labels_to
 
     @property
     def n_columns(self) -> int:
@@ -184,14 +189,17 @@ class MultiViewLoss(nn.Module):
         if len(features) != self.n_columns:
             raise ValueError(f"MultiViewLoss expects {self.n_columns} columns "
                              f"({self.view_columns}), got {len(features)}")
+        if labels is not None and self.labels_to is None:
+            raise ValueError("MultiViewLoss got a label column but no view takes it (set labels_to)")
         out, start = {}, 0
         for name, n in self.view_columns.items():
-            out[name] = self.view_losses[name](features[start:start + n], None)
+            out[name] = self.view_losses[name](features[start:start + n], labels if name == self.labels_to else None)
             start += n
         return out
 
     def get_config_dict(self) -> dict:
         return {name: {"columns": n, "loss": type(self.view_losses[name]).__name__,
+                       **({"labels": True} if name == self.labels_to else {}),
                        **getattr(self.view_losses[name], "get_config_dict", dict)()}
                 for name, n in self.view_columns.items()}
 

@@ -2,17 +2,19 @@
 
 Training (one model per condition, one set of rows for all conditions):
   t2d  term-definition pairs of WordNet and the second source (GCIDE offline; Wiktionary from a dump),
-       headwords masked; each row carries k hard negatives of its definition (appendix G's five rules,
+       headwords masked; each row carries up to k hard negatives of its definition (appendix G's five rules,
        spherekit.data.hard_negatives, built as cfg.swap_negatives and cfg.negation_scope say; replacements
-       drawn from training pairs only).
+       drawn from training pairs only), and a condition with its own swaps (B1-nearest) a second set.
   syn  WordNet synonym pairs (and the dump's, with Wiktionary).
   d2d  cross-source definition pairs: a WordNet definition and a second-source definition of the same term,
        up to 6 per term, taken in order of max(i, j) over the two sources' senses (most frequent first).
 All three exclude every test and dev concept, term and test definition of every evaluated split
 (spherekit.data.splits.check_decontaminated is run on each). Each view is shuffled with the seed and
-cycled to steps x batch rows; a row's k negatives are its definition's generated negatives in a seeded
-order, repeated when fewer than k rules apply, and a random training definition of another concept when
-none applies (counted in stats).
+cycled to steps x batch rows. Appendix G: "each rule is applied once per positive definition; all generated
+negatives are used": a row's negatives are its definition's generated negatives (at most one per rule), all of
+them when k >= their number (k = 5, the paper's), else k of them drawn in a seeded order; the slots left empty
+hold PADDING and the row's count of real negatives (its "label" column, ConceptEquivalenceLoss's labels) masks
+them out of the loss. Nothing is repeated to fill a row (stats count the masked slots).
 
 Source-holdout regime (section 4.5's third split, for cfg.source_holdout_conditions): t2d rows from the second
 source alone (make_split("source-holdout"): its terms and definitions decontaminated against the WordNet test
@@ -21,7 +23,8 @@ would show the model WordNet definitions). Rows come from their own seeded strea
 depend on whether this regime is built.
 
 Evaluation: the test pairs of each split with their stress-test negatives (generated once, by the same rules as the
-training negatives; swaps drawn from the split's test pairs, and with nearest swaps from its training pairs too),
+training negatives; swaps drawn from the split's test pairs, and with nearest swaps from its training pairs too);
+with random swaps also a harder stress split, the three swap rules with nearest replacements (EvalSet.nearest),
 plus, when data_dir has them, the NP paraphrase suite and the DBpedia benchmark. stats["eval"][split]["rules"]
 counts each rule's negatives there.
 
@@ -44,7 +47,15 @@ from pathlib import Path
 from ...data.records import TermDefinition, definition_key, term_key
 from .spec import SOURCE_HOLDOUT
 
-RANDOM_FALLBACK = "random"
+PADDING = ""          # the text of an empty negative slot (masked out of the loss by the row's count)
+COUNT = "label"       # the dataset column of each row's number of real hard negatives (the collator's labels)
+MASKED = "masked"     # stats["hard_negatives"]["row_slots"]: the empty slots
+NEAREST_SPLIT = "nearest swaps"  # metric scope of the harder stress split ("in-domain/nearest swaps/ROC-AUC (...)")
+
+
+def negative_keys(k: int, swaps: str) -> list[str]:
+    """The row keys of one swap construction's k negative columns and its count column."""
+    return [f"t2d_{swaps}_negative_{j}" for j in range(1, k + 1)] + [f"t2d_{swaps}_count"]
 
 
 @dataclass
@@ -53,6 +64,7 @@ class EvalSet:
     records: list[TermDefinition]
     negatives: list          # HardNegative records for the stress suite
     rule_stats: dict
+    nearest: tuple | None = None  # (HardNegative records, rule stats) of the harder split: nearest swaps
 
 
 @dataclass
@@ -65,20 +77,28 @@ class ConceptData:
     stats: dict = field(default_factory=dict)
     source_holdout_rows: dict[str, list[str]] | None = None   # t2d_* columns of the source-holdout regime
 
-    def columns(self, hard_negatives: bool, source_holdout: bool = False) -> list[str]:
-        negs = [f"t2d_negative_{j}" for j in range(1, self.k + 1)] if hard_negatives else []
+    def columns(self, swaps: str | None, source_holdout: bool = False) -> list[str]:
+        """The dataset's columns: without hard negatives (swaps None), or with those of one swap construction
+        (its k negative columns, then COUNT)."""
+        negs = [*[f"t2d_negative_{j}" for j in range(1, self.k + 1)], COUNT] if swaps else []  # COUNT: labels
         if source_holdout:
             return ["t2d_anchor", "t2d_positive", *negs]
         return ["syn_anchor", "syn_positive", "t2d_anchor", "t2d_positive", *negs, "d2d_anchor", "d2d_positive"]
 
-    def dataset(self, hard_negatives: bool, source_holdout: bool = False):
-        """A datasets.Dataset of the rows (main or source-holdout regime), with or without t2d negatives."""
+    def dataset(self, swaps: str | None, source_holdout: bool = False):
+        """A datasets.Dataset of the rows (main or source-holdout regime), with the t2d negatives of `swaps`
+        ("random" | "nearest") or without any (None)."""
         from datasets import Dataset
 
         rows = self.source_holdout_rows if source_holdout else self.rows
         if rows is None:
             raise ValueError("this data was built without the source-holdout regime (no source_holdout_conditions)")
-        return Dataset.from_dict({c: rows[c] for c in self.columns(hard_negatives, source_holdout)})
+        names = [*[f"t2d_negative_{j}" for j in range(1, self.k + 1)], COUNT]
+        keys = dict(zip(names, negative_keys(self.k, swaps))) if swaps else {}
+        if swaps and keys[COUNT] not in rows:
+            raise ValueError(f"this data holds no {swaps!r} training negatives (it was built for swaps "
+                             f"{sorted(k.split('_')[1] for k in rows if k.endswith('_count'))})")
+        return Dataset.from_dict({c: rows[keys.get(c, c)] for c in self.columns(swaps, source_holdout)})
 
 
 def _digest(payload) -> str:
@@ -88,7 +108,8 @@ def _digest(payload) -> str:
 def data_fingerprint(cfg, world: int = 1) -> str:
     keys = ("data_seed", "data_dir", "second_source", "eval_splits", "n_test", "n_test_head", "eval_limit",
             "negatives_per_pair", "swap_negatives", "negation_scope", "d2d_max_per_term", "steps", "batch_size")
-    return _digest({**{k: getattr(cfg, k) for k in keys}, "world": world, "version": 2,
+    return _digest({**{k: getattr(cfg, k) for k in keys}, "world": world, "version": 3,
+                    "swap_kinds": list(cfg.swap_kinds()),
                     "source_holdout": bool(cfg.source_holdout_conditions)})
 
 
@@ -185,12 +206,14 @@ def _cycle(items: list, n: int, rng: random.Random) -> list:
     return out
 
 
-def _rules(cfg) -> dict:
-    """make_hard_negatives' construction options of this config."""
-    return {"swap": cfg.swap_negatives, "negation": cfg.negation_scope}
+def _rules(cfg, swaps: str | None = None) -> dict:
+    """make_hard_negatives' construction options of this config (swaps: another swap construction)."""
+    return {"swap": swaps or cfg.swap_negatives, "negation": cfg.negation_scope}
 
 
 def _negatives_for_rows(rows, k, pool, wn, seed, progress, rules: dict):
+    """Each row's generated negatives (module docstring: at most k, no repeats), as k columns padded with PADDING
+    and the rows' counts, with the generation's and the slots' per-rule counts."""
     from ...data.hard_negatives import make_hard_negatives
 
     unique = list({(r.term, r.definition): r for r in rows}.values())
@@ -199,23 +222,35 @@ def _negatives_for_rows(rows, k, pool, wn, seed, progress, rules: dict):
     for n in negs:
         by_pair.setdefault((n.term, n.definition), []).append(n)
     rng = random.Random(f"{seed}:row-negatives")
-    defs = [p.definition for p in pool]
-    columns = [[] for _ in range(k)]
+    columns, counts = [[] for _ in range(k)], []
     used: dict[str, int] = {}
     for r in rows:
         cands = list(by_pair.get((r.term, r.definition), []))
         rng.shuffle(cands)
+        cands = cands[:k]
         for j in range(k):
-            if cands:
-                neg = cands[j % len(cands)]
-                text, rule = neg.negative, neg.rule
-            else:
-                text, rule = r.definition, RANDOM_FALLBACK
-                while definition_key(text) == definition_key(r.definition):
-                    text = defs[rng.randrange(len(defs))]
+            text, rule = (cands[j].negative, cands[j].rule) if j < len(cands) else (PADDING, MASKED)
             columns[j].append(text)
             used[rule] = used.get(rule, 0) + 1
-    return columns, {"generation": rule_stats, "row_slots": used}
+        counts.append(len(cands))
+    return columns, counts, {"generation": rule_stats, "row_slots": used}
+
+
+def _negative_rows(cfg, t2d_rows, pool, wn, progress: bool, seed_tag: str = "") -> tuple[dict, dict]:
+    """The rows' negative columns and counts (negative_keys) of every swap construction the config needs, and the
+    stats of each (cfg.swap_negatives' first)."""
+    rows, stats = {}, {}
+    for swaps in sorted(cfg.swap_kinds(), key=lambda kind: kind != cfg.swap_negatives):
+        columns, counts, stats[swaps] = _negatives_for_rows(t2d_rows, cfg.negatives_per_pair, pool, wn,
+                                                            cfg.data_seed, progress, _rules(cfg, swaps))
+        rows.update(zip(negative_keys(cfg.negatives_per_pair, swaps), [*columns, counts]))
+    return rows, stats
+
+
+def _negative_stats(stats: dict, primary: str) -> dict:
+    """stats["hard_negatives"]: the primary construction's counts, the others' under "other_swaps"."""
+    others = {k: v for k, v in stats.items() if k != primary}
+    return {**stats[primary], **({"other_swaps": others} if others else {})}
 
 
 def _source_holdout(cfg, second: str, common: dict, wn, n_rows: int, progress: bool):
@@ -224,27 +259,32 @@ def _source_holdout(cfg, second: str, common: dict, wn, n_rows: int, progress: b
 
     sh = make_split(SOURCE_HOLDOUT, cfg.data_seed, n_test=cfg.n_test, train_source=second, **common)
     t2d = _cycle(list(sh.train), n_rows, random.Random(f"{cfg.data_seed}:{SOURCE_HOLDOUT}"))
-    neg_columns, neg_stats = _negatives_for_rows(t2d, cfg.negatives_per_pair, sh.train, wn, cfg.data_seed, progress,
-                                                 _rules(cfg))
-    rows = {"t2d_anchor": [p.term for p in t2d], "t2d_positive": [p.definition for p in t2d]}
-    rows.update({f"t2d_negative_{j}": col for j, col in enumerate(neg_columns, 1)})
-    return sh, rows, {"train_pairs": len(sh.train), "hard_negatives": neg_stats}
+    negatives, neg_stats = _negative_rows(cfg, t2d, sh.train, wn, progress)
+    rows = {"t2d_anchor": [p.term for p in t2d], "t2d_positive": [p.definition for p in t2d], **negatives}
+    return sh, rows, {"train_pairs": len(sh.train), "hard_negatives": _negative_stats(neg_stats,
+                                                                                      cfg.swap_negatives)}
 
 
 def _eval_sets(cfg, splits: dict, wn, progress: bool, train: dict) -> dict[str, EvalSet]:
     """Each evaluated split's test pairs (eval_limit applied) with its stress negatives, generated once. The swap
     rules replace a test definition by one of the split's test pairs and, with nearest swaps, of the training
-    pairs of its model too (train[split]): a nearest neighbour among a thousand test glosses is rarely near."""
-    from ...data.hard_negatives import make_hard_negatives
+    pairs of its model too (train[split]): a nearest neighbour among a thousand test glosses is rarely near. With
+    random swaps the nearest ones are built too, for the swap rules only: the harder split (EvalSet.nearest)."""
+    from ...data.hard_negatives import SWAP_RULES, make_hard_negatives
 
     out = {}
     for kind in [k for k in (*cfg.eval_splits, SOURCE_HOLDOUT) if k in splits]:
         test = list(splits[kind].test)
         records = test[: cfg.eval_limit] if cfg.eval_limit else test
-        pool = test + list(train[kind]) if cfg.swap_negatives == "nearest" else test
+        near_pool = test + list(train[kind])
+        pool = near_pool if cfg.swap_negatives == "nearest" else test
         negs, rule_stats = make_hard_negatives(records, seed=cfg.data_seed, pool=pool, wordnet=wn, progress=progress,
                                                **_rules(cfg))
-        out[kind] = EvalSet(kind, records, negs, rule_stats)
+        nearest = None
+        if cfg.swap_negatives != "nearest":
+            nearest = make_hard_negatives(records, SWAP_RULES, seed=cfg.data_seed, pool=near_pool, wordnet=wn,
+                                          progress=progress, **_rules(cfg, "nearest"))
+        out[kind] = EvalSet(kind, records, negs, rule_stats, nearest)
     return out
 
 
@@ -284,13 +324,10 @@ def build(cfg, wn=None, progress: bool = True, world: int = 1) -> ConceptData:
     n_rows = cfg.steps * cfg.batch_size * world
     rng = random.Random(cfg.data_seed)
     syn_rows, t2d_rows, d2d_rows = _cycle(syn, n_rows, rng), _cycle(t2d, n_rows, rng), _cycle(d2d, n_rows, rng)
-    neg_columns, neg_stats = _negatives_for_rows(t2d_rows, cfg.negatives_per_pair, t2d, wn, cfg.data_seed, progress,
-                                                 _rules(cfg))
+    negatives, neg_stats = _negative_rows(cfg, t2d_rows, t2d, wn, progress)
     rows = {"syn_anchor": [s.term_a for s in syn_rows], "syn_positive": [s.term_b for s in syn_rows],
             "t2d_anchor": [p.term for p in t2d_rows], "t2d_positive": [p.definition for p in t2d_rows],
-            "d2d_anchor": [a for a, _ in d2d_rows], "d2d_positive": [b for _, b in d2d_rows]}
-    for j, col in enumerate(neg_columns, 1):
-        rows[f"t2d_negative_{j}"] = col
+            "d2d_anchor": [a for a, _ in d2d_rows], "d2d_positive": [b for _, b in d2d_rows], **negatives}
 
     sh_rows = sh_stats = None
     train = {kind: t2d for kind in splits}
@@ -302,9 +339,11 @@ def build(cfg, wn=None, progress: bool = True, world: int = 1) -> ConceptData:
         "second_source": second, "wiktionary_dump": str(wiktionary) if wiktionary else None,
         "train_pairs": {"t2d": len(t2d), "syn": len(syn), "d2d": len(d2d),
                         "t2d_by_source": {src: sum(p.source == src for p in t2d) for src in ("wordnet", second)}},
-        "rows": n_rows, "hard_negatives": neg_stats,
+        "rows": n_rows, "hard_negatives": _negative_stats(neg_stats, cfg.swap_negatives),
         "eval": {k: {"pairs": len(e.records), "stress_negatives": len(e.negatives),
-                     "rules": {r: s["applied"] for r, s in e.rule_stats.items()}} for k, e in eval_sets.items()},
+                     "rules": {r: s["applied"] for r, s in e.rule_stats.items()},
+                     **({"nearest_rules": {r: s["applied"] for r, s in e.nearest[1].items()}} if e.nearest else {})}
+                 for k, e in eval_sets.items()},
         "np_paraphrase": len(np_items) if np_items else None,
         "dbpedia_test_queries": len(dbpedia.queries) if dbpedia else None,
         SOURCE_HOLDOUT: sh_stats,
@@ -326,7 +365,10 @@ def _dump(data: ConceptData, folder: Path) -> None:
         files["source_holdout_rows.json"] = json.dumps(data.source_holdout_rows)
     files["eval.json"] = json.dumps({k: {"records": [asdict(r) for r in e.records],
                                          "negatives": [asdict(n) for n in e.negatives],
-                                         "rule_stats": e.rule_stats} for k, e in data.eval_sets.items()})
+                                         "rule_stats": e.rule_stats,
+                                         "nearest": None if e.nearest is None else
+                                         {"negatives": [asdict(n) for n in e.nearest[0]], "rule_stats": e.nearest[1]}}
+                                     for k, e in data.eval_sets.items()})
     for name, text in files.items():
         (folder / name).write_text(text)
     (folder / CHECKSUMS).write_text(json.dumps({name: sha256_file(folder / name) for name in files}, indent=2))
@@ -357,7 +399,9 @@ def _load(folder: Path, data_dir) -> ConceptData:
     sh_rows = read("source_holdout_rows.json") if "source_holdout_rows.json" in sums else None
     try:
         eval_sets = {k: EvalSet(k, [TermDefinition(**r) for r in e["records"]],
-                                [HardNegative(**n) for n in e["negatives"]], e["rule_stats"])
+                                [HardNegative(**n) for n in e["negatives"]], e["rule_stats"],
+                                None if e["nearest"] is None else
+                                ([HardNegative(**n) for n in e["nearest"]["negatives"]], e["nearest"]["rule_stats"]))
                      for k, e in evals.items()}
         k = stats.pop("k")
     except (KeyError, TypeError, AttributeError) as exc:

@@ -2,7 +2,9 @@
 
 Per evaluated split (in-domain, head-holdout; source-holdout for a source-holdout model): t2d / d2t R@1, R@10 and
 MRR and the pair ROC-AUC against a random definition (ConceptRetrievalEvaluator), the five stress-test ROC-AUCs and
-the pair ROC-AUC against the hard negatives (StressTestEvaluator, negatives generated once per split). In-domain
+the pair ROC-AUC against the hard negatives (StressTestEvaluator, negatives generated once per split), and with
+random swaps the harder split of nearest swaps ("<split>/nearest swaps/ROC-AUC (<rule>)": the three swap rules, the
+replacement nearest to the definition; data.py). In-domain
 only: anisotropy and effective rank of the split's distinct terms and definitions (GeometryEvaluator) and per-layer
 t2d MRR and anisotropy (LayerwiseEvaluator). With data_dir: NP paraphrase R@1 / R@10 per modifier family and DBpedia
 R@10 / MRR. All suites share one spherekit.evaluation.cache.EmbeddingCache: a text is encoded once, together
@@ -30,6 +32,7 @@ from __future__ import annotations
 import time
 
 from ..api.uncertainty import per_item
+from .data import NEAREST_SPLIT
 from .spec import SOURCE_HOLDOUT
 
 REPLICATES = "bootstrap replicates"
@@ -83,6 +86,7 @@ def evaluate(model, data, cfg, *, source_holdout: bool = False, progress: bool =
     per_item the in-domain values per item (module docstring; the per-layer ones with layer_items).
     A source-holdout model is evaluated on that split only (concept retrieval and stress tests); a main model
     on every other split and the data_dir suites."""
+    from ...data.hard_negatives import SWAP_RULES
     from ...evaluation.cache import EmbeddingCache
     from ...evaluation.evaluators.concept import ConceptRetrievalEvaluator, build_pools
     from ...evaluation.evaluators.geometry import GeometryEvaluator, split_texts
@@ -102,6 +106,10 @@ def evaluate(model, data, cfg, *, source_holdout: bool = False, progress: bool =
         stress = StressTestEvaluator(es.records, negatives=(es.negatives, es.rule_stats), seed=cfg.data_seed,
                                      batch_size=bs)
         metrics.update(_prefixed(kind, stress(cache)))
+        if es.nearest is not None:
+            harder = StressTestEvaluator(es.records, rules=SWAP_RULES, negatives=es.nearest, seed=cfg.data_seed,
+                                         batch_size=bs)
+            metrics.update(_prefixed(f"{kind}/{NEAREST_SPLIT}", harder(cache)))
         if kind != "in-domain":
             continue
         t2d = concept.last_details["t2d"]

@@ -12,9 +12,8 @@ from ..api.printed import find, grid, notes
 from ..api.units import unit_runs
 from .paper import (ANISOTROPY, D2T_R10, DBPEDIA_R10, HH_T2D_R10, NEGATION, NP_R10, PAIR_HARD, PAIR_RANDOM,
                     PAPER_BACKBONE, PRINTED, RANK, T2D_MRR, T2D_R10, TYPE_SWAP)
-from .spec import BCE_ABLATION, EXPERIMENT, SETUPS, SH_SUFFIX
-
-OURS = ("M1-last", "M1-last-paced", "B1-biased", "B1-negonly")  # conditions the paper does not have
+from .data import NEAREST_SPLIT
+from .spec import B1_FORM_GROUPS, B1_FORMS, EXPERIMENT, OURS, SETUPS, SH_SUFFIX
 
 MAIN_COLUMNS = ((T2D_R10, "t2d R@10"), (T2D_MRR, "t2d MRR"), (D2T_R10, "d2t R@10"), (HH_T2D_R10, "HH t2d R@10"),
                 (PAIR_HARD, "pair ROC-AUC (hard negatives)"), (PAIR_RANDOM, "pair ROC-AUC (random negative)"),
@@ -23,7 +22,10 @@ MAIN_COLUMNS = ((T2D_R10, "t2d R@10"), (T2D_MRR, "t2d MRR"), (D2T_R10, "d2t R@10
 STRESS_COLUMNS = (("in-domain/ROC-AUC (antonym flip)", "antonym ROC-AUC"), (NEGATION, "negation ROC-AUC"),
                   ("in-domain/ROC-AUC (same-POS random swap)", "POS-swap ROC-AUC"),
                   ("in-domain/ROC-AUC (same-POS prefix swap)", "prefix-swap ROC-AUC"),
-                  (TYPE_SWAP, "type-swap ROC-AUC"))
+                  (TYPE_SWAP, "type-swap ROC-AUC"),
+                  *((f"in-domain/{NEAREST_SPLIT}/ROC-AUC ({title})", f"{short} ROC-AUC, nearest swaps") for title, short
+                    in (("same-POS random swap", "POS-swap"), ("same-POS prefix swap", "prefix-swap"),
+                        ("ontological type swap", "type-swap"))))
 
 
 def _conditions(scope) -> list[str]:
@@ -68,31 +70,81 @@ def _rule_counts(data: dict) -> str:
         tests = [fmt.count(evals[k]["rules"][rule]) if "rules" in evals[k] else fmt.MISSING for k in splits]
         lines.append(f"| {label} | {applied} | {fallback} | {fmt.count(slots.get(rule, 0))} | " + " | ".join(tests)
                      + " |")
-    lines.append(f"| (no rule applies: a random definition) | - | - | {fmt.count(slots.get('random', 0))} | "
-                 + " | ".join("-" for _ in splits) + " |")
+    empty = ("(empty slots: masked)", slots["masked"]) if "masked" in slots else \
+        ("(no rule applies: a random definition)", slots.get("random", 0))
+    lines.append(f"| {empty[0]} | - | - | {fmt.count(empty[1])} | " + " | ".join("-" for _ in splits) + " |")
+    nearest = [k for k in splits if "nearest_rules" in evals[k]]
+    if nearest:
+        lines.append("")
+        lines.append("The harder stress split (nearest swaps: the replacement nearest to the positive) has "
+                     + "; ".join(f"{k}: " + ", ".join(f"{fmt.count(n)} {label}" for rule, label in RULE_LABELS
+                                                    if (n := evals[k]["nearest_rules"].get(rule)) is not None)
+                                 for k in nearest) + " negatives.")
     return "\n".join(lines)
 
 
-ABLATED = ("P3a", "P3b", "P3b-type", "P3c", "H3", "F", "F-pair", "F-negation")
+# the claims that read B1 (each form's record: its id's label -> the form); P3, H3, F read its hard negatives
+def _b2_form(label: str) -> str | None:
+    return (label.partition(" vs ")[2] or "B1") if label.split(" ")[0] == "B2" else None
 
 
-def _ablation_table(results: dict, scope: str) -> str:
-    """The verdicts of P3, H3 and F for each BCE form of B1 that ran: which choice decides them."""
+def _m3_form(label: str) -> str | None:
+    return label.removeprefix("below ") if label.startswith("below ") else None
+
+
+ABLATED = (("H1/P1", "H1/P1", None),
+           *((c, c, None) for c in ("P3a", "P3b", "P3b-type", "P3c", "H3", "F", "F-pair", "F-negation")),
+           ("H2/P2 (B2)", "H2/P2", _b2_form), ("M3 (below B1)", "M3", _m3_form))
+
+
+def _form_cells(results: dict, scope: str) -> dict[str, dict[str, dict]]:
+    """{row title: {form of B1: claim record}} of the claims that read B1 (ABLATED)."""
     cells: dict = {}
     for r in results.get("claims", []):
         base, _, label = r["id"].partition(" (")
-        if r["scope"] == scope and base in ABLATED and label:
-            cells.setdefault(base, {})[label.rstrip(")")] = r
-    forms = [v for v in BCE_ABLATION if any(v in row for row in cells.values())]
+        label = label.removesuffix(")")
+        for title, claim, form_of in ABLATED:
+            form = (form_of or (lambda x: x))(label) if label else None
+            if r["scope"] == scope and base == claim and form in B1_FORMS:
+                cells.setdefault(title, {})[form] = r
+    return cells
+
+
+def _ablation_table(results: dict, scope: str) -> str:
+    """The verdicts of the claims that read B1, for each form of B1 that ran, and what decides each: the
+    ablations whose form changes the verdict (B1_FORM_GROUPS)."""
+    cells = _form_cells(results, scope)
+    forms = [v for v in B1_FORMS if any(v in row for row in cells.values())]
     if len(forms) < 2:
         return ""
     lines = ["| claim | " + " | ".join(forms) + " |", "|---" * (1 + len(forms)) + "|"]
-    for claim in ABLATED:
-        row = cells.get(claim, {})
-        lines.append(f"| {claim} | " + " | ".join(
+    for title, _, _ in ABLATED:
+        row = cells.get(title, {})
+        lines.append(f"| {title} | " + " | ".join(
             f"{row[v]['verdict']} ({fmt.signed(row[v]['value'])})" if v in row and row[v].get("value") is not None
             else row[v]["verdict"] if v in row else fmt.MISSING for v in forms) + " |")
-    return "\n".join(lines)
+    decides = [f"- {title}: {line}" for title, _, _ in ABLATED if (line := _what_decides(cells.get(title, {})))]
+    return "\n".join(lines + (["", "What decides each (the ablations whose form of B1 gives another verdict than "
+                                "B1's):", "", *decides] if decides else []))
+
+
+def _what_decides(row: dict[str, dict]) -> str:
+    """Which of B1_FORM_GROUPS change the claim's verdict from B1's, or that none does ("" without B1 or an
+    ablation beside it)."""
+    if "B1" not in row:
+        return ""
+    base = row["B1"]["verdict"]
+    ran = [(what, [f for f in forms if f in row]) for what, forms in B1_FORM_GROUPS]
+    ran = [(what, forms) for what, forms in ran if forms]
+    if not ran:
+        return ""
+    def changed(forms):
+        return [f"{f}: {row[f]['verdict']}" for f in forms if row[f]["verdict"] != base]
+
+    moved = [f"{what} ({', '.join(changed(forms))})" for what, forms in ran if changed(forms)]
+    same = [what for what, forms in ran if all(row[f]["verdict"] == base for f in forms)]
+    text = f"B1 {base}; " + ("changed by " + "; ".join(moved) if moved else "no ablation that ran changes it")
+    return text + (f"; unchanged by {'; '.join(same)}" if moved and same else "")
 
 
 def _training_table(scope) -> str:
@@ -142,10 +194,11 @@ def report(results: dict) -> str:
                   "in-domain):", "", grid(scope, conds, STRESS_COLUMNS, spread=True)]
         ablation = _ablation_table(results, scope.name)
         if ablation:
-            parts += ["", "BCE ablation: the verdicts (and the compared value: a difference, or for H3 B3's "
-                      "anisotropy minus twice the form's) of P3, H3 and F for each form of B1's BCE term (B1: logit "
-                      "20 cos, positive pair included; B1-biased: logit 20 cos - 10; B1-negonly: the hard negatives "
-                      "alone):", "", ablation]
+            parts += ["", "Forms of B1: the verdicts (and the compared value: a difference, or for H3 B3's "
+                      "anisotropy minus twice the form's) of the claims that read B1, for each form of B1 that ran "
+                      "(B1: appendix G's random swaps, logit 20 cos, positive pair included; B1-biased: logit 20 cos "
+                      "- 10; B1-negonly: the hard negatives alone; B1-nearest: the nearest swaps; B1-bce5 / B1-bce1: "
+                      "logit 5 cos / 1 cos):", "", ablation]
         sh = _source_holdout_table(scope)
         if sh:
             parts += ["", "Source-holdout split (trained on the second source alone, tested on WordNet):", "", sh]

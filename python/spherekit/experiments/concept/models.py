@@ -15,7 +15,8 @@ Objective, one ConceptEquivalenceLoss per view, summed per step (spherekit.train
 L_BCE sits in the t2d view (the view whose definitions the five rules perturb): with t2d weight w its
 bce_weight is 0.5 / w, so the BCE coefficient stays 0.5 absolute. B3 has no hard-negative columns (plain
 InfoNCE); B1-unified puts the hard negatives into the t2d InfoNCE denominator instead (no BCE); B1-biased and
-B1-negonly change the BCE logit's bias and drop its positive term (Setup.bce_bias / bce_positive); the
+B1-negonly change the BCE logit's bias and drop its positive term (Setup.bce_bias / bce_positive), B1-bce5 and
+B1-bce1 its scale (Setup.bce_scale), B1-nearest trains on the nearest swaps' negatives (Setup.swaps); the
 source-holdout regime trains the t2d view alone (see data.py). M3 wraps every
 view in DeepSupervisionLoss (an InfoNCE per supervised layer). With cached_mini_batch the views are the
 gradient-cached losses (GradCache), which bound activation memory by the mini-batch.
@@ -59,10 +60,11 @@ def build_model(backbone, condition: Setup, cfg):
 
 
 def _view_loss(model, cfg, weight: float, mode: str = "bce", bce_weight: float = 0.0, bce_bias: float = 0.0,
-               bce_positive: bool = True):
+               bce_positive: bool = True, bce_scale: float | None = None):
     from ...losses import CachedConceptEquivalenceLoss, ConceptEquivalenceLoss
 
-    kw = dict(scale=cfg.scale, hard_negative_mode=mode, bce_weight=bce_weight, bce_scale=cfg.bce_scale,
+    kw = dict(scale=cfg.scale, hard_negative_mode=mode, bce_weight=bce_weight,
+              bce_scale=cfg.bce_scale if bce_scale is None else bce_scale,
               bce_bias=bce_bias, bce_positive=bce_positive, weight=weight,
               gather_across_devices=distributed_world_size() > 1)
     if cfg.cached_mini_batch:
@@ -71,8 +73,9 @@ def _view_loss(model, cfg, weight: float, mode: str = "bce", bce_weight: float =
 
 
 def build_loss(model, condition: Setup, cfg, k: int, source_holdout: bool = False) -> MultiViewLoss:
-    """The condition's MultiViewLoss over the columns of ConceptData.columns(condition.hard_negatives,
-    source_holdout); the source-holdout regime has the t2d view only."""
+    """The condition's MultiViewLoss over the columns of ConceptData.columns(training_swaps(condition, cfg),
+    source_holdout): the t2d view takes the rows' counts of real negatives (the "label" column) as its labels; the
+    source-holdout regime has the t2d view only."""
     if condition.deep_supervision and cfg.cached_mini_batch:
         raise ValueError("M3 (deep supervision) needs the per-layer embeddings of one forward pass; it cannot "
                          "use the gradient-cached losses: set cached_mini_batch=None")
@@ -80,7 +83,8 @@ def build_loss(model, condition: Setup, cfg, k: int, source_holdout: bool = Fals
     t2d_kw = {"mode": "bce" if hn in (None, "bce") else hn,
               "bce_weight": cfg.bce_weight / cfg.t2d_weight if hn == "bce" else 0.0,
               "bce_bias": cfg.bce_bias if condition.bce_bias is None else condition.bce_bias,
-              "bce_positive": cfg.bce_positive if condition.bce_positive is None else condition.bce_positive}
+              "bce_positive": cfg.bce_positive if condition.bce_positive is None else condition.bce_positive,
+              "bce_scale": condition.bce_scale}
     views = {
         "syn": (_view_loss(model, cfg, cfg.syn_weight), 2),
         "t2d": (_view_loss(model, cfg, cfg.t2d_weight, **t2d_kw), 2 + (k if hn else 0)),
@@ -92,7 +96,14 @@ def build_loss(model, condition: Setup, cfg, k: int, source_holdout: bool = Fals
         from ...losses.deep_supervision import DeepSupervisionLoss
 
         views = {name: (DeepSupervisionLoss(model, loss, cfg.deep_weight), n) for name, (loss, n) in views.items()}
-    return MultiViewLoss(model, views)
+    return MultiViewLoss(model, views, labels_to="t2d" if hn else None)
+
+
+def training_swaps(condition: Setup, cfg) -> str | None:
+    """The swap construction of the condition's training negatives (None: it trains without hard negatives)."""
+    if condition.hard_negatives is None:
+        return None
+    return condition.swaps or cfg.swap_negatives
 
 
 def readout_module(model):

@@ -20,7 +20,7 @@ from ..api.plugin import slug
 from ..api.printed import Printed
 from ..api.uncertainty import CONFIDENCE, hoeffding_interval
 from .noise import auc_compare, geometry_compare, smallest_layer_gap
-from .spec import BCE_ABLATION, LAST_LAYER_INIT, PAPER_STEPS, paced_multiplier, split_condition
+from .spec import B1_FORMS, LAST_LAYER_INIT, PAPER_STEPS, paced_multiplier, split_condition
 
 T2D_R10 = "in-domain/R@10 (term to definition)"
 T2D_MRR = "in-domain/MRR (term to definition)"
@@ -88,8 +88,10 @@ def _needs(what: str, read):
 
 
 def _variants(s) -> list[str]:
-    """The BCE forms of B1 that ran (B1, B1-biased, B1-negonly): P3, H3 and F are checked once per form."""
-    ran = [v for v in BCE_ABLATION if s.has(v)]
+    """The forms of B1 that ran (spec.B1_FORMS: its BCE term's bias, positive term and scale, and its swaps): the
+    claims that read B1's hard negatives (H1, P3, H3, F, and B1 as the readouts' and M3's reference) are checked
+    once per form."""
+    ran = [v for v in B1_FORMS if s.has(v)]
     if not ran:
         raise NotRun("B1")
     return ran
@@ -108,12 +110,23 @@ def _with_unified(s, variant):
     return (variant, "B1-unified")
 
 
-def _with_b1(s, readout):
-    return ("B1", readout)
+def _against(label: str) -> tuple[str, str]:
+    """A per-form record's label "X" (against B1) or "X vs <form>" -> (X, the form of B1)."""
+    what, _, form = label.partition(" vs ")
+    return what, form or "B1"
 
 
-def _improves(s):
-    return difference(s, "B0", "B1", T2D_R10, ">", 0.0)
+def _vs(what: str, form: str) -> str:
+    return what if form == "B1" else f"{what} vs {form}"
+
+
+def _with_b1(s, label):
+    what, form = _against(label)
+    return (form, what)
+
+
+def _improves(s, v):
+    return difference(s, "B0", v, T2D_R10, ">", 0.0, label=v)
 
 
 def _collapse(s):
@@ -192,16 +205,17 @@ def _stuck(s, condition: str) -> list[str]:
     return out
 
 
-def _readouts(readouts):
-    """Each readout's t2d R@10 at most NO_BENEFIT above B1's; inconclusive when its layer mix did not move from its
-    start (whether B1 and it learned: the gate, rests_on)."""
+def _readouts(readouts, every_form: bool = False):
+    """Each readout's t2d R@10 at most NO_BENEFIT above B1's (every_form: above each form of B1 that ran, labelled
+    "<readout> vs <form>"); inconclusive when its layer mix did not move from its start (whether B1 and it learned:
+    the gate, rests_on)."""
     def check(s):
         ran = [c for c in readouts if s.has(c)]
         if not ran:
             raise NotRun(readouts[0] if len(readouts) == 1 else "at least one of " + ", ".join(readouts))
         out = []
-        for c in ran:
-            m = difference(s, "B1", c, T2D_R10, "<=", NO_BENEFIT, label=c)
+        for c, form in [(c, f) for c in ran for f in (_variants(s) if every_form else ["B1"])]:
+            m = difference(s, form, c, T2D_R10, "<=", NO_BENEFIT, label=_vs(c, form))
             stuck = _stuck(s, c)
             if stuck:
                 m = replace(m, text=f"{m.text}; the readout stayed at its start: {', '.join(stuck)}", holds=None,
@@ -223,8 +237,9 @@ def _gate_notes(s, condition: str) -> str:
 
 
 def _deep_supervision(s):
+    """M3 above M1, and below each form of B1 that ran ("below <form>")."""
     return [difference(s, "M1", "M3", T2D_R10, ">", 0.0, label="over M1"),
-            difference(s, "M3", "B1", T2D_R10, ">", 0.0, label="below B1")]
+            *[difference(s, "M3", v, T2D_R10, ">", 0.0, label=f"below {v}") for v in _variants(s)]]
 
 
 def _unified(part):
@@ -347,10 +362,12 @@ def _dbpedia(s):
     return difference(s, "B0", "B1", DBPEDIA_R10, ">", 0.0)
 
 
-_EACH_B1 = "checked for each BCE form of B1 that ran (B1, B1-biased, B1-negonly)"
+_FORMS_RAN = f"each form of B1 that ran ({', '.join(B1_FORMS)})"
+_EACH_B1 = f"checked for {_FORMS_RAN}"
 CLAIMS = [
     Claim("H1/P1", "concept-equivalence fine-tuning improves t2d R@10 over the frozen encoder (0.552 -> 0.654)",
-          "section 5.2", "B1's t2d R@10 above B0's", _improves, rests_on=("B1",)),
+          "section 5.2", f"B1's t2d R@10 above B0's; {_EACH_B1}", _each_b1(_improves),
+          rests_on=lambda s, label: (label,)),
     Claim("P1a", "fine-tuning collapses anisotropy (0.126 -> 0.012)", "section 5.2, appendix H",
           "B1's anisotropy below half of B0's", _collapse, rests_on=("B1",)),
     Claim("P1b", "... while effective rank stays unchanged (247.0 -> 247.2)", "section 5.2",
@@ -380,7 +397,7 @@ CLAIMS = [
     Claim("H2/P2", "no readout variant beats fine-tuned mean pooling (B1)", "section 5.3",
           f"t2d R@10 of CLS pooling (B2) and of the per-input layer gate (M2) each at most {NO_BENEFIT} above B1's; "
           f"M2 is inconclusive when its gate's mixes end on average within {MIX_MOVED} (total variation per input) of "
-          "its uniform start", _readouts(READOUTS), rests_on=_with_b1),
+          f"its uniform start; against {_FORMS_RAN}", _readouts(READOUTS, every_form=True), rests_on=_with_b1),
     Claim("H2-last", "... nor does a learned mix of the last 4 layers", "section 5.3",
           "t2d R@10 of the learned layer mix started on the last layer (M1-last: B1's readout, free to take weight "
           f"from the other layers if they help; M1-last-paced: the same, its mix learning {PAPER_STEPS:,} / steps "
@@ -394,8 +411,8 @@ CLAIMS = [
           "comparison measures that start and the encoder's training, not a learned readout",
           _readouts(STUCK_READOUTS), rests_on=_with_b1),
     Claim("M3", "deep supervision (M3) improves over M1 but does not reach B1", "section 5.3",
-          "M3's t2d R@10 above M1's, and B1's above M3's", _deep_supervision,
-          rests_on=lambda s, label: ("M1", "M3") if label == "over M1" else ("M3", "B1")),
+          f"M3's t2d R@10 above M1's, and B1's above M3's (B1: {_FORMS_RAN})", _deep_supervision,
+          rests_on=lambda s, label: ("M1", "M3") if label == "over M1" else ("M3", label.removeprefix("below "))),
     Claim("F", "B1-unified ranks better than B1 (+0.012 t2d R@10) ...", "appendix F",
           f"B1-unified's t2d R@10 above B1's; {_EACH_B1}", _each_b1(_unified("rank")),
           rests_on=_with_unified),
@@ -481,8 +498,11 @@ def _rule_departures(cfg: dict, data: dict) -> list[str]:
                    "encoder (type-swap ROC-AUC 0.906 frozen on the cpu card), the paper's B3 scores 0.472; where no "
                    "candidate shares a word with the positive the random draw stands in (counts below)")
     else:
-        out.append("swap rules (POS, prefix, type swap): a random definition of another word (appendix G's words); "
-                   "every encoder separates those easily (the paper's B3 type-swap ROC-AUC is 0.472)")
+        out.append("swap rules (POS, prefix, type swap): a random definition of another word, as appendix G says; "
+                   "our encoders separate those more easily than the paper's (its B3 type-swap ROC-AUC is 0.472), so "
+                   "the stress table adds a harder split of ours, the same three rules with the candidate definition "
+                   "nearest to the positive (TF-IDF cosine) as the replacement ('nearest swaps'), on which B1-nearest "
+                   "trains where it ran")
     if cfg.get("negation_scope", "finite verb") == "verb or noun phrase":
         out.append("negation: the first finite verb or copula (appendix G), and a definition without one that is a "
                    "bare noun phrase gets 'not' in front as in the paper's Figure 1 ('a mammal' -> 'not a mammal'); "
@@ -491,7 +511,14 @@ def _rule_departures(cfg: dict, data: dict) -> list[str]:
         out.append("negation: only a finite verb or copula is negated (appendix G), so the bare noun phrases of most "
                    "noun glosses (the paper's Figure 1: 'a mammal' -> 'not a mammal') get no negation")
     slots = data.get("hard_negatives", {}).get("row_slots", {})
-    if slots:
+    if "masked" in slots:
+        k = cfg["negatives_per_pair"]
+        out.append(f"rows hold k = {k} negative slots: every negative the rules generate for the definition "
+                   + ("(at most one per rule, so all of them: appendix G's 'all generated negatives are used')"
+                      if k >= 5 else f"when at most {k} apply, else {k} of them drawn at random (the paper uses all)")
+                   + f"; the slots left empty are masked out of the loss, never refilled ({slots['masked']:,} of "
+                   f"{sum(slots.values()):,} slots here); per-rule counts in the table below")
+    elif slots:  # the runs before masking (their cards keep what ran)
         out.append(f"rows hold k = {cfg['negatives_per_pair']} negative slots filled from the rules that apply to the "
                    "definition, cycled when fewer apply; a definition to which no rule applies gets a random "
                    f"training definition of another concept in every slot ({slots.get('random', 0):,} of "
@@ -506,8 +533,9 @@ def _objective_departures(cfg: dict) -> list[str]:
         f"BCE term: logit {cfg['bce_scale']:g} cos {bias:+g}, "
         + ("the positive pair scored too (label 1) and the term averaged over the k + 1 pairs (1/(k+1))" if positive
            else "the hard negatives alone, averaged over the k")
-        + "; the paper gives neither the logit nor whether the positive enters; B1-biased (bias -10) and B1-negonly "
-          "(no positive) ablate the two choices where they ran",
+        + "; the paper gives neither the logit nor whether the positive enters; B1-biased (bias -10), B1-negonly "
+          "(no positive) and B1-bce5 / B1-bce1 (logit scale 5 and 1: a weaker term) ablate these choices where they "
+          "ran",
         (f"M3: the per-layer InfoNCE sum (K = 4 terms, weight deep_weight = {cfg.get('deep_weight', 1.0):g}) is added "
          "to each view loss, whose BCE term stays at 0.5, so with weight 1 the BCE's share of M3's objective is about "
          "a fifth of B1's; the paper does not say how L_deep is weighted"),

@@ -20,7 +20,7 @@ def run_unit(ctx) -> dict:
     from ...models import load_backbone
     from ...training.trainer import train
     from .evaluate import LAYER_ITEM_CONDITIONS, evaluate
-    from .models import build_loss, build_model, readout_module
+    from .models import build_loss, build_model, readout_module, training_swaps
     from .spec import split_condition
 
     setup, source_holdout = split_condition(ctx.condition.name)
@@ -29,7 +29,7 @@ def run_unit(ctx) -> dict:
     def build_and_train(out_dir):
         model = build_model(load_backbone(ctx.backbone), setup, cfg)
         loss = build_loss(model, setup, cfg, data.k, source_holdout)
-        dataset = data.dataset(setup.hard_negatives is not None, source_holdout)
+        dataset = data.dataset(training_swaps(setup, cfg), source_holdout)
         result = train(model, dataset, loss, cfg.train_config(ctx.seed), out_dir, progress=ctx.progress)
         readout = readout_module(model)
         if readout is not None and setup.deep_supervision:

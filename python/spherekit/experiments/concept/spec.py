@@ -38,7 +38,9 @@ class Setup:
     term), "bce" (the BCE term, weight 0.5) or "softmax" (B1-unified: hard negatives in the InfoNCE denominator, no
     BCE). bce_bias / bce_positive: this condition's BCE logit bias and positive term (None: the config's bce_bias /
     bce_positive; the ablation conditions B1-biased and B1-negonly set them). deep_supervision: M3's per-layer
-    projection heads and per-layer InfoNCE in training.
+    projection heads and per-layer InfoNCE in training. swaps: where the swap rules' replacement comes from for
+    this condition's training negatives (None: the config's swap_negatives; "nearest" for B1-nearest). bce_scale:
+    this condition's BCE logit scale (None: the config's; B1-bce5 and B1-bce1 weaken the BCE term).
     """
 
     description: str
@@ -51,8 +53,12 @@ class Setup:
     readout_paced: bool = False
     bce_bias: float | None = None
     bce_positive: bool | None = None
+    swaps: str | None = None
+    bce_scale: float | None = None
 
     def __post_init__(self):
+        if self.swaps is not None and self.swaps not in SWAPS:
+            raise ValueError(f"swaps must be one of {SWAPS} or None, got {self.swaps!r}")
         if self.readout_paced and self.readout != "learned":
             raise ValueError(f"readout_paced needs a learned layer mix (readout 'learned'), got {self.readout!r}")
 
@@ -87,10 +93,23 @@ SETUPS: dict[str, Setup] = {
                        "negatives above cos 0.5)", bce_bias=SIGLIP_BIAS),
     "B1-negonly": Setup("as B1 with the BCE term over the hard negatives alone (no positive pair; mean over k)",
                         bce_positive=False),
+    "B1-nearest": Setup("as B1 with the swap rules' replacement the candidate definition nearest to d+ (TF-IDF "
+                        "cosine) instead of appendix G's random one (negatives ablation)", swaps="nearest"),
+    "B1-bce5": Setup("as B1 with the BCE logit 5 cos instead of 20 cos (BCE-strength ablation)", bce_scale=5.0),
+    "B1-bce1": Setup("as B1 with the BCE logit 1 cos instead of 20 cos (BCE-strength ablation: the term's gradient "
+                     "per negative about 20 times smaller)", bce_scale=1.0),
 }
-BCE_ABLATION = ("B1", "B1-biased", "B1-negonly")
+# the forms of B1 (its hard-negative term: the BCE logit's bias, positive term and scale, and the negatives' swaps):
+# the claims that read B1's hard negatives are checked once per form that ran
+B1_FORMS = ("B1", "B1-biased", "B1-negonly", "B1-nearest", "B1-bce5", "B1-bce1")
+B1_FORM_GROUPS = (  # what each ablation changes, for the card's "what decides" lines
+    ("the negatives (appendix G's random swaps vs the nearest ones)", ("B1-nearest",)),
+    ("the BCE strength (logit scale 20 vs 5 and 1)", ("B1-bce5", "B1-bce1")),
+    ("the BCE form (logit bias -10; no positive term)", ("B1-biased", "B1-negonly")))
 OURS = {  # the conditions this reproduction adds to the paper's (ablations that test what decides a claim)
     "B1-biased": "our BCE-bias ablation", "B1-negonly": "our BCE positive-term ablation",
+    "B1-nearest": "our negatives ablation (nearest swaps)", "B1-bce5": "our BCE-strength ablation",
+    "B1-bce1": "our BCE-strength ablation",
     "M1-last": "our readout-initialisation ablation", "M1-last-paced": "our readout-pace ablation"}
 
 
@@ -120,12 +139,13 @@ class ConceptConfig:
     n_test: int = choice(2000, "in-domain test synsets (the paper gives no size)")
     n_test_head: int = choice(1000, "head-holdout: the most frequent synsets withheld")
     eval_limit: int | None = choice(None, "cap on evaluated test pairs per split (None: all)")
-    negatives_per_pair: int = paper(5, "appendix G: five rules per definition, all negatives used; rows hold k "
-                                       "slots filled from the rules that apply (cycled when fewer apply)")
-    swap_negatives: str = choice("nearest", "the swap rules' replacement: 'nearest' (the candidate definition "
-                                            "nearest to d+ by TF-IDF cosine) or 'random' (appendix G's words); a "
-                                            "random definition is separated by every encoder (the frozen one "
-                                            "scores ~0.9), the paper's B3 scores 0.472 on its type swaps")
+    negatives_per_pair: int = paper(5, "appendix G: each of the five rules applied once per definition, all "
+                                       "generated negatives used: a row holds its definition's negatives (up to "
+                                       "k, drawn at random when more apply) and masks the slots left empty")
+    swap_negatives: str = paper("random", "appendix G: the swap rules replace d+ by 'a randomly sampled "
+                                          "definition' ('random'); 'nearest' (the candidate definition nearest to "
+                                          "d+ by TF-IDF cosine) is our harder variant: B1-nearest trains on it and "
+                                          "the stress tests report it as a harder split")
     negation_scope: str = choice("verb or noun phrase", "appendix G negates the first finite verb or copula; its "
                                                         "Figure 1 negates a bare noun phrase ('a mammal' -> 'not "
                                                         "a mammal'): both ('finite verb': the verb alone)")
@@ -160,6 +180,11 @@ class ConceptConfig:
     eval_batch_size: int = runtime(64, "encoding batch size")
     save_steps: int = runtime(200, "training checkpoint interval (resume)")
     logging_steps: int = runtime(10, "loss logging interval")
+
+    def swap_kinds(self) -> tuple[str, ...]:
+        """The swap constructions the training rows need: swap_negatives, and each selected condition's own."""
+        own = {SETUPS[c].swaps for c in (*self.conditions, *self.source_holdout_conditions)} - {None}
+        return tuple(sorted({self.swap_negatives} | own))
 
     def __post_init__(self):
         bad = [c for c in self.conditions if c not in SETUPS]
@@ -196,17 +221,17 @@ PRESETS: dict[str, dict] = {
     "cpu-small": dict(backbones=("all-MiniLM-L6-v2",), conditions=("B0", "B1", "B3"), seeds=(0, 1, 2), steps=120,
                       warmup_steps=12, lr=5e-5, negatives_per_pair=2, eval_splits=("in-domain",), n_test=1000,
                       source_holdout_conditions=(), save_steps=100, logging_steps=5),
-    # what decides P3 and H2 on cpu-small (three seeds, as cpu-small; items bootstrapped): the BCE logit's bias
-    # (B1-biased) and positive term (B1-negonly) against B1 and B3, and a layer mix started on the last layer (M1-last,
-    # and M1-last-paced: free to move as far as in the paper's 8,000 steps) against B1; B0, B1 and B3 are cpu-small's
-    # units (the same fingerprints: restore that card's runs here)
-    "cpu-small-ablation": dict(backbones=("all-MiniLM-L6-v2",), conditions=("B0", "B1", "B3", "B1-biased",
-                                                                           "B1-negonly", "M1-last", "M1-last-paced"),
+    # what decides H1, P3 and H2 on cpu-small (three seeds, as cpu-small; items bootstrapped): the forms of B1 (the
+    # BCE logit's bias, positive term and scale, and the nearest swaps) against B1 and B3, and a layer mix started on
+    # the last layer (M1-last, and M1-last-paced: free to move as far as in the paper's 8,000 steps) against B1; B0,
+    # B1 and B3 are cpu-small's units (the same fingerprints: restore that card's runs here)
+    "cpu-small-ablation": dict(backbones=("all-MiniLM-L6-v2",), conditions=("B0", "B1", "B3", *B1_FORMS[1:],
+                                                                           "M1-last", "M1-last-paced"),
                                seeds=(0, 1, 2), steps=120, warmup_steps=12, lr=5e-5, negatives_per_pair=2,
                                eval_splits=("in-domain",), n_test=1000, source_holdout_conditions=(), save_steps=100,
                                logging_steps=5),
-    # every condition on the CPU: hours on 2 cores (its committed card ran with k = 2, random swaps, finite-verb
-    # negation and ten conditions: MiniLM 91 min; all-mpnet-base-v2 about 5x longer)
+    # every condition on the CPU: hours on 2 cores (about 25 min per trained MiniLM condition at k = 5;
+    # all-mpnet-base-v2 about 5x longer)
     "cpu": dict(backbones=("all-MiniLM-L6-v2", "all-mpnet-base-v2"), steps=500, warmup_steps=25, lr=5e-5,
                 n_test=2000, source_holdout_conditions=("B0", "B1")),
     # the paper's sizes (GPU); M1-last-paced left out: at the paper's 8,000 steps it is M1-last
