@@ -4,7 +4,7 @@ Training (one model per condition, one set of rows for all conditions):
   t2d  term-definition pairs of WordNet and the second source (GCIDE offline; Wiktionary from a dump),
        headwords masked; each row carries up to k hard negatives of its definition (appendix G's five rules,
        spherekit.data.hard_negatives, built as cfg.swap_negatives and cfg.negation_scope say; replacements
-       drawn from training pairs only), and a condition with its own swaps (B1-nearest) a second set.
+       drawn from training pairs only), and a second set with the other swap construction (B1-nearest's).
   syn  WordNet synonym pairs (and the dump's, with Wiktionary).
   d2d  cross-source definition pairs: a WordNet definition and a second-source definition of the same term,
        up to 6 per term, taken in order of max(i, j) over the two sources' senses (most frequent first).
@@ -109,7 +109,6 @@ def data_fingerprint(cfg, world: int = 1) -> str:
     keys = ("data_seed", "data_dir", "second_source", "eval_splits", "n_test", "n_test_head", "eval_limit",
             "negatives_per_pair", "swap_negatives", "negation_scope", "d2d_max_per_term", "steps", "batch_size")
     return _digest({**{k: getattr(cfg, k) for k in keys}, "world": world, "version": 3,
-                    "swap_kinds": list(cfg.swap_kinds()),
                     "source_holdout": bool(cfg.source_holdout_conditions)})
 
 
@@ -211,15 +210,13 @@ def _rules(cfg, swaps: str | None = None) -> dict:
     return {"swap": swaps or cfg.swap_negatives, "negation": cfg.negation_scope}
 
 
-def _negatives_for_rows(rows, k, pool, wn, seed, progress, rules: dict):
-    """Each row's generated negatives (module docstring: at most k, no repeats), as k columns padded with PADDING
-    and the rows' counts, with the generation's and the slots' per-rule counts."""
-    from ...data.hard_negatives import make_hard_negatives
+def _negatives_for_rows(rows, k, negs, rule_stats, seed):
+    """Each row's generated negatives `negs` (module docstring: at most k, no repeats), as k columns padded with
+    PADDING and the rows' counts, with the generation's and the slots' per-rule counts."""
+    from ...data.hard_negatives import RULES
 
-    unique = list({(r.term, r.definition): r for r in rows}.values())
-    negs, rule_stats = make_hard_negatives(unique, seed=seed, pool=pool, wordnet=wn, progress=progress, **rules)
     by_pair: dict[tuple, list] = {}
-    for n in negs:
+    for n in sorted(negs, key=lambda n: RULES.index(n.rule)):  # a pair's negatives in rule order, then shuffled
         by_pair.setdefault((n.term, n.definition), []).append(n)
     rng = random.Random(f"{seed}:row-negatives")
     columns, counts = [[] for _ in range(k)], []
@@ -236,13 +233,24 @@ def _negatives_for_rows(rows, k, pool, wn, seed, progress, rules: dict):
     return columns, counts, {"generation": rule_stats, "row_slots": used}
 
 
-def _negative_rows(cfg, t2d_rows, pool, wn, progress: bool, seed_tag: str = "") -> tuple[dict, dict]:
-    """The rows' negative columns and counts (negative_keys) of every swap construction the config needs, and the
-    stats of each (cfg.swap_negatives' first)."""
-    rows, stats = {}, {}
-    for swaps in sorted(cfg.swap_kinds(), key=lambda kind: kind != cfg.swap_negatives):
-        columns, counts, stats[swaps] = _negatives_for_rows(t2d_rows, cfg.negatives_per_pair, pool, wn,
-                                                            cfg.data_seed, progress, _rules(cfg, swaps))
+def _negative_rows(cfg, t2d_rows, pool, wn, progress: bool) -> tuple[dict, dict]:
+    """The rows' negative columns and counts (negative_keys) of every swap construction (cfg.swap_kinds), and the
+    stats of each. The parsed rules (antonym flip, negation) do not depend on the swaps: they run once."""
+    from ...data.hard_negatives import PARSED_RULES, RULES, SWAP_RULES, make_hard_negatives
+
+    unique = list({(r.term, r.definition): r for r in t2d_rows}.values())
+    rows, stats, parsed = {}, {}, None
+    for swaps in cfg.swap_kinds():
+        rules = SWAP_RULES if parsed else RULES
+        negs, rule_stats = make_hard_negatives(unique, rules, seed=cfg.data_seed, pool=pool, wordnet=wn,
+                                               progress=progress, **_rules(cfg, swaps))
+        if parsed is None:
+            parsed = ([n for n in negs if n.rule in PARSED_RULES],
+                      {r: v for r, v in rule_stats.items() if r in PARSED_RULES})
+        else:
+            negs, rule_stats = parsed[0] + negs, {**parsed[1], **rule_stats}
+        columns, counts, stats[swaps] = _negatives_for_rows(t2d_rows, cfg.negatives_per_pair, negs, rule_stats,
+                                                            cfg.data_seed)
         rows.update(zip(negative_keys(cfg.negatives_per_pair, swaps), [*columns, counts]))
     return rows, stats
 

@@ -182,9 +182,9 @@ class ConceptConfig:
     logging_steps: int = runtime(10, "loss logging interval")
 
     def swap_kinds(self) -> tuple[str, ...]:
-        """The swap constructions the training rows need: swap_negatives, and each selected condition's own."""
-        own = {SETUPS[c].swaps for c in (*self.conditions, *self.source_holdout_conditions)} - {None}
-        return tuple(sorted({self.swap_negatives} | own))
+        """The swap constructions the training rows hold: swap_negatives' first, then the other (B1-nearest's
+        negatives; both always, so the data does not depend on which conditions a run selects)."""
+        return (self.swap_negatives, *(s for s in SWAPS if s != self.swap_negatives))
 
     def __post_init__(self):
         bad = [c for c in self.conditions if c not in SETUPS]
