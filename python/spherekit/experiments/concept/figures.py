@@ -138,6 +138,7 @@ def _what_decides(row: dict[str, dict]) -> str:
     ran = [(what, forms) for what, forms in ran if forms]
     if not ran:
         return ""
+
     def changed(forms):
         return [f"{f}: {row[f]['verdict']}" for f in forms if row[f]["verdict"] != base]
 
