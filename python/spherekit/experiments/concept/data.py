@@ -80,10 +80,14 @@ class ConceptData:
     def columns(self, swaps: str | None, source_holdout: bool = False) -> list[str]:
         """The dataset's columns: without hard negatives (swaps None), or with those of one swap construction
         (its k negative columns, then COUNT)."""
-        negs = [*[f"t2d_negative_{j}" for j in range(1, self.k + 1)], COUNT] if swaps else []  # COUNT: labels
+        negs = self._negative_names() if swaps else []
         if source_holdout:
             return ["t2d_anchor", "t2d_positive", *negs]
         return ["syn_anchor", "syn_positive", "t2d_anchor", "t2d_positive", *negs, "d2d_anchor", "d2d_positive"]
+
+    def _negative_names(self) -> list[str]:
+        """The dataset's names of the k negative columns and of COUNT (the collator's labels)."""
+        return [*[f"t2d_negative_{j}" for j in range(1, self.k + 1)], COUNT]
 
     def dataset(self, swaps: str | None, source_holdout: bool = False):
         """A datasets.Dataset of the rows (main or source-holdout regime), with the t2d negatives of `swaps`
@@ -93,8 +97,7 @@ class ConceptData:
         rows = self.source_holdout_rows if source_holdout else self.rows
         if rows is None:
             raise ValueError("this data was built without the source-holdout regime (no source_holdout_conditions)")
-        names = [*[f"t2d_negative_{j}" for j in range(1, self.k + 1)], COUNT]
-        keys = dict(zip(names, negative_keys(self.k, swaps))) if swaps else {}
+        keys = dict(zip(self._negative_names(), negative_keys(self.k, swaps))) if swaps else {}
         if swaps and keys[COUNT] not in rows:
             raise ValueError(f"this data holds no {swaps!r} training negatives (it was built for swaps "
                              f"{sorted(k.split('_')[1] for k in rows if k.endswith('_count'))})")
