@@ -62,7 +62,8 @@ class PlainConceptRecipe(nn.Module):
     sentence-transformers way (the baseline of this benchmark):
 
         L = MNRL(syn) + w_t2d MNRL(t2d anchor, positive) + w_d2d MNRL(d2d) + 0.5 BCE(t2d)
-        BCE = mean over rows and the k+1 pairs (positive: label 1, each hard negative: label 0) of
+        BCE = mean over rows of the mean over the row's 1 + n real pairs (positive: label 1, each of the
+              n real hard negatives: label 0; the padded slots past the row's count n are left out) of
               BCE-with-logits(bce_scale * cos + bce_bias)
 
     with every MNRL term sentence-transformers' own loss and the BCE term computed from a second encoding of
@@ -88,7 +89,10 @@ class PlainConceptRecipe(nn.Module):
         logits = self.cfg.bce_scale * torch.einsum("bd,bkd->bk", anchor, cands) + self.cfg.bce_bias
         target = torch.zeros_like(logits)
         target[:, 0] = 1.0
-        out["bce"] = self.cfg.bce_weight * F.binary_cross_entropy_with_logits(logits, target)
+        count = labels if labels is not None else torch.full((len(logits),), self.k, device=logits.device)
+        real = torch.arange(self.k + 1, device=logits.device) <= count.to(logits.device)[:, None]
+        pairs = F.binary_cross_entropy_with_logits(logits, target, reduction="none") * real
+        out["bce"] = self.cfg.bce_weight * (pairs.sum(1) / real.sum(1)).mean()
         return out
 
 
@@ -145,7 +149,7 @@ def worker(spec: dict) -> dict:
     from ...training.trainer import train
     from .data import load_or_build
     from .evaluate import evaluate
-    from .models import build_loss, build_model
+    from .models import build_loss, build_model, training_swaps
     from .spec import EXPERIMENT, SETUPS
 
     cfg = replace(EXPERIMENT.make_config(spec["experiment_preset"]), logging_steps=10 ** 6)
@@ -154,13 +158,14 @@ def worker(spec: dict) -> dict:
     data = load_or_build(cfg, spec["data_root"], progress=False)
     cfg = replace(cfg, steps=spec["steps"], save_steps=0)
     condition = SETUPS["B1"]
+    swaps = training_swaps(condition, cfg)
     model = build_model(load_backbone(cfg.backbones[0]), condition, cfg)
     loss = build_loss(model, condition, cfg, data.k) if spec["recipe"] == "spherekit" \
         else PlainConceptRecipe(model, cfg, data.k)
     timer = StepTimer()
     device = "cuda" if torch.cuda.is_available() else "cpu"
     with tempfile.TemporaryDirectory() as tmp, PeakMemory(device) as peak:
-        train(model, data.dataset(True), loss, cfg.train_config(cfg.seeds[0]), tmp, callbacks=[timer.callback],
+        train(model, data.dataset(swaps), loss, cfg.train_config(cfg.seeds[0]), tmp, callbacks=[timer.callback],
               progress=False)
     steps = timer.times[spec["warmup"]:] or timer.times
     start = time.perf_counter()
