@@ -66,7 +66,7 @@ def test_probe_accuracy():
 
 
 def test_ranks_break_ties_in_the_relevant_items_favour_unlike_a_plain_sorted_list():
-    """evaluate.py's MRR is spherekit.evaluation.metrics' over favourable_ranking: without ties it is the MRR of a
+    """evaluate.py's MRR is spherekit.evaluation.metrics' over the favourable ranking: without ties it is the MRR of a
     plain sorted list, but a relevant item tied with another (the word bank's shared rows) ranks first here, second
     in a plain sorted list."""
     from spherekit.evaluation.metrics import mrr
@@ -81,6 +81,42 @@ def test_ranks_break_ties_in_the_relevant_items_favour_unlike_a_plain_sorted_lis
     query = corpus[:1]
     ranked = (query @ tied.T).argsort(dim=1, descending=True, stable=True)
     assert retrieval(query, tied, [[1]])["cross-dictionary/MRR"] == 100.0 and 100 * mrr(ranked, [{1}]) == 50.0
+
+
+def _favourable_ranking(scores, relevant):
+    """The oracle: two stable sorts, relevant first, then by score (NaN last)."""
+    mask = torch.zeros(scores.shape, dtype=torch.bool)
+    for q, ids in enumerate(relevant):
+        mask[q, list(ids)] = True
+    first = torch.argsort((~mask).to(torch.int8), dim=1, stable=True)
+    return first.gather(1, torch.argsort(-scores.gather(1, first), dim=1, stable=True))
+
+
+@pytest.mark.parametrize("depth", [None, 1, 3, 40])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_reciprocal_ranks_count_what_the_favourable_ranking_sorts(depth, dtype):
+    """reciprocal_ranks (one comparison per score) against metrics.mrr over the sorted favourable ranking: heavy ties
+    (scores on a grid of 5 values), several relevant ids, NaN scores on relevant and other candidates, an odd width;
+    the same float64 numbers. A query without a relevant id is an error naming it, as in metrics.mrr."""
+    from spherekit.evaluation.metrics import mrr
+    from spherekit.experiments.defsent.evaluate import reciprocal_ranks
+
+    gen = torch.Generator().manual_seed(11)
+    scores = torch.randint(0, 5, (31, 37), generator=gen).to(dtype) / 4
+    scores[3, :5] = float("nan")
+    scores[4] = float("nan")
+    relevant = [[int(i) for i in torch.randperm(37, generator=gen)[:1 + q % 3]] for q in range(31)]
+    relevant[3] = [0, 9]                       # one NaN relevant score, one finite
+    ranked = _favourable_ranking(scores, relevant)[:, :depth]
+    want = mrr(ranked, [set(r) for r in relevant], reduction="none").numpy()
+    got = reciprocal_ranks(scores, relevant, depth)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    assert (got > 0).sum() >= 5 and len(set(got.tolist())) >= (2 if depth == 1 else 3)  # the case is not trivial
+    relevant[5] = []
+    with pytest.raises(ValueError, match=r"relevant\[5\] is empty"):
+        reciprocal_ranks(scores, relevant, depth)
+    with pytest.raises(ValueError, match="one entry per row"):
+        reciprocal_ranks(scores, relevant[:-1], depth)
 
 
 def test_per_item_values_recompute_each_metric(monkeypatch):

@@ -22,10 +22,11 @@ claims compare (the "(best)" proxies, STS and the reverse dictionary) a run also
 and the items' strata and gold (spherekit.experiments.defsent.noise: the claims' two-level bootstrap).
 
 MRR and Acc@k are spherekit.evaluation.metrics' MRR over a ranking that puts a relevant candidate before the others
-it ties with (favourable_ranking): a relevant item ranks below the candidates that score strictly higher only, so
-entries that share a row of the bank (the word bank's accent variants) tie instead of being ordered arbitrarily. With
-r the first relevant rank, MRR = mean 1 / r and Acc@k = mean [r <= k] = mean [1 / r >= 1 / k] (the library's
-recall_at_k is the share of the relevant candidates in the top k, not a hit when a query has several).
+it ties with (reciprocal_ranks counts the candidates above it instead of sorting): a relevant item ranks below the
+candidates that score strictly higher only, so entries that share a row of the bank (the word bank's accent
+variants) tie instead of being ordered arbitrarily. With r the first relevant rank, MRR = mean 1 / r and
+Acc@k = mean [r <= k] = mean [1 / r >= 1 / k] (the library's recall_at_k is the share of the relevant candidates
+in the top k, not a hit when a query has several).
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ...evaluation import metrics
 from ..api.uncertainty import per_item
 from .bank import encode_pooled, encode_poolings
 from .spec import CROSS_MRR, DEV_SIM, POOLINGS, PROBE, SIM, STS, pooled, reverse_dictionary_key
@@ -75,20 +75,25 @@ def retrieval(queries: torch.Tensor, corpus: torch.Tensor, relevant) -> dict:
     return retrieval_items(queries, corpus, relevant)[0]
 
 
-def favourable_ranking(scores: torch.Tensor, relevant) -> torch.Tensor:
-    """(Q, N) candidate ids of each row of `scores` best first, a relevant candidate (relevant[q]: ids) before the
-    candidates it ties with: two stable sorts, relevant first, then by score."""
+def reciprocal_ranks(scores: torch.Tensor, relevant, depth: int | None = None) -> np.ndarray:
+    """Each query's 1 / r, r its first relevant rank with a relevant candidate before the candidates it ties with:
+
+        r = 1 + #{j not relevant : s_j > max_{i relevant} s_i}
+
+    (0 when r > depth; a NaN score ranks last). One comparison per score, no sort: the same numbers as
+    spherekit.evaluation.metrics.mrr over that ranking."""
+    if len(relevant) != len(scores):
+        raise ValueError(f"relevant must have one entry per row of scores: {len(scores)}, got {len(relevant)}")
     mask = torch.zeros(scores.shape, dtype=torch.bool)
     for q, ids in enumerate(relevant):
+        if not len(ids):
+            raise ValueError(f"relevant[{q}] is empty; every query needs at least one relevant id")
         mask[q, list(ids)] = True
-    first = torch.argsort((~mask).to(torch.int8), dim=1, stable=True)
-    return first.gather(1, torch.argsort(-scores.gather(1, first), dim=1, stable=True))
-
-
-def reciprocal_ranks(scores: torch.Tensor, relevant, depth: int | None = None) -> np.ndarray:
-    """Each query's 1 / (first relevant rank) under favourable_ranking (metrics.mrr; 0 below `depth`)."""
-    ranked = favourable_ranking(scores, relevant)[:, :depth]
-    return metrics.mrr(ranked, [set(int(i) for i in ids) for ids in relevant], reduction="none").numpy()
+    s = torch.nan_to_num(scores, nan=float("-inf"))
+    best = s.masked_fill(~mask, float("-inf")).amax(dim=1, keepdim=True)
+    rank = 1 + ((s > best) & ~mask).sum(dim=1)
+    recip = 1.0 / rank.to(torch.float64)
+    return (recip if depth is None else torch.where(rank <= depth, recip, torch.zeros((), dtype=recip.dtype))).numpy()
 
 
 def retrieval_items(queries: torch.Tensor, corpus: torch.Tensor, relevant) -> tuple[dict, np.ndarray]:
