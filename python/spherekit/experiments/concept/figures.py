@@ -124,13 +124,13 @@ def _ablation_table(results: dict, scope: str) -> str:
             f"{row[v]['verdict']} ({fmt.signed(row[v]['value'])})" if v in row and row[v].get("value") is not None
             else row[v]["verdict"] if v in row else fmt.MISSING for v in forms) + " |")
     decides = [f"- {title}: {line}" for title, _, _ in ABLATED if (line := _what_decides(cells.get(title, {})))]
-    return "\n".join(lines + (["", "What decides each (the ablations whose form of B1 gives another verdict than "
-                                "B1's):", "", *decides] if decides else []))
+    return "\n".join(lines + (["", "What decides each (the ablations that change B1's verdict, and those that "
+                                "leave it):", "", *decides] if decides else []))
 
 
 def _what_decides(row: dict[str, dict]) -> str:
-    """Which of B1_FORM_GROUPS change the claim's verdict from B1's, or that none does ("" without B1 or an
-    ablation beside it)."""
+    """Which of B1_FORM_GROUPS change the claim's verdict from B1's (one of its forms that ran does) and which leave
+    it, each with the verdicts of its forms that ran ("" without B1 or an ablation beside it)."""
     if "B1" not in row:
         return ""
     base = row["B1"]["verdict"]
@@ -139,13 +139,13 @@ def _what_decides(row: dict[str, dict]) -> str:
     if not ran:
         return ""
 
-    def changed(forms):
-        return [f"{f}: {row[f]['verdict']}" for f in forms if row[f]["verdict"] != base]
+    def listed(what, forms):
+        return f"{what} (" + ", ".join(f"{f}: {row[f]['verdict']}" for f in forms) + ")"
 
-    moved = [f"{what} ({', '.join(changed(forms))})" for what, forms in ran if changed(forms)]
-    same = [what for what, forms in ran if all(row[f]["verdict"] == base for f in forms)]
-    text = f"B1 {base}; " + ("changed by " + "; ".join(moved) if moved else "no ablation that ran changes it")
-    return text + (f"; unchanged by {'; '.join(same)}" if moved and same else "")
+    moved = [listed(what, forms) for what, forms in ran if any(row[f]["verdict"] != base for f in forms)]
+    same = [listed(what, forms) for what, forms in ran if all(row[f]["verdict"] == base for f in forms)]
+    return f"B1 {base}; " + "; ".join((["changed by " + "; ".join(moved)] if moved else [])
+                                      + (["unchanged by " + "; ".join(same)] if same else []))
 
 
 def _training_table(scope) -> str:
