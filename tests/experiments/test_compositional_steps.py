@@ -75,6 +75,27 @@ def test_released_steps_train_the_released_counts_at_the_presets_batch(backbone)
         with_overrides(cfg, {"released_steps": ["model_a"]})
 
 
+def test_released_steps_redo_only_the_verifiers_they_name(tmp_path, backbone):
+    """A unit's fingerprint sees released_steps only where it names the unit's own condition: setting it for two
+    verifiers changes their runs' fingerprints and no other's (the rest of a card is reused, not retrained), and the
+    condition's own view still trains the released count."""
+    from spherekit.experiments.harness.runner import RunStore
+
+    before = EXPERIMENT.make_config("cpu")
+    after = with_overrides(before, {"released_steps": ["frozen_F4", "e2e_F4"]})
+
+    def prints(cfg):
+        store = RunStore(tmp_path, EXPERIMENT, cfg)
+        return {c: store.fingerprints("all-MiniLM-L6-v2", c, 42) for c in EXPERIMENT.conditions}
+
+    old, new = prints(before), prints(after)
+    assert {c for c in old if old[c] != new[c]} == {"frozen_F4", "e2e_F4"}
+    assert prints(with_overrides(before, {"released_steps": ["e2e_F4", "frozen_F4"]})) == new  # order-free
+    own = EXPERIMENT.unit_config(after, "frozen_F4")
+    assert own.released_steps == ("frozen_F4",) and models.verifier_steps(own, "frozen", "F4", backbone) == 1500
+    assert EXPERIMENT.unit_config(after, "model_a").released_steps == ()
+
+
 def test_model_a_and_b_train_the_same_table_steps(backbone_dir, tmp_path):
     args = ["reproduce", "compositional", "--preset", "tiny", "--backbone", str(backbone_dir), "--out", str(tmp_path),
             "--no-progress", "--conditions", "model_a,model_b", "--set", "steps=0", "--set", "time_budget_s=0.01",

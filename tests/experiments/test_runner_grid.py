@@ -66,6 +66,23 @@ def test_a_new_seed_of_a_requirement_redoes_what_requires_it(run):
     assert code == 0 and "starting over" not in err and "done earlier" in err
 
 
+def test_a_field_that_concerns_one_condition_redoes_that_one_alone(run, monkeypatch):
+    """Experiment.unit_config: where the spec says `scale` concerns tuned-more only, changing it redoes tuned-more's
+    runs and reuses the others; without that (the default, the config itself) every trained run starts over."""
+    from dataclasses import replace
+
+    assert run()[0] == 0
+    with monkeypatch.context() as patched:
+        patched.setattr(type(EXPERIMENT), "unit_config", lambda self, cfg, condition:
+                        cfg if condition == "tuned-more" else replace(cfg, scale=type(cfg)().scale))
+        code, err = run("--set", "scale=10")
+    assert code == 0, err
+    assert "st/frozen/no-seed: done earlier" in err and "st/tuned/seed-0: done earlier" in err
+    assert "st/tuned-more/seed-0: starting over (its configuration changed)" in err
+    code, err = run("--set", "scale=5")
+    assert code == 0 and "st/tuned/seed-0: starting over (its configuration changed)" in err
+
+
 def test_another_evaluation_version_re_evaluates_without_retraining(run, monkeypatch):
     assert run()[0] == 0
     weights = sorted((run.card / "st" / "tuned" / "seed-0" / "checkpoint").rglob("*.safetensors"))

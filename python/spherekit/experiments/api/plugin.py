@@ -108,6 +108,12 @@ class Experiment:
         the paper has such a test; the core's gate applies it to every claim's rests_on (learning.gate)."""
         return None
 
+    def unit_config(self, cfg, condition: str):
+        """The config a condition's runs depend on, which their fingerprints hash: cfg itself. Override it where a
+        field concerns some conditions only (e.g. a step count chosen per condition): return cfg with that field
+        reduced to what concerns `condition`, so that setting it for one condition does not redo the others."""
+        return cfg
+
     def ours(self) -> list[str]:
         """The conditions that are this reproduction's own (Condition.ours)."""
         return [name for name, c in self.conditions.items() if c.ours]

@@ -147,7 +147,8 @@ def _scale(results: dict) -> list[str]:
                    + (f"; trained enough: {', '.join(fine)}" if fine else "")
                    + f". The claims resting on them{claims} are inconclusive: their verdicts would be decided by the "
                    "verifiers' training length, not by what the paper's verifiers can do, and wait for these verifiers "
-                   f"at the released step counts (--set 'released_steps={json.dumps([k.condition for k in under])}')")
+                   f"at the released step counts (--set 'released_steps={json.dumps([k.condition for k in under])}' "
+                   "redoes those runs alone)")
     return out
 
 

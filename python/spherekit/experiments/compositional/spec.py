@@ -176,6 +176,13 @@ class CompositionalExperiment(Experiment):
 
         return why(scope, condition)
 
+    def unit_config(self, cfg, condition: str):
+        """released_steps concerns only the verifier conditions it names: each unit's fingerprint sees the condition
+        itself or nothing, so that training chosen verifiers at the released counts redoes those alone."""
+        from dataclasses import replace
+
+        return replace(cfg, released_steps=tuple(c for c in cfg.released_steps if c == condition))
+
     def selected(self, cfg) -> list[str]:
         """The conditions of cfg.conditions, less the verifier conditions whose verifier is not in cfg.verifiers."""
         return [c for c in CONDITIONS if c in cfg.conditions and verifier_of(c) in (None, *cfg.verifiers)]

@@ -20,7 +20,8 @@ A unit of the card is (backbone, condition): the mean of its seeds' metrics, wit
 (ddof = 1) when there are several (units.aggregate).
 
 Fingerprints: a run's fingerprint hashes every result-changing config field (never the `selection` fields that
-only choose units, nor `runtime` ones), its backbone, condition and seed, and the finished runs of the conditions
+only choose units, nor `runtime` ones; of Experiment.unit_config for its condition, where a field concerns some
+conditions only), its backbone, condition and seed, and the finished runs of the conditions
 it requires; the evaluation version (metrics.evaluation_version) is stored beside it. Resume rules: a run whose
 `done` has the same fingerprint and evaluation version is reused; with the same fingerprint but another evaluation
 version it is re-evaluated (run_unit again: its saved model is loaded, or the run is redone); `force=True` redoes
@@ -139,11 +140,13 @@ class RunStore:
     def fingerprints(self, backbone: str, condition: str, seed: int) -> tuple[str, str]:
         """(the unit's fingerprint without the seed, the run's). A required condition enters by the seeds and
         fingerprints of its finished runs (what was trained, not how it was evaluated: an evaluator change
-        re-evaluates, it does not retrain what builds on those runs)."""
+        re-evaluates, it does not retrain what builds on those runs); the config enters as the experiment's
+        unit_config for the condition (the fields that concern it)."""
         stamps = {r: sorted(f"{x['seed']}:{x['fingerprint']}" for x in runs)
                   for r, runs in self.requirements(backbone, condition).items()}
-        unit = fingerprint(self.cfg, backbone=backbone, condition=condition, requires=stamps)
-        return unit, fingerprint(self.cfg, backbone=backbone, condition=condition, requires=stamps, seed=seed)
+        cfg = self.experiment.unit_config(self.cfg, condition)
+        unit = fingerprint(cfg, backbone=backbone, condition=condition, requires=stamps)
+        return unit, fingerprint(cfg, backbone=backbone, condition=condition, requires=stamps, seed=seed)
 
     def state(self, backbone: str, condition: str, seed: int) -> tuple[str, dict | None]:
         """("done", result) | ("stale", result: finished under another evaluation version) | ("todo", None)."""
