@@ -117,6 +117,12 @@ def test_reciprocal_ranks_count_what_the_favourable_ranking_sorts(depth, dtype):
         reciprocal_ranks(scores, relevant, depth)
     with pytest.raises(ValueError, match="one entry per row"):
         reciprocal_ranks(scores, relevant[:-1], depth)
+    relevant[5] = [-1]                         # never read from the end
+    with pytest.raises(ValueError, match=r"relevant\[5\] holds ids outside \[0, 37\)"):
+        reciprocal_ranks(scores, relevant, depth)
+    relevant[5] = [37]
+    with pytest.raises(ValueError, match=r"relevant\[5\] holds ids outside"):
+        reciprocal_ranks(scores, relevant, depth)
 
 
 def test_per_item_values_recompute_each_metric(monkeypatch):

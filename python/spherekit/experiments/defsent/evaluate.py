@@ -86,9 +86,12 @@ def reciprocal_ranks(scores: torch.Tensor, relevant, depth: int | None = None) -
         raise ValueError(f"relevant must have one entry per row of scores: {len(scores)}, got {len(relevant)}")
     mask = torch.zeros(scores.shape, dtype=torch.bool)
     for q, ids in enumerate(relevant):
-        if not len(ids):
+        ids = [int(i) for i in ids]
+        if not ids:
             raise ValueError(f"relevant[{q}] is empty; every query needs at least one relevant id")
-        mask[q, list(ids)] = True
+        if min(ids) < 0 or max(ids) >= scores.shape[1]:
+            raise ValueError(f"relevant[{q}] holds ids outside [0, {scores.shape[1]}) (the candidates): {ids}")
+        mask[q, ids] = True
     s = torch.nan_to_num(scores, nan=float("-inf"))
     best = s.masked_fill(~mask, float("-inf")).amax(dim=1, keepdim=True)
     rank = 1 + ((s > best) & ~mask).sum(dim=1)
