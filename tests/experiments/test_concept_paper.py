@@ -387,6 +387,9 @@ def test_the_forms_of_b1_say_what_decides_h1_b2_and_m3():
             "(B1-bce1: holds)") in table
     assert "- P3b: B1 holds; changed by the BCE strength (B1-bce1: does not hold); unchanged by the negatives " \
         "(B1-nearest: holds)" in table
+    # B2 and M3 trained under B1's own form only: the card says what their moved verdicts mean
+    assert "The other condition of a comparison (B2 in H2/P2 (B2), M3 in M3 (below B1)) trained under B1's own " \
+        "form only" in table
 
 
 @pytest.mark.parametrize("data, missing", [

@@ -95,6 +95,9 @@ def _m3_form(label: str) -> str | None:
 ABLATED = (("H1/P1", "H1/P1", None),
            *((c, c, None) for c in ("P3a", "P3b", "P3b-type", "P3c", "H3", "F", "F-pair", "F-negation")),
            ("H2/P2 (B2)", "H2/P2", _b2_form), ("M3 (below B1)", "M3", _m3_form))
+# the rows that compare another condition, trained under B1's own form only, against each form of B1 (H3's B3 trains
+# without hard negatives: no form of B1 applies to it)
+ACROSS_FORMS = {"H2/P2 (B2)": "B2", "M3 (below B1)": "M3"}
 
 
 def _form_cells(results: dict, scope: str) -> dict[str, dict[str, dict]]:
@@ -123,9 +126,14 @@ def _ablation_table(results: dict, scope: str) -> str:
         lines.append(f"| {title} | " + " | ".join(
             f"{row[v]['verdict']} ({fmt.signed(row[v]['value'])})" if v in row and row[v].get("value") is not None
             else row[v]["verdict"] if v in row else fmt.MISSING for v in forms) + " |")
-    decides = [f"- {title}: {line}" for title, _, _ in ABLATED if (line := _what_decides(cells.get(title, {})))]
+    decided = [(title, line) for title, _, _ in ABLATED if (line := _what_decides(cells.get(title, {})))]
+    across = [f"{ACROSS_FORMS[title]} in {title}" for title, _ in decided if title in ACROSS_FORMS]
+    note = (["", f"The other condition of a comparison ({', '.join(across)}) trained under B1's own form only: a "
+             "verdict that moves there says the claim depends on which B1 it is measured against, not what that "
+             "condition would do under the ablated form."] if across else [])
     return "\n".join(lines + (["", "What decides each (the ablations that change B1's verdict, and those that "
-                                "leave it):", "", *decides] if decides else []))
+                                "leave it):", "", *(f"- {t}: {line}" for t, line in decided), *note]
+                               if decided else []))
 
 
 def _what_decides(row: dict[str, dict]) -> str:
