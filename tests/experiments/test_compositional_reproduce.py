@@ -154,3 +154,17 @@ def test_narrowing_verifiers_or_seeds_never_retrains(card, backbone_dir, tmp_pat
     assert unit_runs(a)[0] == {k: v for k, v in json.loads((card / "compositional" / "tiny" / "st" / "model_a" /
                                                              "seed-42" / "metrics.json").read_text()).items()
                                if k not in ("backbone", "condition")}
+
+
+def test_no_progress_reaches_the_verifiers_training(card, backbone_dir, tmp_path, capfd, monkeypatch):
+    """--no-progress turns the verifiers' training bars off too (frozen and end to end), not only the encoder's."""
+    from spherekit.training import verifier as verifier_training
+
+    out = tmp_path / "out"
+    shutil.copytree(card, out)
+    shown, real = [], verifier_training.train_verifier
+    monkeypatch.setattr(verifier_training, "train_verifier",
+                        lambda *a, **k: shown.append(k.get("progress", True)) or real(*a, **k))
+    capfd.readouterr()
+    assert _run(backbone_dir, out, "--conditions", "frozen_F4,e2e_F4", "--force") == 0
+    assert shown == [False, False] and "it/s" not in capfd.readouterr().err

@@ -109,10 +109,11 @@ def verifier_steps(cfg, regime: str, name: str, encoder) -> int:
                                                          cfg.time_budget_s)
 
 
-def train_verifier_run(encoder, backbone: str, verifier, regime: str, name: str, rows, cfg, seed: int) -> dict:
-    """Train one verifier run; its training record: steps, seconds, "start" (the loss of the first step, before its
-    update; "start_from" says so) and "final" (the mean loss of the last 10% of the steps), the mean in-batch
-    accuracy of those steps ("final_accuracy")."""
+def train_verifier_run(encoder, backbone: str, verifier, regime: str, name: str, rows, cfg, seed: int,
+                       progress: bool = True) -> dict:
+    """Train one verifier run (progress: its progress bar, off under --no-progress); its training record: steps,
+    seconds, "start" (the loss of the first step, before its update; "start_from" says so) and "final" (the mean
+    loss of the last 10% of the steps), the mean in-batch accuracy of those steps ("final_accuracy")."""
     from ...training.verifier import train_verifier
 
     steps = verifier_steps(cfg, regime, name, encoder)
@@ -125,13 +126,14 @@ def train_verifier_run(encoder, backbone: str, verifier, regime: str, name: str,
     if regime == "frozen":
         data = _frozen_tokens(encoder, backbone, rows, cfg)
         result = train_verifier(verifier, data, batch_size=batch, epochs=epochs, max_steps=steps, lr=cfg.verifier_lr,
-                                weight_decay=cfg.verifier_weight_decay, scale=cfg.verifier_scale, seed=seed)
+                                weight_decay=cfg.verifier_weight_decay, scale=cfg.verifier_scale, seed=seed,
+                                progress=progress)
     else:
         result = train_verifier(verifier, [tuple(r) for r in rows], encoder=encoder, freeze_encoder=False,
                                 batch_size=batch, epochs=epochs, max_steps=steps, lr=cfg.verifier_lr,
                                 weight_decay=cfg.verifier_weight_decay, encoder_lr=rules["e2e_encoder_lr"],
                                 encoder_weight_decay=rules["e2e_encoder_weight_decay"], scale=cfg.verifier_scale,
-                                seed=seed)
+                                seed=seed, progress=progress)
     hist = result.history
     tail = hist[-max(1, len(hist) // 10):]
     record = {"steps": result.steps, "train_seconds": round(time.perf_counter() - start, 2)}

@@ -47,7 +47,7 @@ def run_unit(ctx) -> dict:
         verifier = models.build(name, cfg, encoder.get_embedding_dimension())
         with ctx.timed("train"):
             ctx.record_training(VERIFIER, models.train_verifier_run(encoder, ctx.backbone, verifier, regime, name,
-                                                                    data.train_b, cfg, seed))
+                                                                    data.train_b, cfg, seed, progress=ctx.progress))
         verifier.eval()
         with ctx.timed("eval"):
             retrieval = evaluate.retrieval(encoder, data.suite, cfg, verifier,

@@ -40,7 +40,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--reevaluate", action="store_true",
                         help="recompute the metrics of finished units from their saved models (no retraining; a "
                              "trained run without one, restored from a card, is kept as it is)")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bars: training, verifiers, encoding and the libraries' own (weight "
+                             "loading, dataset maps); the log lines stay")
     parser.add_argument("--report-to", type=lambda s: [c for c in s.split(",") if c], default=[],
                         metavar="NAMES", help="every training also reports to these transformers integrations "
                         "(e.g. tensorboard; comma-separated; logs under <run>/logs/)")

@@ -45,6 +45,7 @@ from pathlib import Path
 
 from ... import _atomic
 from ...training.interrupt import Interrupted, check, graceful
+from .quiet import library_progress_bars
 from ...training.trainer import barrier, check_report_to, is_main_process, reporting, shutdown_distributed
 from ..api.config import fingerprint, with_overrides
 from ..api.learning import trainings
@@ -322,34 +323,35 @@ def reproduce(name: str, preset: str, *, conditions=None, backbone=None, data_di
                       overrides=overrides)
     root = Path(out) / experiment.name / preset
     _atomic.check_writable(root)
-    main = is_main_process()
-    started = card.now()
-    seconds: dict[str, float] = {}
-    t0 = time.perf_counter()
-    log(f"{experiment.name} / {preset}: preparing the data (cached under {root / 'data'})")
-    data = experiment.prepare(cfg, root, progress)
-    seconds["data"] = round(time.perf_counter() - t0, 2)
-    store = RunStore(root, experiment, cfg)
-    work = [(b, c, s) for b, c in plan(experiment, cfg) for s in seeds_of(experiment, cfg, c)]
-    with graceful(log), reporting(report_to):
-        for i, (b, c, s) in enumerate(work, 1):
-            check()
-            if not main and not experiment.conditions[c].distributed:
-                continue
-            _run_one(experiment, cfg, store, data, b, c, s, force=force, reevaluate=reevaluate, progress=progress,
-                     main=main, log=log, label=f"[{i}/{len(work)}] {slug(b)}/{c}/{run_dir(root, b, c, s).name}")
-    shutdown_distributed()
-    if not main:
-        return {}
-    units = store.units()
-    for unit_id, unit in units.items():
-        for stage, s in unit.get("seconds", {}).items():
-            seconds[f"{unit_id}/{stage}"] = s
-    seconds["total"] = round(time.perf_counter() - t0, 2)
-    payload = card.results_payload(experiment, preset, shown_config(experiment, cfg, units), units, seconds, started,
-                                   data_stats=getattr(data, "stats", {}), folder=root)
-    card.write_card(root, experiment, payload)
-    return payload
+    with library_progress_bars(progress):  # --no-progress silences the libraries' bars too
+        main = is_main_process()
+        started = card.now()
+        seconds: dict[str, float] = {}
+        t0 = time.perf_counter()
+        log(f"{experiment.name} / {preset}: preparing the data (cached under {root / 'data'})")
+        data = experiment.prepare(cfg, root, progress)
+        seconds["data"] = round(time.perf_counter() - t0, 2)
+        store = RunStore(root, experiment, cfg)
+        work = [(b, c, s) for b, c in plan(experiment, cfg) for s in seeds_of(experiment, cfg, c)]
+        with graceful(log), reporting(report_to):
+            for i, (b, c, s) in enumerate(work, 1):
+                check()
+                if not main and not experiment.conditions[c].distributed:
+                    continue
+                _run_one(experiment, cfg, store, data, b, c, s, force=force, reevaluate=reevaluate, progress=progress,
+                         main=main, log=log, label=f"[{i}/{len(work)}] {slug(b)}/{c}/{run_dir(root, b, c, s).name}")
+        shutdown_distributed()
+        if not main:
+            return {}
+        units = store.units()
+        for unit_id, unit in units.items():
+            for stage, s in unit.get("seconds", {}).items():
+                seconds[f"{unit_id}/{stage}"] = s
+        seconds["total"] = round(time.perf_counter() - t0, 2)
+        payload = card.results_payload(experiment, preset, shown_config(experiment, cfg, units), units, seconds,
+                                       started, data_stats=getattr(data, "stats", {}), folder=root)
+        card.write_card(root, experiment, payload)
+        return payload
 
 
 __all__ = ["DEFAULT_OUT", "NO_SEED", "RunStore", "make_config", "plan", "record_finished",
