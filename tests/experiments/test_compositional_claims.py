@@ -285,6 +285,44 @@ def test_the_undertrained_rule_is_symmetric(units):
     assert claims["C5b"]["verdict"] == "holds"
 
 
+def test_released_counts_follow_the_released_table():
+    """The released code's counts for a 22.7M encoder (all-MiniLM-L6-v2) at its batches and 4 minutes; none for a
+    backbone the table does not size."""
+    from spherekit.experiments.compositional.undertrained import released_count
+
+    scope = Scope("all-MiniLM-L6-v2", {}, CONFIG)
+    assert {c: released_count(scope, c) for c in ("frozen_F3", "frozen_F4", "e2e_F1", "e2e_F3", "e2e_F4")} == \
+        {"frozen_F3": 375, "frozen_F4": 1500, "e2e_F1": 825, "e2e_F3": 412, "e2e_F4": 1125}
+    assert released_count(Scope("all-MiniLM-L6-v2", {}, dict(CONFIG, time_budget_s=120.0)), "frozen_F4") == 750
+    assert released_count(Scope("bb", {}, CONFIG), "frozen_F4") is None
+
+
+def test_a_verifier_at_the_released_count_is_judged_on_its_numbers(units):
+    """Trained as long as the released code trains it, a verifier that re-ranks below its stage 1 or scores
+    near-misses at chance decides the claims resting on it (they can fail); one step short, it is undertrained."""
+    from spherekit.experiments import get
+
+    def judged(scope_name, short=0):
+        """Both F4s at chance on the near-misses, frozen F4 re-ranking below its stage 1, trained for the released
+        counts (1,500 frozen, 1,125 end to end) less `short` steps."""
+        frozen, e2e = dict(LEARNED, steps=1500 - short), dict(LEARNED, steps=1125 - short)
+        worse = dict(units, frozen_F4=_unit("frozen_F4", [0.5] * 3, stage1=0.55, figure3=CHANCE, train=frozen),
+                     e2e_F4=_unit("e2e_F4", [0.65, 0.7, 0.75], stage1=0.6, figure3=CHANCE, train=e2e))
+        return {r["id"]: r for r in evaluate(CLAIMS, [Scope(scope_name, worse, CONFIG)],
+                                             undertrained=get("compositional").undertrained)}
+
+    at = judged("all-MiniLM-L6-v2")
+    assert at["C8"]["verdict"] == at["C9"]["verdict"] == "does not hold"  # neither F4 separates the near-misses
+    assert at["C5"]["verdict"] == at["C5b"]["verdict"] == "holds"
+    assert not any("undertrained" in at[cid]["measured"] for cid in ("C5", "C5b", "C6", "C8", "C9"))
+    short = judged("all-MiniLM-L6-v2", short=1)
+    for cid in ("C5", "C5b", "C8"):
+        assert short[cid]["verdict"] == "inconclusive" and "frozen_F4 at 1,499 steps" in short[cid]["measured"], cid
+    assert "e2e_F4 at 1,124 steps" in short["C9"]["measured"] and short["C9"]["verdict"] == "inconclusive"
+    unsized = judged("bb")  # no released count for this backbone: the criteria apply at any length
+    assert unsized["C8"]["verdict"] == "inconclusive" and "frozen_F4 at 1,500 steps" in unsized["C8"]["measured"]
+
+
 def test_c5b_is_f2_below_f0_f1_and_f4_on_both_panels(units):
     """C5b as the paper words it: 'F0 and F4 are often close, while soft alignment F2 is consistently weaker': F2
     below each of frozen F0, F1 and F4 that ran, on nDCG@10 and on Acc@1 (Figure 2's panels); F3 is not compared."""
@@ -367,3 +405,21 @@ def test_upper_median_is_the_upper_median_of_the_repeated_pairs():
             assert got[r] == (pooled[pooled.size // 2] if pooled.size else pytest.approx(np.nan, nan_ok=True))
     ones = Draw(np.ones((1, n)), {"model_b": np.ones((1, m))})
     assert _upper_median(change, cols, ones)[0] == np.sort(change[:, cols].ravel())[cols.size * m // 2]
+
+
+def test_the_card_says_which_verifiers_the_released_count_lets_decide():
+    """The departures' scale lines: a verifier at the released count that re-ranks below its stage 1 is named as
+    judged on its numbers (a result, not undertraining), and none is undertrained; one short of the count is."""
+    from spherekit.experiments.compositional.departures import _scale
+
+    def lines(steps):
+        runs = [_run("frozen_F4", s, 0.5, 0.55, train=dict(LEARNED, steps=steps), figure3=CHANCE[0]) for s in SEEDS]
+        unit = aggregate("all-MiniLM-L6-v2", "frozen_F4", runs)
+        return _scale({"units": {"all-MiniLM-L6-v2/frozen_F4": unit}, "config": CONFIG, "claims": []})
+
+    at = lines(1500)
+    assert at[0].startswith("trained at the released step counts on all-MiniLM-L6-v2, so judged on their numbers")
+    assert "frozen_F4 at 1,500 steps, the released count: near-miss ROC-AUC 0.500" in at[0]
+    assert at[1].startswith("what scale decides on all-MiniLM-L6-v2: no trained verifier is undertrained")
+    short = lines(1000)
+    assert len(short) == 1 and "undertrained at these steps" in short[0] and "frozen_F4 at 1,000 steps" in short[0]

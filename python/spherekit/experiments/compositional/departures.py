@@ -133,17 +133,25 @@ def _scale(results: dict) -> list[str]:
             continue
         under = [k for k in checks if k.undertrained]
         fine = [k.condition for k in checks if not k.undertrained]
+        judged = [k for k in checks if k.at_released and k.failed]
+        if judged:
+            out.append(f"trained at the released step counts on {scope.name}, so judged on their numbers (the "
+                       "training length no longer decides): " + ", ".join(k.text() for k in judged) + ": a result "
+                       "of these runs, not undertraining; they trained at this config's batches, not the released "
+                       "code's (see the steps line)")
         if not under:
             out.append(f"what scale decides on {scope.name}: no trained verifier is undertrained at these steps "
-                       f"({', '.join(fine)}: none has a near-miss ROC-AUC interval containing 0.5 or re-ranks below "
-                       "its own stage 1 beyond the interval)")
+                       f"({', '.join(fine)}: none trained for fewer steps than the released count and has a "
+                       "near-miss ROC-AUC interval containing 0.5 or re-ranks below its own stage 1 beyond the "
+                       "interval)")
             continue
         left = [r["id"] for r in results.get("claims", []) if r["scope"] == scope.name and UNDERTRAINED in
                 r.get("measured", "")]
         claims = f" ({', '.join(left)})" if left else ""
         out.append(f"what scale decides on {scope.name}: undertrained at these steps (a trained verifier is "
-                   "undertrained when its near-miss ROC-AUC interval contains 0.5 or it re-ranks below its own stage "
-                   f"1 beyond the interval): {', '.join(k.text() for k in under)}"
+                   "undertrained when, trained for fewer steps than the released count, its near-miss ROC-AUC "
+                   "interval contains 0.5 or it re-ranks below its own stage 1 beyond the interval): "
+                   + ", ".join(k.text() for k in under)
                    + (f"; trained enough: {', '.join(fine)}" if fine else "")
                    + f". The claims resting on them{claims} are inconclusive: their verdicts would be decided by the "
                    "verifiers' training length, not by what the paper's verifiers can do, and wait for these verifiers "

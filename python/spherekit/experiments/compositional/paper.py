@@ -328,8 +328,8 @@ def _verifier_claim(cid: str, statement: str, source: str, rule: str, check, res
     """A claim reading verifier runs: resting on them (the core's gate on their trainings and on whether a trained
     one is undertrained, spec.undertrained), the rule says so."""
     return Claim(cid, statement, source, f"{rule}; inconclusive when a trained verifier it reads is undertrained "
-                 "(near-miss ROC-AUC interval containing 0.5, or re-ranking below its own stage 1 beyond the interval)",
-                 check, rests_on=rests)
+                 "(trained for fewer steps than the released count, with a near-miss ROC-AUC interval containing "
+                 "0.5, or re-ranking below its own stage 1 beyond the interval)", check, rests_on=rests)
 
 
 BOOT_Q = "two-level bootstrap over the seeds and the queries"

@@ -15,12 +15,20 @@ undertrained when either
   two-level bootstrap over its seeds and the queries) lies wholly below 0, re-ranking with it makes the ranking
   worse.
 
+A verifier trained for at least the released code's count for its encoder's size (the size of a backbone in
+released.PARAMETERS_M; the count at the released batches and this config's time budget) is never undertrained: it
+trained as long as the paper's verifiers did, so its numbers decide the claims, a near-miss ROC-AUC at chance or a
+re-ranking below stage 1 included (a result on this data, not a training length; the card's departures say so and
+name the batch it trained at). Without that exemption a claim such as C8 ("F3 / F4 separate near-misses") could
+never fail: a verifier that does not separate them would always be "undertrained". A backbone whose size is not in
+the table has no released count here, and the two criteria apply at any length.
+
 A claim resting on an undertrained verifier (the verifier conditions its rests_on names) is inconclusive
 (the core's gate asks why(), through Experiment.undertrained), whichever side of the claim's comparison the
 verifier is on and whichever way the claim's own interval points: its verdict would be decided by the training
-length, not by the verifier. Its measured text says "undertrained" with each verifier's numbers. A criterion whose series a run did not keep (per-pair scores,
-per-query values, the stage-1 scores) is not applied; a claim reading those runs has no interval of its own and is
-inconclusive anyway.
+length, not by the verifier. Its measured text says "undertrained" with each verifier's numbers. A criterion
+whose series a run did not keep (per-pair scores, per-query values, the stage-1 scores) is not applied; a claim
+reading those runs has no interval of its own and is inconclusive anyway.
 """
 
 from __future__ import annotations
@@ -31,27 +39,31 @@ from ..api import fmt
 from ..api.claims import NotRun
 from ..api.learning import trainings
 from ..api.uncertainty import two_level
+from . import released
 from .readings import auc_noise
 from .run import VERIFIER
-from .spec import verifier_of
+from .spec import CompositionalConfig, verifier_of
 
 UNDERTRAINED = "undertrained"
 CHANCE = 0.5
 RULE = ("a trained verifier it reads (frozen F3 / F4, every end-to-end run) is undertrained: the 95% interval of "
         "its near-miss ROC-AUC contains 0.5, or its re-ranked nDCG@10 falls below its own stage 1's beyond the 95% "
-        "interval of the difference (two-level bootstrap over its seeds and the held-out pairs / queries; "
-        "spherekit.experiments.compositional.undertrained)")
+        "interval of the difference (two-level bootstrap over its seeds and the held-out pairs / queries), while it "
+        "trained for fewer steps than the released code's count (a verifier trained that long is judged on its "
+        "numbers; spherekit.experiments.compositional.undertrained)")
 """The rule in one clause, for the card ("... inconclusive when <RULE>")."""
 
 
 @dataclass(frozen=True)
 class Check:
-    """What the two criteria measured on one trained verifier condition: steps (its runs' step counts), auc /
-    auc_interval (its near-miss ROC-AUC), gain / gain_interval (re-ranked minus stage-1 nDCG@10), reranked /
-    stage1 (the two means); None where the runs did not keep the series."""
+    """What the two criteria measured on one trained verifier condition: steps (its runs' step counts), released
+    (the released code's count for it, None when the encoder's size is not in the table), auc / auc_interval (its
+    near-miss ROC-AUC), gain / gain_interval (re-ranked minus stage-1 nDCG@10), reranked / stage1 (the two means);
+    None where the runs did not keep the series."""
 
     condition: str
     steps: tuple[int, ...]
+    released: int | None = None
     auc: float | None = None
     auc_interval: tuple[float, float] | None = None
     gain: float | None = None
@@ -70,11 +82,21 @@ class Check:
         return self.gain_interval is not None and self.gain_interval[1] < 0
 
     @property
-    def undertrained(self) -> bool:
+    def at_released(self) -> bool:
+        """Every run trained for at least the released code's count."""
+        return self.released is not None and min(self.steps) >= self.released
+
+    @property
+    def failed(self) -> bool:
+        """A criterion fires (at chance or hurting), whatever the training length."""
         return self.chance or self.hurts
 
+    @property
+    def undertrained(self) -> bool:
+        return self.failed and not self.at_released
+
     def text(self) -> str:
-        steps = "/".join(str(n) for n in sorted(set(self.steps)))
+        steps = "/".join(f"{n:,}" for n in sorted(set(self.steps))) + " steps"
         parts = []
         if self.chance:
             lo, hi = self.auc_interval
@@ -83,7 +105,9 @@ class Check:
         if self.hurts:
             parts.append(f"re-ranked nDCG@10 {fmt.num(self.reranked)} below its own stage 1's {fmt.num(self.stage1)} "
                          f"({fmt.signed(self.gain)}, interval {fmt.interval(*self.gain_interval)})")
-        return f"{self.condition} at {steps} steps ({'; '.join(parts)})"
+        if self.at_released:
+            return f"{self.condition} at {steps}, the released count: {'; '.join(parts)}"
+        return f"{self.condition} at {steps} ({'; '.join(parts)})"
 
 
 def trained(scope, condition: str) -> tuple[int, ...]:
@@ -95,12 +119,24 @@ def trained(scope, condition: str) -> tuple[int, ...]:
     return steps if any(steps) else ()
 
 
+def released_count(scope, condition: str) -> int | None:
+    """The released code's step count for the verifier condition on the scope's backbone (released.verifier_steps at
+    the released batches and the scope's time budget); None when the backbone's size is not in the table."""
+    millions = released.PARAMETERS_M.get(scope.name)
+    if millions is None:
+        return None
+    regime, name = condition.split("_", 1)
+    paper = CompositionalConfig()
+    budget = float(scope.config.get("time_budget_s") or paper.time_budget_s)
+    return released.verifier_steps(int(millions * 1e6), regime, name, paper.verifier_batch(name), budget)
+
+
 def check(scope, condition: str) -> Check | None:
     """The two criteria on a trained verifier condition of the scope (None: it did not train)."""
     steps = trained(scope, condition)
     if not steps:
         return None
-    out = {}
+    out = {"released": released_count(scope, condition)}
     auc = auc_noise({condition: scope.unit(condition)}, "overall", lambda m: m[condition])
     if auc is not None:
         out.update(auc=auc.value, auc_interval=auc.interval)
@@ -126,4 +162,4 @@ def why(scope, condition: str) -> str | None:
     return found.text() if found is not None and found.undertrained else None
 
 
-__all__ = ["CHANCE", "Check", "RULE", "UNDERTRAINED", "check", "trained", "undertrained", "why"]
+__all__ = ["CHANCE", "Check", "RULE", "UNDERTRAINED", "check", "released_count", "trained", "undertrained", "why"]
