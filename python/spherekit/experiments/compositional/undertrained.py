@@ -16,7 +16,7 @@ undertrained when either
   worse.
 
 A verifier trained for at least the released code's count for its encoder's size (the size of a backbone in
-released.PARAMETERS_M; the count at the released batches and this config's time budget) is never undertrained: it
+released.PARAMETERS_M; the count at the released batches and its 4-minute budget) is never undertrained: it
 trained as long as the paper's verifiers did, so its numbers decide the claims, a near-miss ROC-AUC at chance or a
 re-ranking below stage 1 included (a result on this data, not a training length; the card's departures say so and
 name the batch it trained at). Without that exemption a claim such as C8 ("F3 / F4 separate near-misses") could
@@ -121,14 +121,14 @@ def trained(scope, condition: str) -> tuple[int, ...]:
 
 def released_count(scope, condition: str) -> int | None:
     """The released code's step count for the verifier condition on the scope's backbone (released.verifier_steps at
-    the released batches and the scope's time budget); None when the backbone's size is not in the table."""
+    the released batches and its 4-minute budget, whatever this config's time_budget_s); None when the backbone's
+    size is not in the table."""
     millions = released.PARAMETERS_M.get(scope.name)
     if millions is None:
         return None
     regime, name = condition.split("_", 1)
     paper = CompositionalConfig()
-    budget = float(scope.config.get("time_budget_s") or paper.time_budget_s)
-    return released.verifier_steps(int(millions * 1e6), regime, name, paper.verifier_batch(name), budget)
+    return released.verifier_steps(int(millions * 1e6), regime, name, paper.verifier_batch(name), paper.time_budget_s)
 
 
 def check(scope, condition: str) -> Check | None:
