@@ -424,3 +424,17 @@ def test_the_card_says_which_verifiers_the_released_count_lets_decide():
     assert at[1].startswith("what scale decides on all-MiniLM-L6-v2: no trained verifier is undertrained")
     short = lines(1000)
     assert len(short) == 1 and "undertrained at these steps" in short[0] and "frozen_F4 at 1,000 steps" in short[0]
+    assert """--set 'released_steps=["frozen_F4"]'""" in short[0]
+
+
+def test_the_rerun_command_keeps_the_verifiers_already_at_their_released_counts():
+    """The command the scale line gives names the verifiers already at their released counts beside the
+    undertrained ones: a released_steps list without them would retrain them at the short count."""
+    from spherekit.experiments.compositional.departures import _scale
+
+    units = {}
+    for cond, steps in (("frozen_F4", 1500), ("e2e_F4", 60)):
+        runs = [_run(cond, s, 0.5, 0.55, train=dict(LEARNED, steps=steps), figure3=CHANCE[0]) for s in SEEDS]
+        units[f"all-MiniLM-L6-v2/{cond}"] = aggregate("all-MiniLM-L6-v2", cond, runs)
+    line = _scale({"units": units, "config": CONFIG, "claims": []})[-1]
+    assert "e2e_F4 at 60 steps" in line and """--set 'released_steps=["e2e_F4", "frozen_F4"]'""" in line

@@ -148,6 +148,8 @@ def _scale(results: dict) -> list[str]:
         left = [r["id"] for r in results.get("claims", []) if r["scope"] == scope.name and UNDERTRAINED in
                 r.get("measured", "")]
         claims = f" ({', '.join(left)})" if left else ""
+        # the list names the verifiers already at the released count too: one left out would retrain at the short count
+        released_too = sorted({k.condition for k in checks if k.at_released} | {k.condition for k in under})
         out.append(f"what scale decides on {scope.name}: undertrained at these steps (a trained verifier is "
                    "undertrained when, trained for fewer steps than the released count, its near-miss ROC-AUC "
                    "interval contains 0.5 or it re-ranks below its own stage 1 beyond the interval): "
@@ -155,8 +157,8 @@ def _scale(results: dict) -> list[str]:
                    + (f"; trained enough: {', '.join(fine)}" if fine else "")
                    + f". The claims resting on them{claims} are inconclusive: their verdicts would be decided by the "
                    "verifiers' training length, not by what the paper's verifiers can do, and wait for these verifiers "
-                   f"at the released step counts (--set 'released_steps={json.dumps([k.condition for k in under])}' "
-                   "redoes those runs alone)")
+                   f"at the released step counts (--set 'released_steps={json.dumps(released_too)}' redoes those "
+                   "runs alone, keeping the verifiers already at their released counts)")
     return out
 
 
