@@ -71,6 +71,11 @@ def test_released_steps_train_the_released_counts_at_the_presets_batch(backbone)
     assert got == {("frozen", "F1"): 0, ("frozen", "F3"): 375, ("frozen", "F4"): 1500,  # the tiny backbone: < 50M
                    ("e2e", "F1"): 60, ("e2e", "F3"): 412, ("e2e", "F4"): 1125}
     assert cfg.verifier_batch("F4") == 16  # trained at the preset's batch
+    table, short = (with_overrides(cfg, {"time_budget_s": s, "verifier_steps": 0}) for s in (240.0, 60.0))
+    assert models.verifier_steps(short, "e2e", "F1", backbone) * 4 <= models.verifier_steps(table, "e2e", "F1",
+                                                                                           backbone)
+    # a quarter of the budget: the table's counts fall with it, the released ones do not
+    assert models.verifier_steps(short, "e2e", "F4", backbone) == 1125
     with pytest.raises(ValueError, match="not verifier conditions"):
         with_overrides(cfg, {"released_steps": ["model_a"]})
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 
 from . import released
+from .spec import released_verifier_steps
 
 _TOKEN_CACHE: dict = {}
 FIRST_STEP = "first step"  # a verifier's "start": the loss of its first step, scored before that step's update
@@ -98,13 +99,13 @@ def _frozen_tokens(encoder, backbone: str, rows, cfg):
 def verifier_steps(cfg, regime: str, name: str, encoder) -> int:
     """cfg.verifier_steps when set, else the released code's table (released.verifier_steps) at cfg's verifier batch;
     a condition of cfg.released_steps: the released code's count, its table at its own batches (the paper's
-    verifier_batch_light / heavy, 128 / 32); frozen F0-F2 have no parameters and do not train (as in the released
+    verifier_batch_light / heavy, 128 / 32) and its 4-minute budget, whatever cfg's time_budget_s (the count
+    undertrained.released_count exempts); frozen F0-F2 have no parameters and do not train (as in the released
     code)."""
     if regime == "frozen" and name in ("F0", "F1", "F2"):
         return 0
     if f"{regime}_{name}" in cfg.released_steps:
-        return released.verifier_steps(n_params(encoder), regime, name, type(cfg)().verifier_batch(name),
-                                       cfg.time_budget_s)
+        return released_verifier_steps(n_params(encoder), regime, name)
     return cfg.verifier_steps or released.verifier_steps(n_params(encoder), regime, name, cfg.verifier_batch(name),
                                                          cfg.time_budget_s)
 

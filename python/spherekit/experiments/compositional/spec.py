@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..api.config import choice, paper, runtime, selection
 from ..api.plugin import Condition, Experiment, conditions_of
+from . import released
 
 VERIFIER_NAMES = ("F0", "F1", "F2", "F3", "F4")
 REGIMES = ("frozen", "e2e")
@@ -157,6 +158,13 @@ def verifier_of(condition: str) -> str | None:
     """"frozen_F4" -> "F4"; None for base, model_a, model_b."""
     params = CONDITIONS[condition].params
     return params["verifier"] if params else None
+
+
+def released_verifier_steps(n_params: int, regime: str, name: str) -> int:
+    """The released code's step count for a verifier: its table at its own batches (128 for F0-F2, 32 for F3-F4) and
+    its 4-minute budget, whatever a config's batches and time_budget_s (released.verifier_steps)."""
+    code = CompositionalConfig()
+    return released.verifier_steps(n_params, regime, name, code.verifier_batch(name), code.time_budget_s)
 
 
 class CompositionalExperiment(Experiment):

@@ -42,7 +42,7 @@ from ..api.uncertainty import two_level
 from . import released
 from .readings import auc_noise
 from .run import VERIFIER
-from .spec import CompositionalConfig, verifier_of
+from .spec import released_verifier_steps, verifier_of
 
 UNDERTRAINED = "undertrained"
 CHANCE = 0.5
@@ -127,8 +127,7 @@ def released_count(scope, condition: str) -> int | None:
     if millions is None:
         return None
     regime, name = condition.split("_", 1)
-    paper = CompositionalConfig()
-    return released.verifier_steps(int(millions * 1e6), regime, name, paper.verifier_batch(name), paper.time_budget_s)
+    return released_verifier_steps(int(millions * 1e6), regime, name)
 
 
 def check(scope, condition: str) -> Check | None:
