@@ -37,7 +37,11 @@ def _loss_and_grads(model, loss_fn, columns, autocast: bool):
 
 
 def _max_relative_gap(a: dict, b: dict) -> float:
-    return max(float((a[n] - b[n]).norm() / b[n].norm().clamp_min(1e-12)) for n in b)
+    """max over parameters of |a_n - b_n| / max(|b_n|, 1e-4 |b|): a parameter whose reference gradient is below
+    1e-4 of the whole gradient's norm is measured against that floor, since its own norm is rounding noise (the
+    attention key bias has a gradient of exactly zero in exact arithmetic: softmax is shift-invariant per query)."""
+    floor = 1e-4 * float(torch.sqrt(sum(g.norm() ** 2 for g in b.values())))
+    return max(float((a[n] - b[n]).norm()) / max(float(b[n].norm()), floor) for n in b)
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
