@@ -362,7 +362,7 @@ def _dbpedia(s):
     return difference(s, "B0", "B1", DBPEDIA_R10, ">", 0.0)
 
 
-_FORMS_RAN = f"each form of B1 that ran ({', '.join(B1_FORMS)})"
+_FORMS_RAN = f"each form of B1 that ran (of {', '.join(B1_FORMS)})"
 _EACH_B1 = f"checked for {_FORMS_RAN}"
 CLAIMS = [
     Claim("H1/P1", "concept-equivalence fine-tuning improves t2d R@10 over the frozen encoder (0.552 -> 0.654)",
