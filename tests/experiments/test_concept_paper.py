@@ -392,6 +392,16 @@ def test_the_forms_of_b1_say_what_decides_h1_b2_and_m3():
         "form only" in table
 
 
+def test_what_decides_joins_the_groups_it_names_with_and_by():
+    from spherekit.experiments.concept.figures import _what_decides
+
+    row = {f: {"verdict": v} for f, v in (("B1", "holds"), ("B1-negonly", "holds"), ("B1-nearest", "does not hold"),
+                                          ("B1-bce1", "holds"))}
+    assert _what_decides(row) == ("B1 holds; changed by the negatives (B1-nearest: does not hold); unchanged by "
+                                  "the BCE strength (B1-bce1: holds) and by the BCE form (B1-negonly: holds)")
+    assert _what_decides({"B1": {"verdict": "holds"}}) == ""
+
+
 @pytest.mark.parametrize("data, missing", [
     ({}, ["Wiktionary dump", "NP paraphrase suite", "DBpedia semantic-gap files"]),
     ({"second_source": "wiktionary", "np_paraphrase": 200, "dbpedia_test_queries": 50}, []),

@@ -152,8 +152,8 @@ def _what_decides(row: dict[str, dict]) -> str:
 
     moved = [listed(what, forms) for what, forms in ran if any(row[f]["verdict"] != base for f in forms)]
     same = [listed(what, forms) for what, forms in ran if all(row[f]["verdict"] == base for f in forms)]
-    return f"B1 {base}; " + "; ".join((["changed by " + "; ".join(moved)] if moved else [])
-                                      + (["unchanged by " + "; ".join(same)] if same else []))
+    return f"B1 {base}; " + "; ".join((["changed by " + " and by ".join(moved)] if moved else [])
+                                      + (["unchanged by " + " and by ".join(same)] if same else []))
 
 
 def _training_table(scope) -> str:
